@@ -98,26 +98,27 @@ var errUnsupported = fmt.Errorf("unsupported combination")
 
 func (c *Column) plan(t iceberg.PrimitiveType, col *schema.Column) error {
 	lt := logicalType(col)
-	intLT, _ := lt.(*schema.IntLogicalType)
-	plainInt := lt == nil || isNone(lt) || intLT != nil
+	// arrow-go's logical types are values, not pointers.
+	intLT, isInt := lt.(schema.IntLogicalType)
+	plainInt := lt == nil || isNone(lt) || isInt
 	phys := col.PhysicalType()
 	types := parquet.Types
 	switch t := t.(type) {
 	case iceberg.BooleanType:
 		return c.use(phys == types.Boolean, asBool)
 	case iceberg.Int32Type:
-		if intLT != nil && !intLT.IsSigned() && intLT.BitWidth() == 32 {
+		if isInt && !intLT.IsSigned() && intLT.BitWidth() == 32 {
 			return fmt.Errorf("unsigned 32-bit values do not fit int")
 		}
 		return c.use(phys == types.Int32 && plainInt, asInt32)
 	case iceberg.Int64Type:
-		if intLT != nil && !intLT.IsSigned() && intLT.BitWidth() == 64 {
+		if isInt && !intLT.IsSigned() && intLT.BitWidth() == 64 {
 			return fmt.Errorf("unsigned 64-bit values do not fit long")
 		}
 		switch {
 		case phys == types.Int64 && plainInt:
 			return c.use(true, asInt64)
-		case phys == types.Int32 && intLT != nil && !intLT.IsSigned() && intLT.BitWidth() == 32:
+		case phys == types.Int32 && isInt && !intLT.IsSigned() && intLT.BitWidth() == 32:
 			return c.use(true, uint32ToInt64)
 		}
 		return c.use(phys == types.Int32 && plainInt, int32ToInt64)
@@ -131,11 +132,11 @@ func (c *Column) plan(t iceberg.PrimitiveType, col *schema.Column) error {
 	case iceberg.DateType:
 		return c.use(phys == types.Int32, asInt32)
 	case iceberg.TimeType:
-		return c.planTime(phys, lt, schema.TimeUnitMicros)
+		return c.planTime(phys, lt, schema.TimeUnitMicros, true)
 	case iceberg.TimestampType, iceberg.TimestampTzType:
-		return c.planTime(phys, lt, schema.TimeUnitMicros)
+		return c.planTime(phys, lt, schema.TimeUnitMicros, false)
 	case iceberg.TimestampNsType, iceberg.TimestampTzNsType:
-		return c.planTime(phys, lt, schema.TimeUnitNanos)
+		return c.planTime(phys, lt, schema.TimeUnitNanos, false)
 	case iceberg.StringType, iceberg.BinaryType:
 		return c.use(phys == types.ByteArray || phys == types.FixedLenByteArray, asBytes)
 	case iceberg.FixedType:
@@ -166,11 +167,13 @@ var unitsPer = map[schema.TimeUnitType]int64{
 	schema.TimeUnitNanos:  1_000_000_000,
 }
 
-// planTime handles time and timestamp columns whose canonical form is INT64
-// in unit want. A stored unit finer than want would need rounding, which
-// readers do not agree on, so it is refused (the file stays unindexed).
-func (c *Column) planTime(phys parquet.Type, lt schema.LogicalType, want schema.TimeUnitType) error {
-	if phys == parquet.Types.Int96 {
+// planTime handles time (isTime) and timestamp columns whose canonical form
+// is INT64 in unit want. A stored unit finer than want would need rounding,
+// which readers do not agree on, so it is refused (the file stays
+// unindexed). Times are INT32 TIME_MILLIS or INT64 TIME; timestamps are INT64
+// TIMESTAMP or legacy INT96.
+func (c *Column) planTime(phys parquet.Type, lt schema.LogicalType, want schema.TimeUnitType, isTime bool) error {
+	if phys == parquet.Types.Int96 && !isTime {
 		if want == schema.TimeUnitNanos {
 			return c.use(true, int96ToNanos)
 		}
@@ -178,9 +181,15 @@ func (c *Column) planTime(phys parquet.Type, lt schema.LogicalType, want schema.
 	}
 	have := want // an unannotated INT64 is taken to be in the canonical unit
 	switch lt := lt.(type) {
-	case *schema.TimestampLogicalType:
+	case schema.TimestampLogicalType:
+		if isTime {
+			return errUnsupported
+		}
 		have = lt.TimeUnit()
-	case *schema.TimeLogicalType:
+	case schema.TimeLogicalType:
+		if !isTime {
+			return errUnsupported
+		}
 		have = lt.TimeUnit()
 	case nil, schema.NoLogicalType:
 	default:
@@ -197,13 +206,13 @@ func (c *Column) planTime(phys parquet.Type, lt schema.LogicalType, want schema.
 		}
 		return c.use(true, scaleInt64)
 	case parquet.Types.Int32:
-		return c.use(have == schema.TimeUnitMillis, scaleInt32)
+		return c.use(isTime && have == schema.TimeUnitMillis, scaleInt32)
 	}
 	return errUnsupported
 }
 
 func (c *Column) planDecimal(t iceberg.DecimalType, phys parquet.Type, lt schema.LogicalType) error {
-	dec, ok := lt.(*schema.DecimalLogicalType)
+	dec, ok := lt.(schema.DecimalLogicalType)
 	if !ok {
 		return errUnsupported
 	}

@@ -128,8 +128,10 @@ func SupportsType(t iceberg.Type) bool {
 		iceberg.Float32Type, iceberg.Float64Type, iceberg.DateType, iceberg.TimeType,
 		iceberg.TimestampType, iceberg.TimestampTzType, iceberg.TimestampNsType,
 		iceberg.TimestampTzNsType, iceberg.StringType, iceberg.UUIDType,
-		iceberg.BinaryType, iceberg.FixedType:
+		iceberg.BinaryType:
 		return true
+	case iceberg.FixedType:
+		return t.Len() > 0
 	case iceberg.DecimalType:
 		return t.Precision() >= 1 && t.Precision() <= MaxDecimalPrecision
 	}

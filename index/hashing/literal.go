@@ -26,12 +26,14 @@ const (
 )
 
 // Literal returns how to check lit against a filter whose values were hashed
-// as valueType, the type recorded with the filter. The filter's type can be
-// narrower than the column's current type after type promotion (int→long,
-// float→double, decimal widening); the literal is then converted to the
-// filter's type exactly, and a literal that has no exact counterpart is
-// NeverPresent. A literal whose type cannot be compared with valueType at
-// all is an error, and the caller keeps the file.
+// as valueType, the type recorded with the filter. lit is expected bound to
+// the column's current type (as iceberg.BindExpr leaves it), which can be
+// wider than valueType after type promotion (int→long, float→double, decimal
+// widening): the literal is then converted to the filter's type exactly, and
+// one with no exact counterpart is NeverPresent. An unbound literal of
+// another type is used only where the conversion is exact, else CannotPrune.
+// A literal whose type cannot be compared with valueType at all is an error,
+// and the caller keeps the file.
 func Literal(valueType iceberg.PrimitiveType, lit iceberg.Literal) (uint64, Outcome, error) {
 	h, out, ok := literal(valueType, lit)
 	if !ok {
@@ -70,8 +72,11 @@ func literal(t iceberg.PrimitiveType, lit iceberg.Literal) (uint64, Outcome, boo
 		case iceberg.TimestampLiteral:
 			return Int64(int64(v)), CheckHash, true
 		case iceberg.TimestampNsLiteral:
+			// A bound literal has the column's type; a nanosecond one here
+			// is unbound, and binding would truncate it, so only an exact
+			// one says anything.
 			if int64(v)%1000 != 0 {
-				return 0, NeverPresent, true
+				return 0, CannotPrune, true
 			}
 			return Int64(int64(v) / 1000), CheckHash, true
 		}
@@ -147,10 +152,13 @@ func floatLiteral(t iceberg.PrimitiveType, lit iceberg.Literal) (uint64, Outcome
 	case iceberg.Float64Literal:
 		v = float64(l)
 	case iceberg.Int32Literal, iceberg.Int64Literal:
+		// No promotion turns an integer column into a floating one, so an
+		// integer literal here is unbound; binding would round it, so only
+		// one the type represents exactly says anything.
 		i, _ := integer(lit)
 		v = float64(i)
-		if int64(v) != i {
-			return 0, NeverPresent, true
+		if _, single := t.(iceberg.Float32Type); int64(v) != i || single && int64(float32(v)) != i {
+			return 0, CannotPrune, true
 		}
 	default:
 		return 0, CannotPrune, false

@@ -11,8 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/icebloom/icebloom/index/internal/testfixture"
 	"github.com/icebloom/icebloom/index/sbbf"
-	"github.com/icebloom/icebloom/internal/testfixture"
 )
 
 type goldenFilter struct {

@@ -14,7 +14,7 @@ import (
 // Root returns the repository's root directory.
 func Root() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
 // External returns the path of a file under testdata/external, the golden
