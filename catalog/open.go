@@ -1,0 +1,300 @@
+// Package catalog opens the Iceberg catalog icebloom works against and
+// registers index statistics files in table metadata through it.
+//
+// Catalogs are selected the way iceberg-go's iceberg CLI selects them: flags,
+// over a section of the ~/.iceberg-go.yaml config file, over defaults. With no
+// catalog configured at all, icebloom uses an embedded SQLite catalog in
+// ./warehouse, so it works out of the box.
+package catalog
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/catalog/glue"
+	"github.com/apache/iceberg-go/catalog/hadoop"
+	"github.com/apache/iceberg-go/catalog/hive"
+	"github.com/apache/iceberg-go/catalog/rest"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	"github.com/apache/iceberg-go/config"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/uptrace/bun/driver/sqliteshim"
+
+	// Tables may live on object storage whatever the catalog: register the
+	// s3, gs and azure file IO schemes, as the iceberg CLI does.
+	_ "github.com/apache/iceberg-go/io/gocloud"
+)
+
+// DefaultName is the catalog name used when none is given: the config file
+// section read when the file names no default-catalog, and the name the SQL
+// catalog stores its tables under.
+const DefaultName = "default"
+
+// defaultDir is the directory of the embedded catalog, relative to the
+// working directory.
+const defaultDir = "warehouse"
+
+// Options selects and configures a catalog. They are the global flags of the
+// icebloom command and follow those of iceberg-go's iceberg CLI, so a setup
+// that works with one works with the other; the struct tags let a go-arg
+// command embed Options directly.
+//
+// A zero field was not given: Open fills it from the config file section of
+// the catalog, and failing that from the defaults. So a flag given on the
+// command line overrides the file field by field.
+type Options struct {
+	// Type is the catalog type: sql, rest, glue, hive or hadoop.
+	Type string `arg:"--catalog" help:"catalog type: sql, rest, glue, hive or hadoop [default: from the config file, else an embedded SQLite catalog in ./warehouse]"`
+	// Name selects the config file section and names the catalog; "" means
+	// the file's default-catalog, else DefaultName.
+	Name string `arg:"--catalog-name" help:"catalog name, selecting the config file section [default: the file's default-catalog, else default]"`
+	// URI is the catalog's endpoint: the REST or Hive Metastore URI, or the
+	// SQL catalog's database DSN.
+	URI string `arg:"--uri" help:"catalog URI (for sql: the database DSN)"`
+	// Warehouse is the location new tables are created under.
+	Warehouse string `arg:"--warehouse" help:"warehouse location"`
+	// ConfigPath is the config file; "" means ~/.iceberg-go.yaml, which may
+	// be missing, while a file named here must exist.
+	ConfigPath string `arg:"--config" help:"config file [default: ~/.iceberg-go.yaml]"`
+	// SQLDriver is the database/sql driver of a SQL catalog; "" means
+	// sqliteshim, the SQLite driver built into icebloom.
+	SQLDriver string `arg:"--sql-driver" help:"database/sql driver of the sql catalog [default: sqliteshim]"`
+	// SQLDialect is the SQL dialect of a SQL catalog; "" means sqlite.
+	SQLDialect string `arg:"--sql-dialect" help:"SQL dialect of the sql catalog [default: sqlite]"`
+	// Credential is the REST catalog's OAuth client credential
+	// (client-id:client-secret).
+	Credential string `arg:"--credential" help:"REST catalog OAuth credential (client-id:client-secret)"`
+	// Token is a REST catalog OAuth token; it takes precedence over
+	// Credential and skips the OAuth flow.
+	Token string `arg:"--token" help:"REST catalog OAuth token (skips the OAuth flow)"`
+	// Scope is the REST catalog's OAuth scope; "" leaves the catalog's
+	// default.
+	Scope string `arg:"--scope" help:"REST catalog OAuth scope"`
+	// AWSProfile is the shared AWS config profile of a Glue catalog.
+	AWSProfile string `arg:"--aws-profile" help:"AWS profile of the glue catalog"`
+	// Rest holds the REST catalog's SigV4 signing settings. As in the
+	// iceberg CLI they come from the config file's rest section only.
+	Rest *config.RestOptions `arg:"-"`
+
+	// embedded, when set, is the directory of an embedded SQLite catalog:
+	// Open fills the fields still empty from it and creates it.
+	embedded string
+}
+
+// Embedded returns the options of the embedded catalog rooted at dir: an
+// iceberg-go SQL catalog on SQLite in dir/catalog.db whose warehouse is dir.
+// It is what Open uses, rooted at ./warehouse, when no catalog is configured,
+// and what a command that sets up its own catalog (such as quickstart) opens.
+// The config file does not apply to it.
+func Embedded(dir string) Options {
+	return Options{Type: string(icecat.SQL), Name: DefaultName, embedded: dir}
+}
+
+// Open opens the catalog o selects. Fields of o that are zero are taken from
+// the config file section for o.Name, and then from the defaults; when no
+// catalog type or URI is configured at all, Open opens the embedded catalog in
+// ./warehouse, creating it on first use.
+//
+// The catalog may hold resources (the SQL catalog holds a database handle):
+// release them through iceberg-go's catalog.Closer when it implements it.
+func Open(ctx context.Context, o Options) (icecat.Catalog, error) {
+	o, err := resolve(o)
+	if err != nil {
+		return nil, err
+	}
+	name := cmp.Or(o.Name, DefaultName)
+	cat, err := open(ctx, name, o)
+	if err != nil {
+		return nil, fmt.Errorf("open catalog %q: %w", name, err)
+	}
+	return cat, nil
+}
+
+// resolve layers o over the config file and the defaults.
+func resolve(o Options) (Options, error) {
+	if o.embedded == "" {
+		var err error
+		if o, err = withConfigFile(o); err != nil {
+			return o, err
+		}
+		if o.Type == "" && o.URI == "" {
+			o.embedded = defaultDir
+		}
+	}
+	if o.embedded != "" {
+		return withEmbedded(o)
+	}
+	if o.Type == "" {
+		// A URI alone says which catalog only when it is a REST endpoint,
+		// which is also how iceberg-go's catalog.Load reads it.
+		if u, err := url.Parse(o.URI); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+			o.Type = string(icecat.REST)
+		} else {
+			return o, fmt.Errorf("catalog URI %s: give the catalog type (--catalog)", o.URI)
+		}
+	}
+	return o, nil
+}
+
+// withConfigFile fills the zero fields of o from the config file section of
+// the catalog, the way the iceberg CLI merges its flags with the file.
+func withConfigFile(o Options) (Options, error) {
+	data, err := config.LoadConfigFile(o.ConfigPath) // names the file in its errors
+	if err != nil {
+		return o, err
+	}
+	path := o.ConfigPath
+	if path == "" {
+		home, _ := os.UserHomeDir() // LoadConfigFile has resolved it already
+		path = filepath.Join(home, ".iceberg-go.yaml")
+	}
+	sect, err := config.ParseConfig(data, o.Name)
+	if err != nil {
+		return o, fmt.Errorf("parse config file %s: %w", path, err)
+	}
+	if sect == nil {
+		// A catalog asked for by name, or in a file given by name, must be
+		// there unless the flags say which catalog it is: falling back to the
+		// embedded catalog would silently work on other tables.
+		if o.Type == "" && (o.Name != "" || o.ConfigPath != "") {
+			what := fmt.Sprintf("catalog %q", o.Name)
+			if o.Name == "" {
+				what = "the default catalog" // the file's default-catalog, else DefaultName
+			}
+			return o, fmt.Errorf("%s is not in config file %s", what, path)
+		}
+		return o, nil
+	}
+	fill := func(field *string, v string) {
+		if *field == "" {
+			*field = v
+		}
+	}
+	fill(&o.Type, sect.CatalogType)
+	fill(&o.URI, sect.URI)
+	fill(&o.Warehouse, sect.Warehouse)
+	fill(&o.Credential, sect.Credential)
+	fill(&o.AWSProfile, sect.AwsProfile)
+	fill(&o.SQLDriver, sect.SQLDriver)
+	fill(&o.SQLDialect, sect.SQLDialect)
+	if o.Rest == nil {
+		o.Rest = sect.RestOptions
+	}
+	return o, nil
+}
+
+// withEmbedded fills o as the embedded catalog in o.embedded and creates the
+// directory. The warehouse is stored as an absolute file:// location so that
+// the tables are usable from any working directory.
+func withEmbedded(o Options) (Options, error) {
+	dir, err := filepath.Abs(o.embedded)
+	if err != nil {
+		return o, fmt.Errorf("embedded catalog %s: %w", o.embedded, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return o, fmt.Errorf("embedded catalog: %w", err)
+	}
+	o.Type = string(icecat.SQL)
+	// The busy timeout makes concurrent writers (two icebloom processes, or
+	// icebloom and the iceberg CLI) wait for each other instead of failing
+	// with "database is locked"; WAL lets readers run beside a writer. Both
+	// drivers sqliteshim picks from understand these parameters.
+	o.URI = filepath.Join(dir, "catalog.db") + "?_busy_timeout=10000&_journal_mode=WAL"
+	if o.Warehouse == "" {
+		slashed := filepath.ToSlash(dir)
+		if !strings.HasPrefix(slashed, "/") {
+			slashed = "/" + slashed // a Windows drive path: file:///C:/...
+		}
+		o.Warehouse = (&url.URL{Scheme: "file", Path: slashed}).String()
+	}
+	return o, nil
+}
+
+// open opens the catalog of the fully resolved o.
+func open(ctx context.Context, name string, o Options) (icecat.Catalog, error) {
+	switch icecat.Type(strings.ToLower(o.Type)) {
+	case icecat.SQL:
+		if o.URI == "" {
+			return nil, errors.New("sql catalog: no database DSN (--uri)")
+		}
+		return icecat.Load(ctx, name, sqlProperties(o))
+	case icecat.REST:
+		if o.URI == "" {
+			return nil, errors.New("rest catalog: no endpoint URI (--uri)")
+		}
+		var opts []rest.Option
+		if o.Token != "" {
+			opts = append(opts, rest.WithOAuthToken(o.Token))
+		} else if o.Credential != "" {
+			opts = append(opts, rest.WithCredential(o.Credential))
+		}
+		if o.Warehouse != "" {
+			opts = append(opts, rest.WithWarehouseLocation(o.Warehouse))
+		}
+		if o.Scope != "" {
+			opts = append(opts, rest.WithScope(o.Scope))
+		}
+		if r := o.Rest; r != nil {
+			if r.SigV4Enabled {
+				opts = append(opts, rest.WithSigV4())
+			}
+			if r.SigningName != "" || r.SigningRegion != "" {
+				opts = append(opts, rest.WithSigV4RegionSvc(r.SigningRegion, r.SigningName))
+			}
+		}
+		return rest.NewCatalog(ctx, name, o.URI, opts...)
+	case icecat.Glue:
+		var load []func(*awsconfig.LoadOptions) error
+		if o.AWSProfile != "" {
+			load = append(load, awsconfig.WithSharedConfigProfile(o.AWSProfile))
+		}
+		cfg, err := awsconfig.LoadDefaultConfig(ctx, load...)
+		if err != nil {
+			return nil, fmt.Errorf("glue catalog: load AWS config: %w", err)
+		}
+		return glue.NewCatalog(glue.WithAwsConfig(cfg))
+	case icecat.Hive:
+		if o.URI == "" {
+			return nil, errors.New("hive catalog: no Hive Metastore URI (--uri)")
+		}
+		props := iceberg.Properties{hive.URI: o.URI}
+		if o.Warehouse != "" {
+			props[hive.Warehouse] = o.Warehouse
+		}
+		return hive.NewCatalog(props)
+	case icecat.Hadoop:
+		if o.Warehouse == "" {
+			return nil, errors.New("hadoop catalog: no warehouse (--warehouse)")
+		}
+		return hadoop.NewCatalog(name, o.Warehouse, iceberg.Properties{"warehouse": o.Warehouse})
+	default:
+		return nil, fmt.Errorf("unknown catalog type %q: want sql, rest, glue, hive or hadoop", o.Type)
+	}
+}
+
+// sqlProperties returns the properties of the SQL catalog o configures.
+func sqlProperties(o Options) iceberg.Properties {
+	// uri, warehouse and credential are set even when empty, so that
+	// catalog.Load does not take them from a config file section of the same
+	// name, which may be for another catalog.
+	return iceberg.Properties{
+		"type":            string(icecat.SQL),
+		"uri":             o.URI,
+		"warehouse":       o.Warehouse,
+		"credential":      o.Credential,
+		sqlcat.DriverKey:  cmp.Or(o.SQLDriver, sqliteshim.ShimName),
+		sqlcat.DialectKey: cmp.Or(o.SQLDialect, string(sqlcat.SQLite)),
+		// Create the catalog's tables when the database has none yet:
+		// iceberg-go's default, made explicit because the embedded catalog
+		// relies on it.
+		"init_catalog_tables": "true",
+	}
+}

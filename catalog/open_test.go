@@ -1,0 +1,174 @@
+package catalog
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+)
+
+// fileURI is the file:// location of an absolute local path.
+func fileURI(path string) string { return "file://" + filepath.ToSlash(path) }
+
+// mustExist fails the test unless path exists.
+func mustExist(t *testing.T, path string) {
+	t.Helper()
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkCatalog fails the test unless cat is of type typ and, if it has a
+// name (the SQL catalog has), named name.
+func checkCatalog(t *testing.T, cat icecat.Catalog, typ icecat.Type, name string) {
+	t.Helper()
+	if cat.CatalogType() != typ {
+		t.Fatalf("catalog is a %s catalog, want %s", cat.CatalogType(), typ)
+	}
+	if named, ok := cat.(interface{ Name() string }); ok && named.Name() != name {
+		t.Fatalf("catalog is named %q, want %q", named.Name(), name)
+	}
+}
+
+// TestOpenEmbedded shows that the embedded catalog is created on first use,
+// keeps its tables at an absolute file:// location, and that a second Open of
+// the same directory sees them.
+func TestOpenEmbedded(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "quickstart") // Open creates it
+	ident := table.Identifier{"db", "events"}
+
+	cat := openEmbedded(t, dir)
+	checkCatalog(t, cat, icecat.SQL, DefaultName)
+	mustExist(t, filepath.Join(dir, "catalog.db"))
+	created := createTable(t, cat, ident)
+	if want := fileURI(dir) + "/db.db/events"; created.Location() != want {
+		t.Errorf("table location %s, want %s", created.Location(), want)
+	}
+
+	again := openEmbedded(t, dir)
+	tbl, err := again.LoadTable(t.Context(), ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tbl.MetadataLocation() != created.MetadataLocation() {
+		t.Errorf("second Open: metadata at %s, want %s", tbl.MetadataLocation(), created.MetadataLocation())
+	}
+}
+
+// TestOpenDefault shows that with nothing configured — no flags, no config
+// file in $HOME — Open opens the embedded catalog in ./warehouse.
+func TestOpenDefault(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	wd := t.TempDir()
+	t.Chdir(wd)
+
+	cat := openT(t, Options{})
+	checkCatalog(t, cat, icecat.SQL, DefaultName)
+	mustExist(t, filepath.Join(wd, "warehouse", "catalog.db"))
+	tbl := createTable(t, cat, table.Identifier{"db", "t"})
+	if want := fileURI(wd) + "/warehouse/db.db/t"; tbl.Location() != want {
+		t.Errorf("table location %s, want %s", tbl.Location(), want)
+	}
+}
+
+// writeConfig writes an ~/.iceberg-go.yaml style file with two SQL catalogs,
+// one and two, each with its own database and warehouse under dir, and
+// default-catalog two.
+func writeConfig(t *testing.T, dir, name string) string {
+	t.Helper()
+	yaml := "default-catalog: two\ncatalog:\n"
+	for _, c := range []string{"one", "two"} {
+		yaml += "  " + c + ":\n" +
+			"    type: sql\n" +
+			"    uri: " + filepath.Join(dir, c+".db") + "\n" +
+			"    warehouse: " + fileURI(filepath.Join(dir, c+"-warehouse")) + "\n" +
+			"    sql-driver: sqliteshim\n" +
+			"    sql-dialect: sqlite\n"
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestOpenConfigFile shows that the config file's section for the name
+// configures the catalog, and that a field given in Options overrides the
+// file's field by field.
+func TestOpenConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HOME", dir)
+	home := writeConfig(t, dir, ".iceberg-go.yaml")
+	explicit := writeConfig(t, dir, "other.yaml")
+	elsewhere := filepath.Join(dir, "elsewhere")
+	one, two := filepath.Join(dir, "one-warehouse"), filepath.Join(dir, "two-warehouse")
+
+	tests := []struct {
+		name          string
+		o             Options
+		catalogName   string
+		db, warehouse string // of the table created; warehouse as a local path
+		typ           icecat.Type
+	}{
+		{"by name", Options{Name: "one"}, "one", "one.db", one, icecat.SQL},
+		// As in the iceberg CLI, the section default-catalog names applies
+		// when no name is given, and the catalog is still called default.
+		{"default-catalog", Options{ConfigPath: explicit}, DefaultName, "two.db", two, icecat.SQL},
+		{"warehouse flag", Options{Name: "one", Warehouse: fileURI(elsewhere)}, "one", "one.db", elsewhere, icecat.SQL},
+		// The Hadoop catalog keeps its tables in the file's warehouse.
+		{"type flag", Options{ConfigPath: home, Name: "one", Type: "hadoop"}, "one", "", one, icecat.Hadoop},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cat := openT(t, tt.o)
+			checkCatalog(t, cat, tt.typ, tt.catalogName)
+			ns := strings.ReplaceAll(tt.name, " ", "_")
+			tbl := createTable(t, cat, table.Identifier{ns, "t"})
+			// The SQL catalog stores file:// locations, the Hadoop one paths.
+			if !strings.HasPrefix(strings.TrimPrefix(tbl.Location(), "file://"), tt.warehouse+"/") {
+				t.Errorf("table location %s, want under %s", tbl.Location(), tt.warehouse)
+			}
+			if tt.db != "" {
+				mustExist(t, filepath.Join(dir, tt.db))
+			}
+		})
+	}
+}
+
+// TestOpenErrors shows that a catalog that cannot be opened as configured
+// fails with an error naming the problem.
+func TestOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HOME", dir)
+	config := writeConfig(t, dir, "config.yaml")
+	missing := filepath.Join(dir, "missing.yaml")
+	broken := filepath.Join(dir, "broken.yaml")
+	if err := os.WriteFile(broken, []byte("catalog: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		o    Options
+		want string
+	}{
+		{Options{Type: "nessie"}, `unknown catalog type "nessie"`},
+		{Options{ConfigPath: missing}, missing},
+		{Options{ConfigPath: broken}, "parse config file " + broken},
+		{Options{ConfigPath: config, Name: "three"}, `catalog "three" is not in config file ` + config},
+		{Options{Name: "three"}, `catalog "three" is not in config file ` + filepath.Join(dir, ".iceberg-go.yaml")},
+		{Options{Type: "sql"}, "sql catalog: no database DSN"},
+		{Options{Type: "rest"}, "rest catalog: no endpoint URI"},
+		{Options{Type: "hive"}, "hive catalog: no Hive Metastore URI"},
+		{Options{Type: "hadoop"}, "hadoop catalog: no warehouse"},
+		{Options{URI: "thrift://metastore:9083"}, "catalog URI thrift://metastore:9083: give the catalog type"},
+	}
+	for _, tt := range tests {
+		_, err := Open(t.Context(), tt.o)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Open(%+v) = %v, want an error containing %q", tt.o, err, tt.want)
+		}
+	}
+}

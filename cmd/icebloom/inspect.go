@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/catalog"
+	"github.com/icebloom/icebloom/index"
+)
+
+// InspectCmd is `icebloom inspect TABLE`.
+type InspectCmd struct {
+	Table    string `arg:"positional,required" help:"table identifier, ns.table"`
+	Snapshot int64  `arg:"--snapshot" help:"snapshot whose live files coverage is measured against [default: current]"`
+}
+
+// InspectOutput is the JSON output of inspect.
+type InspectOutput struct {
+	SnapshotID  int64         `json:"snapshot_id"`
+	LiveFiles   int           `json:"live_files"`
+	Segments    []SegmentInfo `json:"segments"`
+	Columns     []ColumnInfo  `json:"columns"`
+	IndexErrors []string      `json:"index_errors"`
+}
+
+// SegmentInfo describes one statistics file holding index entries.
+type SegmentInfo struct {
+	Path         string `json:"path"`
+	SnapshotID   int64  `json:"snapshot_id"`
+	Bytes        int64  `json:"bytes"`
+	Entries      int    `json:"entries"`
+	ForeignBlobs int    `json:"foreign_blobs"`
+}
+
+// ColumnInfo describes the index of one column against the live files.
+type ColumnInfo struct {
+	FieldID    int       `json:"field_id"`
+	Name       string    `json:"name"`
+	ValueTypes []string  `json:"value_types"`
+	Covered    int       `json:"covered_files"`
+	Uncovered  int       `json:"uncovered_files"`
+	IndexBytes int64     `json:"index_bytes"`
+	NDVMin     int64     `json:"ndv_min"`
+	NDVMax     int64     `json:"ndv_max"`
+	NDVMean    float64   `json:"ndv_mean"`
+	FPPs       []float64 `json:"fpps"`
+}
+
+func (c *InspectCmd) run(ctx context.Context, e *env) error {
+	ident, err := catalog.ParseIdentifier(c.Table)
+	if err != nil {
+		return err
+	}
+	cat, err := e.catalog(ctx)
+	if err != nil {
+		return err
+	}
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		return fmt.Errorf("load table %s: %w", c.Table, err)
+	}
+	out, err := inspect(ctx, tbl, c.Snapshot)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(out)
+	}
+	e.printf("snapshot %d: %d live data files\n", out.SnapshotID, out.LiveFiles)
+	e.printf("%d statistics files hold index entries\n", len(out.Segments))
+	for _, s := range out.Segments {
+		e.printf("  %s (snapshot %d): %d entries, %d blobs of other tools, %s\n", s.Path, s.SnapshotID, s.Entries, s.ForeignBlobs, bytesText(s.Bytes))
+	}
+	for _, col := range out.Columns {
+		e.printf("column %s (field %d, hashed as %v): %d files covered, %d not covered, %s of filters, ndv %d..%d (mean %.0f), fpp %v\n",
+			col.Name, col.FieldID, col.ValueTypes, col.Covered, col.Uncovered, bytesText(col.IndexBytes),
+			col.NDVMin, col.NDVMax, col.NDVMean, col.FPPs)
+	}
+	for _, msg := range out.IndexErrors {
+		e.printf("index problem: %s\n", msg)
+	}
+	return nil
+}
+
+// inspect measures a table's index against a snapshot's live data files.
+func inspect(ctx context.Context, tbl *table.Table, snapshotID int64) (*InspectOutput, error) {
+	var opts []table.ScanOption
+	if snapshotID != 0 {
+		opts = append(opts, table.WithSnapshotID(snapshotID))
+	}
+	scan := tbl.Scan(opts...)
+	snap := scan.Snapshot()
+	if snap == nil {
+		return nil, fmt.Errorf("table %s has no snapshot", strings.Join(tbl.Identifier(), "."))
+	}
+	tasks, err := scan.PlanFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: %w", strings.Join(tbl.Identifier(), "."), err)
+	}
+	type file struct {
+		path string
+		size int64
+	}
+	var live []file
+	seen := map[string]bool{}
+	for _, t := range tasks {
+		if !seen[t.File.FilePath()] {
+			seen[t.File.FilePath()] = true
+			live = append(live, file{t.File.FilePath(), t.File.FileSizeBytes()})
+		}
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ix, errs := index.Load(ctx, fs, tbl.Metadata(), nil)
+	out := &InspectOutput{SnapshotID: snap.SnapshotID, LiveFiles: len(live), Segments: []SegmentInfo{},
+		Columns: []ColumnInfo{}, IndexErrors: []string{}}
+	for _, err := range errs {
+		out.IndexErrors = append(out.IndexErrors, err.Error())
+	}
+	byField := map[int]*ColumnInfo{}
+	for _, seg := range ix.Segments() {
+		out.Segments = append(out.Segments, SegmentInfo{Path: seg.File.StatisticsPath, SnapshotID: seg.File.SnapshotID,
+			Bytes: seg.File.FileSizeInBytes, Entries: len(seg.Entries), ForeignBlobs: len(seg.Foreign)})
+		for _, en := range seg.Entries {
+			col := byField[en.FieldID]
+			if col == nil {
+				col = &ColumnInfo{FieldID: en.FieldID, Name: fmt.Sprint("field ", en.FieldID), NDVMin: en.NDV}
+				if name, ok := tbl.Schema().FindColumnName(en.FieldID); ok {
+					col.Name = name
+				}
+				byField[en.FieldID] = col
+			}
+			if !seen[en.DataFile] {
+				continue // the entry's file is not live in this snapshot
+			}
+			col.IndexBytes += en.Length
+			col.NDVMin, col.NDVMax = min(col.NDVMin, en.NDV), max(col.NDVMax, en.NDV)
+			col.NDVMean += float64(en.NDV)
+			if vt := en.ValueType.String(); !slices.Contains(col.ValueTypes, vt) {
+				col.ValueTypes = append(col.ValueTypes, vt)
+			}
+			if !slices.Contains(col.FPPs, en.FPP) {
+				col.FPPs = append(col.FPPs, en.FPP)
+			}
+		}
+	}
+	ids := make([]int, 0, len(byField))
+	for id := range byField {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		col := byField[id]
+		for _, f := range live {
+			if _, _, ok := ix.Lookup(f.path, f.size, id); ok {
+				col.Covered++
+			} else {
+				col.Uncovered++
+			}
+		}
+		if col.Covered > 0 {
+			col.NDVMean /= float64(col.Covered)
+		}
+		out.Columns = append(out.Columns, *col)
+	}
+	return out, nil
+}

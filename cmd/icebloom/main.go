@@ -1,0 +1,126 @@
+// Command icebloom builds, queries and maintains file-level bloom indexes of
+// Apache Iceberg tables. Its global flags and config file are those of
+// iceberg-go's iceberg command; with no catalog configured it uses an
+// embedded SQLite catalog in ./warehouse.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/alexflint/go-arg"
+	icecat "github.com/apache/iceberg-go/catalog"
+	_ "github.com/apache/iceberg-go/io/gocloud" // s3://, gs://, azure and mem:// storage
+
+	"github.com/icebloom/icebloom/catalog"
+)
+
+// Args are the command line: global flags, then one command.
+type Args struct {
+	catalog.Options
+	Output string `arg:"--output" default:"text" help:"output format: text or json"`
+
+	Build      *BuildCmd      `arg:"subcommand:build" help:"index a snapshot of a table and commit the index"`
+	Lookup     *LookupCmd     `arg:"subcommand:lookup" help:"list the data files that may hold rows matching a filter"`
+	Scan       *ScanCmd       `arg:"subcommand:scan" help:"read the rows matching a filter, opening only candidate files"`
+	Inspect    *InspectCmd    `arg:"subcommand:inspect" help:"show a table's index: statistics files, coverage, sizes"`
+	Quickstart *QuickstartCmd `arg:"subcommand:quickstart" help:"create a demo table in an embedded catalog, index it and query it"`
+}
+
+func (Args) Description() string {
+	return "icebloom gives Apache Iceberg tables file-level bloom indexes, so point lookups open only the data files that may match.\n"
+}
+
+// env is what a command runs with: its output and the way to reach the
+// catalog, so commands are tested without a process of their own.
+type env struct {
+	stdout, stderr io.Writer
+	json           bool
+	options        catalog.Options
+	cat            icecat.Catalog // opened on first use, closed by run
+}
+
+// catalog opens the catalog the options select, once per run.
+func (e *env) catalog(ctx context.Context) (icecat.Catalog, error) {
+	if e.cat == nil {
+		cat, err := catalog.Open(ctx, e.options)
+		if err != nil {
+			return nil, err
+		}
+		e.cat = cat
+	}
+	return e.cat, nil
+}
+
+// close releases the catalog (a SQL catalog holds a database handle).
+func (e *env) close() {
+	if c, ok := e.cat.(icecat.Closer); ok {
+		c.Close()
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run parses args and runs the command, returning the exit code: 0 on
+// success, 1 when the command failed, 2 for a bad command line.
+func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
+	var args Args
+	p, err := arg.NewParser(arg.Config{Program: "icebloom", Out: stderr, Exit: func(int) {}}, &args)
+	if err != nil {
+		fmt.Fprintln(stderr, "icebloom:", err)
+		return 2
+	}
+	if err := p.Parse(argv); err != nil {
+		switch {
+		case errors.Is(err, arg.ErrHelp):
+			p.WriteHelpForSubcommand(stdout, p.SubcommandNames()...)
+			return 0
+		case errors.Is(err, arg.ErrVersion):
+			return 0
+		}
+		p.WriteUsageForSubcommand(stderr, p.SubcommandNames()...)
+		fmt.Fprintln(stderr, "icebloom:", err)
+		return 2
+	}
+	output := strings.ToLower(args.Output)
+	if output != "text" && output != "json" {
+		fmt.Fprintf(stderr, "icebloom: --output %q: want text or json\n", args.Output)
+		return 2
+	}
+	e := &env{stdout: stdout, stderr: stderr, json: output == "json", options: args.Options}
+	defer e.close()
+
+	var cmd interface {
+		run(ctx context.Context, e *env) error
+	}
+	switch {
+	case args.Build != nil:
+		cmd = args.Build
+	case args.Lookup != nil:
+		cmd = args.Lookup
+	case args.Scan != nil:
+		cmd = args.Scan
+	case args.Inspect != nil:
+		cmd = args.Inspect
+	case args.Quickstart != nil:
+		cmd = args.Quickstart
+	default:
+		p.WriteHelp(stderr)
+		return 2
+	}
+	if err := cmd.run(ctx, e); err != nil {
+		fmt.Fprintln(stderr, "icebloom:", err)
+		return 1
+	}
+	return 0
+}

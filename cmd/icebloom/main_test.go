@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// icebloom runs the command in-process, as the binary would.
+func icebloom(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+// TestQuickstartThenCommands runs the README's first command on a fresh
+// directory, then the other commands against its embedded catalog: the
+// JSON outputs carry the promised keys, a present value keeps its file, an
+// absent one prunes (nearly) everything, scan with and without the index
+// returns the same rows, and inspect reports full coverage.
+func TestQuickstartThenCommands(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	stdout, stderr, code := icebloom(t, "--output", "json", "quickstart", "--files", "12", "--rows", "300")
+	if code != 0 {
+		t.Fatalf("quickstart exited %d: %s", code, stderr)
+	}
+	var qs QuickstartOutput
+	if err := json.Unmarshal([]byte(stdout), &qs); err != nil {
+		t.Fatalf("quickstart output %q: %v", stdout, err)
+	}
+	if qs.Build.FilesIndexed != 12 || qs.Present.Rows != 1 || qs.Present.Candidates < 1 || qs.Absent.Rows != 0 ||
+		qs.Present.FilesTotal != 12 || qs.Absent.Candidates > 3 {
+		t.Fatalf("quickstart %+v", qs)
+	}
+	if filepath.Dir(qs.Catalog) != filepath.Join(dir, "warehouse") {
+		t.Fatalf("catalog at %s, want the embedded default ./warehouse", qs.Catalog)
+	}
+
+	// The embedded default needs no flags.
+	where := qs.Present.Where
+	stdout, stderr, code = icebloom(t, "--output", "json", "lookup", "demo.events", "--where", where)
+	if code != 0 {
+		t.Fatalf("lookup exited %d: %s", code, stderr)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(stdout), &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"snapshot_id", "files_total", "files_after_stats", "candidates", "unindexed"} {
+		if _, ok := raw[key]; !ok {
+			t.Errorf("lookup JSON lacks %q: %s", key, stdout)
+		}
+	}
+	var lk LookupOutput
+	json.Unmarshal([]byte(stdout), &lk)
+	if lk.FilesTotal != 12 || len(lk.Candidates) != qs.Present.Candidates || len(lk.Unindexed) != 0 {
+		t.Fatalf("lookup %+v", lk)
+	}
+	for _, c := range lk.Candidates {
+		if !strings.HasPrefix(c, "file://") || !strings.HasSuffix(c, ".parquet") {
+			t.Fatalf("candidate %q is not a data file location as the manifests list it", c)
+		}
+	}
+
+	withIndex, _, code := icebloom(t, "--output", "json", "scan", "demo.events", "--where", where)
+	if code != 0 {
+		t.Fatal("scan failed")
+	}
+	without, _, code := icebloom(t, "--output", "json", "scan", "demo.events", "--where", where, "--no-index")
+	if code != 0 {
+		t.Fatal("scan --no-index failed")
+	}
+	var a, b ScanOutput
+	json.Unmarshal([]byte(withIndex), &a)
+	json.Unmarshal([]byte(without), &b)
+	if len(a.Rows) != 1 || len(b.Rows) != 1 || a.FilesRead >= b.FilesRead || b.FilesRead != 12 {
+		t.Fatalf("scan with index %+v, without %+v", a, b)
+	}
+
+	stdout, _, code = icebloom(t, "--output", "json", "inspect", "demo.events")
+	var in InspectOutput
+	if code != 0 || json.Unmarshal([]byte(stdout), &in) != nil {
+		t.Fatalf("inspect: %d %s", code, stdout)
+	}
+	if len(in.Segments) != 1 || len(in.Columns) != 3 || in.LiveFiles != 12 {
+		t.Fatalf("inspect %+v", in)
+	}
+	for _, col := range in.Columns {
+		if col.Covered != 12 || col.Uncovered != 0 || col.IndexBytes == 0 {
+			t.Errorf("column %+v", col)
+		}
+	}
+
+	// Text output of build, and a second quickstart replaces the demo table.
+	stdout, stderr, code = icebloom(t, "build", "demo.events", "--columns", "user_id")
+	if code != 0 || !strings.Contains(stdout, "indexed 12 of 12 data files of demo.events") {
+		t.Fatalf("build: %d %s %s", code, stdout, stderr)
+	}
+	if _, stderr, code := icebloom(t, "quickstart", "--files", "2", "--rows", "10"); code != 0 {
+		t.Fatalf("second quickstart: %s", stderr)
+	}
+}
+
+// TestBadInput: errors name the problem and exit non-zero; nothing needs a
+// catalog to be refused.
+func TestBadInput(t *testing.T) {
+	t.Chdir(t.TempDir())
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--output", "yaml", "inspect", "a.b"}, 2, `--output "yaml"`},
+		{[]string{"lookup", "a.b"}, 2, "--where"},
+		{[]string{"lookup", "nonamespace", "--where", "x = 1"}, 1, "nonamespace"},
+		{[]string{"lookup", "db.t", "--where", "x = "}, 1, "position"},
+		{[]string{"build", "db.missing"}, 1, "db.missing"},
+		{[]string{"frobnicate"}, 2, "frobnicate"},
+	}
+	for _, c := range cases {
+		_, stderr, code := icebloom(t, c.args...)
+		if code != c.code || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d mentioning %q", c.args, code, stderr, c.code, c.want)
+		}
+	}
+}

@@ -1,0 +1,295 @@
+package build
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/google/uuid"
+
+	"github.com/icebloom/icebloom/index/hashing"
+	"github.com/icebloom/icebloom/index/sbbf"
+)
+
+// batchSize is how many values one ReadBatch decodes: enough to amortise the
+// call, small enough for the buffers to stay in cache.
+const batchSize = 4096
+
+// filterOf is one column's filter built from one data file.
+type filterOf struct {
+	col    int // index into the build's columns
+	ndv    int64
+	filter sbbf.Filter
+}
+
+// fileIndexer builds the filters of data files, one file at a time. Each
+// worker has its own, so the value and hash buffers are reused from file to
+// file and never shared.
+type fileIndexer struct {
+	fs          icebergio.IO
+	cols        []Column
+	nameMapping iceberg.NameMapping
+	maxBytes    int
+
+	hashes []uint64
+	defs   []int16
+	i32    []int32
+	i64    []int64
+	i96    []parquet.Int96
+	f32    []float32
+	f64    []float64
+	bools  []bool
+	ba     []parquet.ByteArray
+	flba   []parquet.FixedLenByteArray
+}
+
+func newFileIndexer(fs icebergio.IO, cols []Column, nm iceberg.NameMapping, maxBytes int) *fileIndexer {
+	return &fileIndexer{
+		fs: fs, cols: cols, nameMapping: nm, maxBytes: maxBytes,
+		defs: make([]int16, batchSize),
+	}
+}
+
+// index reads the indexed columns of one data file and returns a filter per
+// column. Only those columns' chunks are read.
+func (x *fileIndexer) index(ctx context.Context, df dataFile) ([]filterOf, error) {
+	f, err := x.fs.Open(df.path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rdr, err := file.NewParquetReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("read Parquet footer: %w", err)
+	}
+	defer rdr.Close()
+
+	leaves := leafColumns(rdr.MetaData().Schema, x.nameMapping)
+	out := make([]filterOf, 0, len(x.cols))
+	for ci, col := range x.cols {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		x.hashes = x.hashes[:0]
+		leaf, ok := leaves[col.Field.ID]
+		if ok {
+			if err := x.readColumn(rdr, leaf, col); err != nil {
+				return nil, fmt.Errorf("column %s: %w", col.Name, err)
+			}
+		} else if err := x.missingColumn(col, df); err != nil {
+			return nil, fmt.Errorf("column %s (not in the file): %w", col.Name, err)
+		}
+		unique := dedupe(x.hashes)
+		x.hashes = unique
+		blocks, err := sbbf.NumBlocks(uint64(len(unique)), col.FPP, x.maxBytes)
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", col.Name, err)
+		}
+		filter := sbbf.New(blocks)
+		filter.InsertMany(unique)
+		out = append(out, filterOf{col: ci, ndv: int64(len(unique)), filter: filter})
+	}
+	return out, nil
+}
+
+// leafColumns maps Iceberg field ids to the file's leaf columns. Files
+// written by Iceberg writers carry field ids; for a file without any (added
+// with add_files, written by another engine) the table's name mapping — or,
+// without one, the schema's names — tells which column is which, as
+// iceberg-go's reader resolves them. Leaves inside lists and maps are left
+// out: a value there is not a row's value of the field.
+func leafColumns(sc *schema.Schema, nm iceberg.NameMapping) map[int]int {
+	leaves := map[int]int{}
+	for i := range sc.NumColumns() {
+		col := sc.Column(i)
+		if col.MaxRepetitionLevel() > 0 {
+			continue
+		}
+		if id := col.SchemaNode().FieldID(); id >= 0 {
+			leaves[int(id)] = i
+		}
+	}
+	if len(leaves) > 0 || nm == nil {
+		return leaves
+	}
+	for i := range sc.NumColumns() {
+		col := sc.Column(i)
+		if col.MaxRepetitionLevel() > 0 {
+			continue
+		}
+		if id, ok := mappedID(nm, col.ColumnPath()); ok {
+			leaves[id] = i
+		}
+	}
+	return leaves
+}
+
+func mappedID(fields []iceberg.MappedField, path []string) (int, bool) {
+	for _, f := range fields {
+		if !slices.Contains(f.Names, path[0]) {
+			continue
+		}
+		if len(path) == 1 {
+			if f.FieldID == nil {
+				return 0, false
+			}
+			return *f.FieldID, true
+		}
+		return mappedID(f.Fields, path[1:])
+	}
+	return 0, false
+}
+
+// readColumn appends the hashes of every non-null value of the leaf column,
+// row group after row group.
+func (x *fileIndexer) readColumn(rdr *file.Reader, leaf int, col Column) error {
+	hc, err := hashing.NewColumn(col.Type, rdr.MetaData().Schema.Column(leaf))
+	if err != nil {
+		return err
+	}
+	for rg := range rdr.NumRowGroups() {
+		cr, err := rdr.RowGroup(rg).Column(leaf)
+		if err != nil {
+			return fmt.Errorf("row group %d: %w", rg, err)
+		}
+		if err := x.readChunk(cr, hc); err != nil {
+			return fmt.Errorf("row group %d: %w", rg, err)
+		}
+	}
+	return nil
+}
+
+func (x *fileIndexer) readChunk(cr file.ColumnChunkReader, hc *hashing.Column) error {
+	switch r := cr.(type) {
+	case *file.BooleanColumnChunkReader:
+		return drain(x, r.ReadBatch, hc.Bools, &x.bools)
+	case *file.Int32ColumnChunkReader:
+		return drain(x, r.ReadBatch, hc.Int32s, &x.i32)
+	case *file.Int64ColumnChunkReader:
+		return drain(x, r.ReadBatch, hc.Int64s, &x.i64)
+	case *file.Int96ColumnChunkReader:
+		return drain(x, r.ReadBatch, hc.Int96s, &x.i96)
+	case *file.Float32ColumnChunkReader:
+		return drain(x, r.ReadBatch, hc.Float32s, &x.f32)
+	case *file.Float64ColumnChunkReader:
+		return drain(x, r.ReadBatch, hc.Float64s, &x.f64)
+	case *file.ByteArrayColumnChunkReader:
+		return drain(x, r.ReadBatch, hc.ByteArrays, &x.ba)
+	case *file.FixedLenByteArrayColumnChunkReader:
+		return drain(x, r.ReadBatch, hc.FixedLenByteArrays, &x.flba)
+	}
+	return fmt.Errorf("unsupported column reader %T", cr)
+}
+
+// drain reads a column chunk to its end in batches and hashes the non-null
+// values. To keep memory near the file's distinct set rather than its row
+// count, the hashes are deduplicated whenever they have doubled since the
+// last time.
+func drain[T any](x *fileIndexer,
+	read func(int64, []T, []int16, []int16) (int64, int, error),
+	hash func([]uint64, []T) ([]uint64, error),
+	buf *[]T,
+) error {
+	if len(*buf) < batchSize {
+		*buf = make([]T, batchSize)
+	}
+	vals := *buf
+	compactAt := max(2*len(x.hashes), 1<<16)
+	for {
+		levels, n, err := read(batchSize, vals, x.defs, nil)
+		if err != nil {
+			return err
+		}
+		if levels == 0 {
+			return nil
+		}
+		if x.hashes, err = hash(x.hashes, vals[:n]); err != nil {
+			return err
+		}
+		if len(x.hashes) >= compactAt {
+			x.hashes = dedupe(x.hashes)
+			compactAt = max(2*len(x.hashes), 1<<16)
+		}
+	}
+}
+
+// dedupe sorts hashes and drops repeats in place. Counting distinct hashes
+// is counting distinct values: two values share a 64-bit hash with
+// negligible probability, and if they do the filter is the same either way.
+func dedupe(hashes []uint64) []uint64 {
+	slices.Sort(hashes)
+	return slices.Compact(hashes)
+}
+
+// missingColumn handles a column the file does not store. Readers fill in
+// an identity partition column from the file's partition value, and a
+// column added to the table after the file was written with the field's
+// initial default (format v3), or else NULL, which is never inserted.
+func (x *fileIndexer) missingColumn(col Column, df dataFile) error {
+	value, isPartition := df.identity[col.Field.ID]
+	if !isPartition {
+		value = col.Field.InitialDefault
+	}
+	if value == nil {
+		return nil
+	}
+	lit, err := nativeLiteral(value, col.Field.Type)
+	if err != nil {
+		return err
+	}
+	h, outcome, err := hashing.Literal(col.Type, lit)
+	if err != nil {
+		return err
+	}
+	if outcome != hashing.CheckHash {
+		return fmt.Errorf("value %v cannot be indexed", value)
+	}
+	x.hashes = append(x.hashes, h)
+	return nil
+}
+
+// nativeLiteral turns a value as iceberg-go decodes it from table metadata
+// or a manifest (an initial default, a partition value) into a literal of
+// type t. A form it does not know is an error, so the file is left unindexed
+// for the column rather than indexed without the value.
+func nativeLiteral(value any, t iceberg.Type) (iceberg.Literal, error) {
+	var lit iceberg.Literal
+	switch v := value.(type) {
+	case bool:
+		lit = iceberg.BoolLiteral(v)
+	case int32:
+		lit = iceberg.Int32Literal(v)
+	case int64:
+		lit = iceberg.Int64Literal(v)
+	case int:
+		lit = iceberg.Int64Literal(v)
+	case float32:
+		lit = iceberg.Float32Literal(v)
+	case float64:
+		lit = iceberg.Float64Literal(v)
+	case string:
+		lit = iceberg.StringLiteral(v)
+	case []byte:
+		lit = iceberg.BinaryLiteral(v)
+	case iceberg.Date:
+		lit = iceberg.DateLiteral(v)
+	case iceberg.Time:
+		lit = iceberg.TimeLiteral(v)
+	case iceberg.Timestamp:
+		lit = iceberg.TimestampLiteral(v)
+	case iceberg.TimestampNano:
+		lit = iceberg.TimestampNsLiteral(v)
+	case iceberg.Decimal:
+		lit = iceberg.DecimalLiteral(v)
+	case uuid.UUID:
+		lit = iceberg.UUIDLiteral(v)
+	default:
+		return nil, fmt.Errorf("value %v of Go type %T is not understood", v, v)
+	}
+	return lit.To(t)
+}

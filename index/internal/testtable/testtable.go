@@ -1,0 +1,124 @@
+// Package testtable makes real Iceberg tables for tests: a SQLite catalog
+// file in a temporary directory, tables written by iceberg-go, and the
+// external golden tables registered in such a catalog.
+package testtable
+
+import (
+	"context"
+	"database/sql"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	"github.com/apache/iceberg-go/table"
+	"github.com/uptrace/bun/driver/sqliteshim"
+
+	"github.com/icebloom/icebloom/index/internal/testfixture"
+)
+
+// Catalog is a SQL catalog on a SQLite file of a test's temporary
+// directory, with the database handle for what the catalog API lacks.
+type Catalog struct {
+	*sqlcat.Catalog
+	DB        *sql.DB
+	Warehouse string
+}
+
+// NewCatalog creates an empty catalog with namespace "db".
+func NewCatalog(t testing.TB) *Catalog {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := sql.Open(sqliteshim.ShimName, "file:"+filepath.Join(dir, "catalog.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	warehouse := filepath.Join(dir, "warehouse")
+	cat, err := sqlcat.NewCatalog("default", db, sqlcat.SQLite, iceberg.Properties{
+		"warehouse":           "file://" + warehouse,
+		"init_catalog_tables": "true",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreateNamespace(context.Background(), table.Identifier{"db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return &Catalog{Catalog: cat, DB: db, Warehouse: warehouse}
+}
+
+// NewTable creates table db.<name>.
+func (c *Catalog) NewTable(t testing.TB, name string, sc *iceberg.Schema, props iceberg.Properties) *table.Table {
+	t.Helper()
+	tbl, err := c.Catalog.CreateTable(context.Background(), table.Identifier{"db", name}, sc, catalog.WithProperties(props))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
+
+// Append commits one append of rec (one data file) and returns the table
+// as committed.
+func Append(t testing.TB, tbl *table.Table, rec arrow.RecordBatch) *table.Table {
+	t.Helper()
+	ctx := context.Background()
+	txn := tbl.NewTransaction()
+	at := array.NewTableFromRecords(rec.Schema(), []arrow.RecordBatch{rec})
+	defer at.Release()
+	if err := txn.AppendTable(ctx, at, rec.NumRows(), nil); err != nil {
+		t.Fatal(err)
+	}
+	out, err := txn.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Register adds an existing table (its metadata file) to the catalog as
+// db.<name>, writing the catalog row the JDBC catalog schema defines: the
+// SQL catalog has no register call.
+func (c *Catalog) Register(t testing.TB, name, metadataLocation string) table.Identifier {
+	t.Helper()
+	_, err := c.DB.Exec(`INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name, iceberg_type, metadata_location)
+		VALUES ('default', 'db', ?, 'TABLE', ?)`, name, metadataLocation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return table.Identifier{"db", name}
+}
+
+// CopyExternalTables copies testdata/external/iceberg-tables/duckdb-iceberg
+// into a temporary directory and makes it the working directory, because
+// the paths inside those tables are relative to it.
+func CopyExternalTables(t *testing.T) string {
+	t.Helper()
+	src := testfixture.External("iceberg-tables", "duckdb-iceberg")
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dst)
+	return dst
+}

@@ -1,0 +1,248 @@
+package lookup
+
+import (
+	"fmt"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/icebloom/icebloom/index/hashing"
+	"github.com/icebloom/icebloom/index/sbbf"
+)
+
+// verdict is what the index says about a data file and (part of) a filter.
+type verdict int8
+
+const (
+	undecided verdict = iota // blocks must be read first
+	no                       // no row of the file can match: prune it
+	maybe                    // the file may hold a match: keep it
+)
+
+// node is a filter reduced to what the index can answer (docs/format.md
+// §5): AND and OR of tests of one column against values, each answering no
+// or maybe. Anything else becomes a node that always answers maybe.
+type node struct {
+	kind nodeKind
+	kids []*node // of and and or
+	test *test   // of a test node
+}
+
+type nodeKind int8
+
+const (
+	keepNode nodeKind = iota // never prunes: NOT, !=, ranges, IS NULL, …
+	dropNode                 // AlwaysFalse: no row matches
+	testNode
+	andNode
+	orNode
+)
+
+var (
+	keep = &node{kind: keepNode}
+	drop = &node{kind: dropNode}
+)
+
+// test is col = v or col IN (v1, …): no for a file when its applicable entry
+// says no for every value.
+type test struct {
+	fieldID int
+	column  string
+	values  []iceberg.Literal // bound to the column's type
+}
+
+// filter is a bound filter compiled for the index.
+type filter struct {
+	root  *node
+	tests []*test // those root uses: the columns the filter needs indexed
+}
+
+// compile reduces a filter bound to schema to what the index can prune
+// with. AND keeps the children that can prune; OR prunes only if all its
+// children can.
+func compile(schema *iceberg.Schema, bound iceberg.BooleanExpression) (*filter, error) {
+	root, err := iceberg.VisitExpr(bound, compiler{schema})
+	if err != nil {
+		return nil, err
+	}
+	f := &filter{root: root}
+	var collect func(*node)
+	collect = func(n *node) {
+		if n.test != nil {
+			f.tests = append(f.tests, n.test)
+		}
+		for _, kid := range n.kids {
+			collect(kid)
+		}
+	}
+	collect(root)
+	return f, nil
+}
+
+// compiler is the iceberg.BooleanExprVisitor that makes nodes.
+type compiler struct{ schema *iceberg.Schema }
+
+func (compiler) VisitTrue() *node     { return keep }
+func (compiler) VisitFalse() *node    { return drop }
+func (compiler) VisitNot(*node) *node { return keep }
+
+func (compiler) VisitAnd(left, right *node) *node { return join(andNode, drop, keep, left, right) }
+func (compiler) VisitOr(left, right *node) *node  { return join(orNode, keep, drop, left, right) }
+
+// join joins two nodes with AND or OR (kind k). absorbing decides the whole
+// (drop for AND, keep for OR) and neutral adds nothing (the other one).
+// Nested nodes of the same kind become one, so that an AND can order all
+// its children.
+func join(k nodeKind, absorbing, neutral, left, right *node) *node {
+	switch {
+	case left == absorbing || right == absorbing:
+		return absorbing
+	case left == neutral:
+		return right
+	case right == neutral:
+		return left
+	}
+	n := &node{kind: k}
+	for _, side := range []*node{left, right} {
+		if side.kind == k {
+			n.kids = append(n.kids, side.kids...)
+		} else {
+			n.kids = append(n.kids, side)
+		}
+	}
+	return n
+}
+
+func (compiler) VisitUnbound(p iceberg.UnboundPredicate) *node {
+	panic(fmt.Errorf("lookup: predicate %s is not bound", p))
+}
+
+func (c compiler) VisitBound(p iceberg.BoundPredicate) *node {
+	ref, isColumn := p.Term().(iceberg.BoundReference) // not a transform
+	if !isColumn || !hashing.SupportsType(ref.Type()) {
+		return keep
+	}
+	var values []iceberg.Literal
+	switch p.Op() {
+	case iceberg.OpEQ:
+		values = []iceberg.Literal{p.(iceberg.BoundLiteralPredicate).Literal()}
+	case iceberg.OpIn:
+		values = p.(iceberg.BoundSetPredicate).Literals().Members()
+	default:
+		return keep
+	}
+	id := ref.Field().ID
+	name, _ := c.schema.FindColumnName(id)
+	return &node{kind: testNode, test: &test{fieldID: id, column: name, values: values}}
+}
+
+// fileCheck is the evaluation of the filter for one data file. A test is
+// prepared (its entry looked up, its values hashed) when evaluation first
+// reaches it, and its blocks are read only when evaluation asks for them.
+type fileCheck struct {
+	path  string
+	size  int64
+	tests map[*test]*testCheck // those prepared
+}
+
+// testCheck is one test for one file: the checks of its values that need a
+// block, and whether a value already answered maybe without one.
+type testCheck struct {
+	maybe  bool
+	probes []*probe
+}
+
+// prepare looks up the test's entry for the file and classifies its values
+// without reading (hashing.Literal): a value no entry value can equal needs
+// no block, one the index cannot judge makes the test maybe, the others
+// each need their block. Problems are reported to r and keep the file.
+func (fc *fileCheck) prepare(r *run, t *test) *testCheck {
+	e, statsPath, ok := r.ix.Lookup(fc.path, fc.size, t.fieldID)
+	if !ok {
+		return &testCheck{maybe: true}
+	}
+	tc := &testCheck{}
+	for _, v := range t.values {
+		h, outcome, err := hashing.Literal(e.ValueType, v)
+		if err != nil {
+			r.report(fmt.Errorf("lookup: %s = %s in %s (entry in %s): %w", t.column, v, fc.path, statsPath, err))
+		}
+		switch outcome {
+		case hashing.NeverPresent:
+			continue
+		case hashing.CannotPrune:
+			return &testCheck{maybe: true}
+		}
+		block := int64(sbbf.BlockIndex(h, e.NumBlocks()))
+		tc.probes = append(tc.probes, &probe{path: statsPath, offset: e.Offset + block*sbbf.BlockBytes, hash: h})
+	}
+	return tc
+}
+
+// eval evaluates n for the file. An undecided result comes with the probes
+// to read next: those of every test an OR needs (all must say no to prune),
+// but only those of the cheapest undecided child of an AND (any no prunes).
+func (fc *fileCheck) eval(n *node, r *run) (verdict, []*probe) {
+	switch n.kind {
+	case keepNode:
+		return maybe, nil
+	case dropNode:
+		return no, nil
+	case testNode:
+		tc, ok := fc.tests[n.test]
+		if !ok {
+			tc = fc.prepare(r, n.test)
+			fc.tests[n.test] = tc
+		}
+		return tc.verdict()
+	case andNode:
+		var next []*probe
+		for _, kid := range n.kids {
+			v, probes := fc.eval(kid, r)
+			switch {
+			case v == no:
+				return no, nil
+			case v == undecided && (next == nil || len(probes) < len(next)):
+				next = probes
+			}
+		}
+		if next != nil {
+			return undecided, next
+		}
+		return maybe, nil
+	default: // orNode
+		var next []*probe
+		for _, kid := range n.kids {
+			v, probes := fc.eval(kid, r)
+			if v == maybe {
+				return maybe, nil
+			}
+			next = append(next, probes...)
+		}
+		if next != nil {
+			return undecided, next
+		}
+		return no, nil
+	}
+}
+
+// verdict is no when every value is known absent, maybe when any may be
+// present, and otherwise undecided with the probes still to read.
+func (tc *testCheck) verdict() (verdict, []*probe) {
+	if tc.maybe {
+		return maybe, nil
+	}
+	var pending []*probe
+	for _, p := range tc.probes {
+		switch {
+		case !p.done:
+			pending = append(pending, p)
+		case p.present:
+			tc.maybe = true
+			return maybe, nil
+		}
+	}
+	if pending != nil {
+		return undecided, pending
+	}
+	return no, nil
+}

@@ -1,0 +1,225 @@
+// Package lookup plans a scan of an Iceberg table with the help of its
+// icebloom index: iceberg-go prunes by partitions and manifest statistics,
+// then the index drops the data files that provably hold no row equal to
+// the filter's values (docs/format.md §5, §8). The index is advisory: a file
+// it cannot speak for is always kept.
+package lookup
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/index"
+)
+
+// Options configure Plan.
+type Options struct {
+	// SnapshotID selects the snapshot to plan; nil means the current one.
+	// As in iceberg-go, the filter binds to the schema of a selected
+	// snapshot and otherwise to the table's current schema.
+	SnapshotID *int64
+	// CaseSensitive makes column names match exactly; by default they match
+	// regardless of case, as in SQL.
+	CaseSensitive bool
+	// Cache keeps Puffin footers across calls (and tables); nil reads every
+	// footer on every call.
+	Cache *index.FooterCache
+}
+
+// Result is a planned lookup: what statistics left and what the index
+// left of that, with what reading the index cost.
+type Result struct {
+	SnapshotID int64
+	// FilesTotal is the number of live data files in the snapshot: its
+	// summary's total-data-files when present, else counted.
+	FilesTotal int
+	// AfterStats is iceberg-go's own plan: pruned by partitions and
+	// manifest statistics. A large file may be split into several tasks.
+	AfterStats []table.FileScanTask
+	// Candidates is AfterStats without the tasks of files the index proves
+	// cannot match, in the same order.
+	Candidates []table.FileScanTask
+	// Unindexed lists, once each, the candidate data files that lack an
+	// applicable entry for a column the filter could prune with.
+	Unindexed []string
+	// IndexErrors are the problems met reading the index; the files they
+	// concern were kept.
+	IndexErrors []error
+	// BlocksRead and BytesRead count the index I/O of the call: distinct
+	// 32-byte blocks, and bytes fetched including the gaps coalesced reads
+	// span. Footers are not counted.
+	BlocksRead, BytesRead int64
+}
+
+// Plan plans a scan of tbl with filter and drops the data files that the
+// table's index proves cannot match: col = v prunes a file whose applicable
+// entry says no, col IN (…) one whose entry says no for every value, AND
+// prunes when either side does and OR when both do; nothing else prunes.
+// Filters from ParseWhere bind as Bind binds them.
+//
+// The index is consulted only for the files statistics leave, and only the
+// 32-byte blocks that the values fall in are read, nearby ones together.
+// Errors in the filter (an unknown column, a value that does not fit its
+// column) and errors of iceberg-go's planning are returned; problems with
+// the index are reported in Result.IndexErrors and never fail the call.
+// Plan is safe for concurrent use.
+func Plan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpression, o Options) (*Result, error) {
+	snap, schema, err := snapshot(tbl, o.SnapshotID)
+	if err != nil {
+		return nil, err
+	}
+	bound, err := Bind(schema, filter, o.CaseSensitive)
+	if err != nil {
+		return nil, fmt.Errorf("lookup: %w", err)
+	}
+	f, err := compile(schema, bound)
+	if err != nil {
+		return nil, fmt.Errorf("lookup: %w", err)
+	}
+	if snap == nil {
+		return &Result{}, nil // a table without snapshots has no files
+	}
+
+	scanOpts := []table.ScanOption{table.WithCaseSensitive(o.CaseSensitive)}
+	if o.SnapshotID != nil {
+		scanOpts = append(scanOpts, table.WithSnapshotID(*o.SnapshotID))
+	}
+	tasks, err := tbl.Scan(append(scanOpts, table.WithRowFilter(filter))...).PlanFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lookup: plan scan of snapshot %d: %w", snap.SnapshotID, err)
+	}
+	res := &Result{SnapshotID: snap.SnapshotID, AfterStats: tasks, Candidates: tasks}
+	if res.FilesTotal, err = countFiles(ctx, tbl, snap, scanOpts); err != nil {
+		return nil, err
+	}
+	if f.root.kind == keepNode || len(tasks) == 0 {
+		return res, nil // nothing for the index to do
+	}
+
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lookup: table file system: %w", err)
+	}
+	ix, errs := index.Load(ctx, fsys, tbl.Metadata(), o.Cache)
+	r := &run{ix: ix, fsys: fsys, blockStats: blockStats{errs: errs}}
+	pruned, err := r.prune(ctx, f, tasks)
+	if err != nil {
+		return nil, err
+	}
+	res.Candidates = nil
+	listed := make(map[string]bool)
+	for _, t := range tasks {
+		path := t.File.FilePath()
+		if pruned[path] {
+			continue
+		}
+		res.Candidates = append(res.Candidates, t)
+		if !listed[path] && !r.indexed(f, path, t.File.FileSizeBytes()) {
+			res.Unindexed = append(res.Unindexed, path)
+		}
+		listed[path] = true
+	}
+	res.IndexErrors, res.BlocksRead, res.BytesRead = r.errs, r.blocks, r.bytes
+	return res, nil
+}
+
+// snapshot returns the snapshot to plan and the schema to bind the filter
+// to, as iceberg-go's scan chooses them.
+func snapshot(tbl *table.Table, id *int64) (*table.Snapshot, *iceberg.Schema, error) {
+	if id == nil {
+		return tbl.CurrentSnapshot(), tbl.Schema(), nil
+	}
+	snap := tbl.SnapshotByID(*id)
+	if snap == nil {
+		return nil, nil, fmt.Errorf("lookup: table has no snapshot %d", *id)
+	}
+	if snap.SchemaID != nil {
+		if s, ok := tbl.Schemas()[*snap.SchemaID]; ok {
+			return snap, s, nil
+		}
+	}
+	return snap, tbl.Schema(), nil
+}
+
+// countFiles returns the number of live data files of a snapshot: the
+// summary's count, or one planned without a filter when there is none.
+func countFiles(ctx context.Context, tbl *table.Table, snap *table.Snapshot, scanOpts []table.ScanOption) (int, error) {
+	if snap.Summary != nil {
+		if n, err := strconv.Atoi(snap.Summary.Properties["total-data-files"]); err == nil {
+			return n, nil
+		}
+	}
+	tasks, err := tbl.Scan(scanOpts...).PlanFiles(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("lookup: count data files of snapshot %d: %w", snap.SnapshotID, err)
+	}
+	files := make(map[string]bool)
+	for _, t := range tasks {
+		files[t.File.FilePath()] = true
+	}
+	return len(files), nil
+}
+
+// run is the index's part of one Plan call, with its I/O and problems.
+type run struct {
+	ix   *index.TableIndex
+	fsys icebergio.IO
+	blockStats
+}
+
+func (r *run) report(err error) { r.errs = append(r.errs, err) }
+
+// prune evaluates the filter for the data files of tasks and returns those
+// it proves cannot match. It works in rounds: each file says which blocks
+// it needs next, all of them are read together, and the files still
+// undecided go on; an AND reads its other tests only for files its cheapest
+// test could not prune.
+func (r *run) prune(ctx context.Context, f *filter, tasks []table.FileScanTask) (map[string]bool, error) {
+	var pending []*fileCheck
+	seen := make(map[string]bool)
+	for _, t := range tasks {
+		path := t.File.FilePath()
+		if !seen[path] {
+			seen[path] = true
+			pending = append(pending, &fileCheck{path: path, size: t.File.FileSizeBytes(), tests: make(map[*test]*testCheck)})
+		}
+	}
+	pruned := make(map[string]bool)
+	for len(pending) > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("lookup: %w", err)
+		}
+		var next []*fileCheck
+		var wanted []*probe
+		for _, fc := range pending {
+			switch v, probes := fc.eval(f.root, r); v {
+			case no:
+				pruned[fc.path] = true
+			case undecided:
+				next = append(next, fc)
+				wanted = append(wanted, probes...)
+			}
+		}
+		if len(wanted) > 0 {
+			r.add(readBlocks(r.fsys, wanted))
+		}
+		pending = next
+	}
+	return pruned, nil
+}
+
+// indexed reports whether a data file has an applicable entry for every
+// column of the filter's tests.
+func (r *run) indexed(f *filter, path string, size int64) bool {
+	for _, t := range f.tests {
+		if _, _, ok := r.ix.Lookup(path, size, t.fieldID); !ok {
+			return false
+		}
+	}
+	return true
+}
