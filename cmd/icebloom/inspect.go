@@ -8,7 +8,6 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
 )
 
@@ -51,17 +50,9 @@ type ColumnInfo struct {
 }
 
 func (c *InspectCmd) run(ctx context.Context, e *env) error {
-	ident, err := catalog.ParseIdentifier(c.Table)
+	tbl, err := e.table(ctx, c.Table)
 	if err != nil {
 		return err
-	}
-	cat, err := e.catalog(ctx)
-	if err != nil {
-		return err
-	}
-	tbl, err := cat.LoadTable(ctx, ident)
-	if err != nil {
-		return fmt.Errorf("load table %s: %w", c.Table, err)
 	}
 	out, err := inspect(ctx, tbl, c.Snapshot)
 	if err != nil {
@@ -124,6 +115,7 @@ func inspect(ctx context.Context, tbl *table.Table, snapshotID int64) (*InspectO
 		out.IndexErrors = append(out.IndexErrors, err.Error())
 	}
 	byField := map[int]*ColumnInfo{}
+	liveEntries := map[int]int{}
 	for _, seg := range ix.Segments() {
 		out.Segments = append(out.Segments, SegmentInfo{Path: seg.File.StatisticsPath, SnapshotID: seg.File.SnapshotID,
 			Bytes: seg.File.FileSizeInBytes, Entries: len(seg.Entries), ForeignBlobs: len(seg.Foreign)})
@@ -139,6 +131,7 @@ func inspect(ctx context.Context, tbl *table.Table, snapshotID int64) (*InspectO
 			if !seen[en.DataFile] {
 				continue // the entry's file is not live in this snapshot
 			}
+			liveEntries[en.FieldID]++
 			col.IndexBytes += en.Length
 			col.NDVMin, col.NDVMax = min(col.NDVMin, en.NDV), max(col.NDVMax, en.NDV)
 			col.NDVMean += float64(en.NDV)
@@ -164,8 +157,8 @@ func inspect(ctx context.Context, tbl *table.Table, snapshotID int64) (*InspectO
 				col.Uncovered++
 			}
 		}
-		if col.Covered > 0 {
-			col.NDVMean /= float64(col.Covered)
+		if n := liveEntries[id]; n > 0 {
+			col.NDVMean /= float64(n)
 		}
 		out.Columns = append(out.Columns, *col)
 	}

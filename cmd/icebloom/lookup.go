@@ -8,7 +8,6 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index/lookup"
 )
 
@@ -34,21 +33,13 @@ type LookupOutput struct {
 
 // plan loads the table, parses the filter and plans it with the index.
 func plan(ctx context.Context, e *env, tableName, where string, snapshot int64) (*table.Table, iceberg.BooleanExpression, *lookup.Result, error) {
-	ident, err := catalog.ParseIdentifier(tableName)
-	if err != nil {
-		return nil, nil, nil, err
-	}
 	filter, err := lookup.ParseWhere(where)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("--where: %w", err)
 	}
-	cat, err := e.catalog(ctx)
+	tbl, err := e.table(ctx, tableName)
 	if err != nil {
 		return nil, nil, nil, err
-	}
-	tbl, err := cat.LoadTable(ctx, ident)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("load table %s: %w", tableName, err)
 	}
 	var opts lookup.Options
 	if snapshot != 0 {

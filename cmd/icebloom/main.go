@@ -17,6 +17,7 @@ import (
 	"github.com/alexflint/go-arg"
 	icecat "github.com/apache/iceberg-go/catalog"
 	_ "github.com/apache/iceberg-go/io/gocloud" // s3://, gs://, azure and mem:// storage
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
 )
@@ -56,6 +57,23 @@ func (e *env) catalog(ctx context.Context) (icecat.Catalog, error) {
 		e.cat = cat
 	}
 	return e.cat, nil
+}
+
+// table loads the table named ns.table.
+func (e *env) table(ctx context.Context, name string) (*table.Table, error) {
+	ident, err := catalog.ParseIdentifier(name)
+	if err != nil {
+		return nil, err
+	}
+	cat, err := e.catalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, fmt.Errorf("load table %s: %w", name, err)
+	}
+	return tbl, nil
 }
 
 // close releases the catalog (a SQL catalog holds a database handle).

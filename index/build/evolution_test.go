@@ -19,6 +19,7 @@ import (
 	"github.com/icebloom/icebloom/index/build"
 	"github.com/icebloom/icebloom/index/internal/testfixture"
 	"github.com/icebloom/icebloom/index/internal/testtable"
+	"github.com/icebloom/icebloom/index/lookup"
 	"github.com/icebloom/icebloom/puffin"
 )
 
@@ -201,6 +202,24 @@ func TestSchemaEvolution(t *testing.T) {
 	}
 }
 
+// planKeeps reports whether lookup.Plan keeps the data file for filter.
+func planKeeps(t *testing.T, tbl *table.Table, filter iceberg.BooleanExpression, path string) bool {
+	t.Helper()
+	res, err := lookup.Plan(ctx, tbl, filter, lookup.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.IndexErrors) > 0 {
+		t.Fatalf("index errors: %v", res.IndexErrors)
+	}
+	for _, task := range res.Candidates {
+		if task.File.FilePath() == path {
+			return true
+		}
+	}
+	return false
+}
+
 func intRecord(t *testing.T, tbl *table.Table, ns []int32, tags []string) arrow.RecordBatch {
 	t.Helper()
 	as, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
@@ -257,10 +276,16 @@ func TestExternalTables(t *testing.T) {
 					t.Fatalf("no entries for %s", path)
 				}
 				for fieldID, lits := range fieldValues {
+					name, _ := tbl.Schema().FindColumnName(fieldID)
 					for _, lit := range lits {
 						checked++
 						if !byField[fieldID].mayContain(t, lit) {
 							t.Errorf("%s field %d: present value %v is pruned", path, fieldID, lit)
+						}
+						// And through the lookup API, which plans with iceberg-go
+						// first: the file stays a candidate.
+						if !planKeeps(t, tbl, iceberg.LiteralPredicate(iceberg.OpEQ, iceberg.Reference(name), lit), path) {
+							t.Errorf("lookup %s = %v drops %s", name, lit, path)
 						}
 					}
 				}
