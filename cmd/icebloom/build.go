@@ -4,22 +4,36 @@ import (
 	"context"
 	"strings"
 
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index/build"
 )
 
-// BuildCmd is `icebloom build TABLE`.
-type BuildCmd struct {
+// indexFlags are the flags of the commands that index data files.
+type indexFlags struct {
 	Table    string  `arg:"positional,required" help:"table identifier, ns.table"`
 	Columns  string  `arg:"--columns" help:"comma-separated columns to index [default: those with write.parquet.bloom-filter-enabled.column.<name>=true]"`
 	FPP      float64 `arg:"--fpp" help:"target false-positive rate [default: write.parquet.bloom-filter-fpp.column.<name>, else 0.01]"`
-	Snapshot int64   `arg:"--snapshot" help:"snapshot to index [default: current]"`
 	Parallel int     `arg:"--parallel" help:"data files read at once [default: number of CPUs]"`
 	FailFast bool    `arg:"--fail-fast" help:"fail on a data file that cannot be read instead of leaving it unindexed"`
 }
 
-func (c *BuildCmd) run(ctx context.Context, e *env) error {
-	ident, err := catalog.ParseIdentifier(c.Table)
+func (f indexFlags) options() build.Options {
+	var cols []string
+	for _, name := range strings.Split(f.Columns, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			cols = append(cols, name)
+		}
+	}
+	return build.Options{Columns: cols, FPP: f.FPP, Parallel: f.Parallel, FailFast: f.FailFast}
+}
+
+// runIndex runs build or sync and prints its summary.
+func (f indexFlags) runIndex(ctx context.Context, e *env, o build.Options,
+	job func(context.Context, icecat.Catalog, table.Identifier, build.Options) (*build.Summary, error)) error {
+	ident, err := catalog.ParseIdentifier(f.Table)
 	if err != nil {
 		return err
 	}
@@ -27,33 +41,53 @@ func (c *BuildCmd) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	var cols []string
-	for _, name := range strings.Split(c.Columns, ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			cols = append(cols, name)
-		}
-	}
-	sum, err := build.Build(ctx, cat, ident, build.Options{
-		Columns: cols, FPP: c.FPP, SnapshotID: c.Snapshot, Parallel: c.Parallel, FailFast: c.FailFast,
-	})
+	sum, err := job(ctx, cat, ident, o)
 	if err != nil {
 		return err
 	}
 	if e.json {
 		return e.printJSON(sum)
 	}
-	printBuildSummary(e, c.Table, sum)
+	printBuildSummary(e, f.Table, sum)
 	return nil
+}
+
+// BuildCmd is `icebloom build TABLE`.
+type BuildCmd struct {
+	indexFlags
+	Snapshot int64 `arg:"--snapshot" help:"snapshot to index [default: current]"`
+}
+
+func (c *BuildCmd) run(ctx context.Context, e *env) error {
+	o := c.options()
+	o.SnapshotID = c.Snapshot
+	return c.runIndex(ctx, e, o, build.Build)
+}
+
+// SyncCmd is `icebloom sync TABLE`: index the live data files no entry
+// covers yet, as after appends and compactions.
+type SyncCmd struct {
+	indexFlags
+}
+
+func (c *SyncCmd) run(ctx context.Context, e *env) error {
+	return c.runIndex(ctx, e, c.options(), build.Sync)
 }
 
 func printBuildSummary(e *env, table string, sum *build.Summary) {
 	e.printf("indexed %d of %d data files of %s (snapshot %d), columns %s\n",
 		sum.FilesIndexed, sum.FilesTotal, table, sum.SnapshotID, strings.Join(sum.Columns, ", "))
+	if sum.FilesCovered > 0 {
+		e.printf("  %d data files were already covered; %s of entries carried over\n", sum.FilesCovered, bytesText(sum.BytesCopied))
+	}
 	e.printf("  %d filters, %s of index, %d distinct values, %s\n",
 		sum.Blobs, bytesText(sum.IndexBytes), sum.DistinctValues, durationText(sum.Duration))
-	if sum.StatisticsPath != "" {
-		e.printf("  statistics file %s\n", sum.StatisticsPath)
-	} else {
+	switch {
+	case sum.StatisticsPath != "":
+		e.printf("  statistics file %s (%d segments in all)\n", sum.StatisticsPath, sum.Segments)
+	case sum.FilesIndexed == 0 && len(sum.FilesFailed) == 0:
+		e.printf("  nothing to index: nothing committed\n")
+	default:
 		e.printf("  nothing committed: no data file could be indexed\n")
 	}
 	for _, f := range sum.FilesFailed {

@@ -28,9 +28,11 @@ type Args struct {
 	Output string `arg:"--output" default:"text" help:"output format: text or json"`
 
 	Build      *BuildCmd      `arg:"subcommand:build" help:"index a snapshot of a table and commit the index"`
+	Sync       *SyncCmd       `arg:"subcommand:sync" help:"index the live data files the index does not cover yet (after appends and compactions)"`
 	Lookup     *LookupCmd     `arg:"subcommand:lookup" help:"list the data files that may hold rows matching a filter"`
 	Scan       *ScanCmd       `arg:"subcommand:scan" help:"read the rows matching a filter, opening only candidate files"`
 	Inspect    *InspectCmd    `arg:"subcommand:inspect" help:"show a table's index: statistics files, coverage, sizes"`
+	GC         *GCCmd         `arg:"subcommand:gc" help:"delete index files no table metadata references, after a grace period"`
 	Quickstart *QuickstartCmd `arg:"subcommand:quickstart" help:"create a demo table in an embedded catalog, index it and query it"`
 }
 
@@ -124,12 +126,16 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	switch {
 	case args.Build != nil:
 		cmd = args.Build
+	case args.Sync != nil:
+		cmd = args.Sync
 	case args.Lookup != nil:
 		cmd = args.Lookup
 	case args.Scan != nil:
 		cmd = args.Scan
 	case args.Inspect != nil:
 		cmd = args.Inspect
+	case args.GC != nil:
+		cmd = args.GC
 	case args.Quickstart != nil:
 		cmd = args.Quickstart
 	default:

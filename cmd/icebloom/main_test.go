@@ -96,6 +96,18 @@ func TestQuickstartThenCommands(t *testing.T) {
 		}
 	}
 
+	// sync with nothing new reads nothing and commits nothing.
+	stdout, _, code = icebloom(t, "--output", "json", "sync", "demo.events")
+	var sync map[string]any
+	if code != 0 || json.Unmarshal([]byte(stdout), &sync) != nil {
+		t.Fatalf("sync: %d %s", code, stdout)
+	}
+	for key, want := range map[string]float64{"files_indexed": 0, "files_covered": 12, "segments": 1, "bytes_copied": 0} {
+		if got, ok := sync[key].(float64); !ok || got != want {
+			t.Errorf("sync %s = %v, want %v", key, sync[key], want)
+		}
+	}
+
 	// Text output of build, and a second quickstart replaces the demo table.
 	stdout, stderr, code = icebloom(t, "build", "demo.events", "--columns", "user_id")
 	if code != 0 || !strings.Contains(stdout, "indexed 12 of 12 data files of demo.events") {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -43,15 +44,19 @@ type FileFailure struct {
 	Error string `json:"error"`
 }
 
-// Summary reports what a build did.
+// Summary reports what a build or sync did.
 type Summary struct {
-	SnapshotID     int64         `json:"snapshot_id"`
-	Columns        []string      `json:"columns"`
-	FilesTotal     int           `json:"files_total"`
+	SnapshotID   int64    `json:"snapshot_id"`
+	Columns      []string `json:"columns"`
+	FilesTotal   int      `json:"files_total"`
+	FilesCovered int      `json:"files_covered"` // live files the index already covered (sync)
+	// FilesIndexed counts the data files whose data this run read.
 	FilesIndexed   int           `json:"files_indexed"`
 	FilesFailed    []FileFailure `json:"files_failed"`
 	Blobs          int           `json:"blobs"`
 	IndexBytes     int64         `json:"index_bytes"`
+	BytesCopied    int64         `json:"bytes_copied"` // blob bytes carried over from existing statistics files
+	Segments       int           `json:"segments"`     // statistics files holding index entries afterwards
 	DistinctValues int64         `json:"distinct_values"`
 	StatisticsPath string        `json:"statistics_path,omitempty"`
 	Duration       time.Duration `json:"duration_ns"`
@@ -61,58 +66,94 @@ type Summary struct {
 // that cannot be read are reported in the summary and left unindexed unless
 // FailFast is set. Nothing is committed when no data file could be indexed.
 func Build(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*Summary, error) {
-	start := time.Now()
-	name := strings.Join(ident, ".")
-	tbl, err := cat.LoadTable(ctx, ident)
-	if err != nil {
-		return nil, fmt.Errorf("load table %s: %w", name, err)
-	}
-	snap, err := resolveSnapshot(tbl, o.SnapshotID)
+	j, err := newJob(ctx, cat, ident, o)
 	if err != nil {
 		return nil, err
 	}
-	cols, err := ResolveColumns(tbl.Schema(), tbl.Properties(), o.Columns, o.FPP)
+	files, err := liveDataFiles(j.fs, j.tbl.Metadata(), j.snap)
 	if err != nil {
+		return nil, err
+	}
+	j.sum.FilesTotal = len(files)
+	return j.run(ctx, files)
+}
+
+// job is one run writing a segment for a snapshot: the table as loaded, the
+// columns, and what the run reports.
+type job struct {
+	cat   icecatalog.Catalog
+	ident table.Identifier
+	tbl   *table.Table
+	fs    icebergio.WriteFileIO
+	snap  *table.Snapshot
+	cols  []Column
+	o     Options
+	start time.Time
+	sum   *Summary
+	// keepEntries carries the index entries of the snapshot's current
+	// statistics file into the new one (sync adds to them; a build
+	// replaces them).
+	keepEntries bool
+}
+
+func newJob(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*job, error) {
+	j := &job{cat: cat, ident: ident, o: o, start: time.Now()}
+	name := strings.Join(ident, ".")
+	var err error
+	if j.tbl, err = cat.LoadTable(ctx, ident); err != nil {
+		return nil, fmt.Errorf("load table %s: %w", name, err)
+	}
+	if j.snap, err = resolveSnapshot(j.tbl, o.SnapshotID); err != nil {
+		return nil, err
+	}
+	if j.cols, err = ResolveColumns(j.tbl.Schema(), j.tbl.Properties(), o.Columns, o.FPP); err != nil {
 		return nil, fmt.Errorf("table %s: %w", name, err)
 	}
-	fs, err := tbl.FS(ctx)
+	fs, err := j.tbl.FS(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("table %s storage: %w", name, err)
 	}
-	wfs, ok := fs.(icebergio.WriteFileIO)
-	if !ok {
+	var ok bool
+	if j.fs, ok = fs.(icebergio.WriteFileIO); !ok {
 		return nil, fmt.Errorf("table %s: its storage cannot be written", name)
 	}
-	files, err := liveDataFiles(fs, tbl.Metadata(), snap)
-	if err != nil {
-		return nil, err
+	j.sum = &Summary{SnapshotID: j.snap.SnapshotID, FilesFailed: []FileFailure{}}
+	for _, c := range j.cols {
+		j.sum.Columns = append(j.sum.Columns, c.Name)
 	}
-	sum := &Summary{SnapshotID: snap.SnapshotID, FilesTotal: len(files), FilesFailed: []FileFailure{}}
-	for _, c := range cols {
-		sum.Columns = append(sum.Columns, c.Name)
-	}
+	return j, nil
+}
 
-	path, err := newSegmentPath(tbl, snap.SnapshotID)
+// run indexes files into a new segment and commits it.
+func (j *job) run(ctx context.Context, files []dataFile) (*Summary, error) {
+	seg, err := j.writeIndex(ctx, files)
 	if err != nil {
 		return nil, err
 	}
-	seg, err := writeIndex(ctx, wfs, path, tbl, snap, cols, files, o, sum)
+	if j.sum.FilesIndexed == 0 {
+		j.fs.Remove(seg.path)
+		return j.finish(j.tbl), nil
+	}
+	committed, tbl, err := j.commitVerified(ctx, seg)
 	if err != nil {
 		return nil, err
 	}
-	if sum.FilesIndexed == 0 {
-		wfs.Remove(seg.path)
-		sum.Duration = time.Since(start)
-		return sum, nil
+	j.sum.StatisticsPath = committed.path
+	j.sum.IndexBytes = committed.stats.FileSize
+	j.sum.BytesCopied = committed.bytesCopied
+	return j.finish(tbl), nil
+}
+
+// finish completes the summary with the table as the run left it.
+func (j *job) finish(tbl *table.Table) *Summary {
+	j.sum.Segments = 0
+	for sf := range tbl.Metadata().Statistics() {
+		if holdsEntries(sf) {
+			j.sum.Segments++
+		}
 	}
-	committed, err := commit(ctx, cat, ident, wfs, snap.SnapshotID, seg)
-	if err != nil {
-		return nil, err
-	}
-	sum.StatisticsPath = committed.path
-	sum.IndexBytes = committed.stats.FileSize
-	sum.Duration = time.Since(start)
-	return sum, nil
+	j.sum.Duration = time.Since(j.start)
+	return j.sum
 }
 
 func resolveSnapshot(tbl *table.Table, id int64) (*table.Snapshot, error) {
@@ -134,36 +175,69 @@ type fileResult struct {
 	err     error
 }
 
+// base returns the statistics file a new segment for the job's snapshot
+// must carry blobs of, as meta lists it: the snapshot's statistics file when
+// it holds other tools' blobs, or index entries a sync keeps; nil if none.
+func (j *job) base(meta table.Metadata) *table.StatisticsFile {
+	sf, ok := catalog.StatisticsFileOf(meta, j.snap.SnapshotID)
+	if !ok || !(hasForeignBlobs(sf) || j.keepEntries && holdsEntries(sf)) {
+		return nil
+	}
+	return &sf
+}
+
+// current returns the path of the snapshot's statistics file in meta, ""
+// if it has none.
+func (j *job) current(meta table.Metadata) string {
+	sf, _ := catalog.StatisticsFileOf(meta, j.snap.SnapshotID)
+	return sf.StatisticsPath
+}
+
+// carryFrom copies into sw the blobs of the statistics file sf (if any)
+// that a new segment for the snapshot must keep.
+func (j *job) carryFrom(sw *segmentWriter, sf *table.StatisticsFile) error {
+	if sf == nil {
+		return nil
+	}
+	src, closeSrc, err := openPuffin(j.fs, *sf)
+	if err != nil {
+		return fmt.Errorf("carry over the blobs of the snapshot's statistics file: %w", err)
+	}
+	defer closeSrc()
+	if err := sw.copyFrom(src, sf.StatisticsPath, j.keepEntries); err != nil {
+		return fmt.Errorf("carry over the blobs of the snapshot's statistics file: %w", err)
+	}
+	return nil
+}
+
 // writeIndex reads the data files with o.Parallel workers and streams their
-// filters into a new segment file as they finish. Memory holds the files in
-// flight, never the table. The snapshot's current statistics file, if any,
-// gives the foreign blobs to carry over.
-func writeIndex(ctx context.Context, fs icebergio.WriteFileIO, path string, tbl *table.Table, snap *table.Snapshot,
-	cols []Column, files []dataFile, o Options, sum *Summary) (segmentFile, error) {
-	sw, err := createSegment(fs, path)
+// filters into a new segment file as they finish, after the blobs carried
+// from the snapshot's statistics file. Memory holds the files in flight,
+// never the table.
+func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, error) {
+	path, err := newSegmentPath(j.tbl, j.snap.SnapshotID)
 	if err != nil {
 		return segmentFile{}, err
 	}
-	if sf, ok := catalog.StatisticsFileOf(tbl.Metadata(), snap.SnapshotID); ok && hasForeignBlobs(sf) {
-		src, closeSrc, err := openPuffin(fs, sf)
-		if err == nil {
-			err = sw.copyForeign(src, sf.StatisticsPath)
-			closeSrc()
-		}
-		if err != nil {
-			sw.abandon()
-			return segmentFile{}, fmt.Errorf("carry over the blobs of the snapshot's statistics file: %w", err)
-		}
+	sw, err := createSegment(j.fs, path)
+	if err != nil {
+		return segmentFile{}, err
 	}
+	sw.seg.replaces = j.current(j.tbl.Metadata())
+	if err := j.carryFrom(sw, j.base(j.tbl.Metadata())); err != nil {
+		sw.abandon()
+		return segmentFile{}, err
+	}
+	sw.markNew()
 
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	parallel := o.Parallel
+	parallel := j.o.Parallel
 	if parallel <= 0 {
 		parallel = runtime.NumCPU()
 	}
-	maxBytes := o.MaxFilterBytes
+	maxBytes := j.o.MaxFilterBytes
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxFilterBytes
 	}
@@ -174,7 +248,7 @@ func writeIndex(ctx context.Context, fs icebergio.WriteFileIO, path string, tbl 
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			ix := newFileIndexer(fs, cols, tbl.Metadata().NameMapping(), maxBytes)
+			ix := newFileIndexer(j.fs, j.cols, j.tbl.Metadata().NameMapping(), maxBytes)
 			for df := range jobs {
 				filters, err := ix.index(ctx, df)
 				results <- fileResult{file: df, filters: filters, err: err}
@@ -199,30 +273,30 @@ func writeIndex(ctx context.Context, fs icebergio.WriteFileIO, path string, tbl 
 			continue // drain so the workers can stop
 		}
 		if r.err != nil {
-			if o.FailFast || parent.Err() != nil {
+			if j.o.FailFast || parent.Err() != nil {
 				failure = fmt.Errorf("index %s: %w", r.file.path, r.err)
 				cancel()
 				continue
 			}
-			sum.FilesFailed = append(sum.FilesFailed, FileFailure{Path: r.file.path, Error: r.err.Error()})
+			j.sum.FilesFailed = append(j.sum.FilesFailed, FileFailure{Path: r.file.path, Error: r.err.Error()})
 			continue
 		}
 		for _, f := range r.filters {
 			e := index.Entry{
 				DataFile: r.file.path, DataFileSize: r.file.size,
-				FieldID: cols[f.col].Field.ID, ValueType: cols[f.col].Type,
-				NDV: f.ndv, FPP: cols[f.col].FPP,
-				SnapshotID: snap.SnapshotID, SequenceNumber: snap.SequenceNumber,
+				FieldID: j.cols[f.col].Field.ID, ValueType: j.cols[f.col].Type,
+				NDV: f.ndv, FPP: j.cols[f.col].FPP,
+				SnapshotID: j.snap.SnapshotID, SequenceNumber: j.snap.SequenceNumber,
 			}
 			if err := sw.add(e, f.filter.Bytes()); err != nil {
 				failure = err
 				cancel()
 				break
 			}
-			sum.Blobs++
-			sum.DistinctValues += f.ndv
+			j.sum.Blobs++
+			j.sum.DistinctValues += f.ndv
 		}
-		sum.FilesIndexed++
+		j.sum.FilesIndexed++
 	}
 	if failure == nil {
 		failure = parent.Err() // cancelled: the files not yet read were never sent
@@ -237,34 +311,31 @@ func writeIndex(ctx context.Context, fs icebergio.WriteFileIO, path string, tbl 
 // commit registers the segment as its snapshot's statistics file. If another
 // writer replaced that statistics file since the segment was written, an
 // attempt commits a copy of the segment — blobs copied, never re-hashed —
-// that carries the other tools' blobs of the file it replaces now. Files no
-// metadata references are removed: a copy whose attempt failed, and the
-// original when a copy was committed or the commit was refused.
-func commit(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, fs icebergio.WriteFileIO,
-	snapshotID int64, seg segmentFile) (segmentFile, error) {
+// that carries the blobs of the file it replaces now, and the run's own new
+// entries. Files no metadata references are removed: a copy whose attempt
+// failed, and the original when a copy was committed or the commit was
+// refused.
+func (j *job) commit(ctx context.Context, seg segmentFile) (segmentFile, *table.Table, error) {
+	id := j.snap.SnapshotID
 	var committed segmentFile
-	_, err := catalog.CommitStatistics(ctx, cat, ident, func(ctx context.Context, tbl *table.Table) (catalog.StatisticsChange, func(), error) {
-		snap := tbl.SnapshotByID(snapshotID)
+	tbl, err := catalog.CommitStatistics(ctx, j.cat, j.ident, func(ctx context.Context, tbl *table.Table) (catalog.StatisticsChange, func(), error) {
+		snap := tbl.SnapshotByID(id)
 		if snap == nil {
-			return catalog.StatisticsChange{}, nil, fmt.Errorf("snapshot %d was expired while it was being indexed", snapshotID)
+			return catalog.StatisticsChange{}, nil, fmt.Errorf("snapshot %d was expired while it was being indexed", id)
 		}
 		var replaced *table.StatisticsFile
-		base := ""
-		if sf, ok := catalog.StatisticsFileOf(tbl.Metadata(), snapshotID); ok {
+		if sf, ok := catalog.StatisticsFileOf(tbl.Metadata(), id); ok {
 			replaced = &sf
-			if hasForeignBlobs(sf) {
-				base = sf.StatisticsPath
-			}
 		}
 		committed = seg
 		discard := func() {}
-		if base != seg.base {
-			copied, err := rebase(fs, tbl, snapshotID, seg, replaced, base != "")
+		if now := j.current(tbl.Metadata()); now != seg.replaces {
+			copied, err := j.rebase(j.base(tbl.Metadata()), now, seg)
 			if err != nil {
 				return catalog.StatisticsChange{}, nil, err
 			}
 			committed = copied
-			discard = func() { fs.Remove(copied.path) }
+			discard = func() { j.fs.Remove(copied.path) }
 		}
 		change := catalog.StatisticsChange{Set: []table.StatisticsFile{committed.statisticsFile(snap, replaced)}}
 		return change, discard, nil
@@ -274,61 +345,99 @@ func commit(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 		// another error the catalog may have applied it, and gc removes a
 		// file no metadata references once its grace period is over.
 		if errors.Is(err, table.ErrCommitFailed) {
-			fs.Remove(seg.path)
+			j.fs.Remove(seg.path)
 		}
-		return segmentFile{}, fmt.Errorf("commit the index of %s: %w", strings.Join(ident, "."), err)
+		return segmentFile{}, nil, fmt.Errorf("commit the index of %s: %w", strings.Join(j.ident, "."), err)
 	}
 	if committed.path != seg.path {
-		fs.Remove(seg.path)
+		j.fs.Remove(seg.path)
 	}
-	return committed, nil
+	return committed, tbl, nil
 }
 
-// hasForeignBlobs reports whether a statistics file holds blobs of other
-// tools, by what table metadata lists for it.
-func hasForeignBlobs(sf table.StatisticsFile) bool {
-	for _, bm := range sf.BlobMetadata {
-		if bm.Type != table.BlobType(index.BlobType) {
-			return true
+// maxOverwrites bounds how often a run recommits after finding that its
+// commit replaced a statistics file it had not seen.
+const maxOverwrites = 5
+
+// commitVerified commits the segment and then checks what the commit
+// replaced. Iceberg has no requirement that guards one statistics file, so
+// another run may have registered a file for the same snapshot between this
+// run's load and its commit, and set-statistics replaced that file unseen.
+// The metadata the commit replaced (the last of the metadata log) tells:
+// when it held a statistics file for the snapshot that the run would have
+// carried over but did not, the run commits again on top of it, so both
+// runs' entries and any other tool's blobs stay in the index.
+func (j *job) commitVerified(ctx context.Context, seg segmentFile) (segmentFile, *table.Table, error) {
+	for range maxOverwrites {
+		committed, tbl, err := j.commit(ctx, seg)
+		if err != nil {
+			return segmentFile{}, nil, err
+		}
+		missed, err := j.replacedUnseen(ctx, tbl, committed)
+		if err != nil || missed == nil {
+			return committed, tbl, err
+		}
+		// Merge what was replaced with this run's entries, expecting the
+		// committed file to be the one the merge replaces in turn.
+		if seg, err = j.rebase(missed, committed.path, committed); err != nil {
+			return segmentFile{}, nil, err
 		}
 	}
-	return false
+	return segmentFile{}, nil, fmt.Errorf("commit the index of %s: other commits raced it %d times", strings.Join(j.ident, "."), maxOverwrites)
 }
 
-// rebase writes a copy of seg's index entries that carries the foreign blobs
-// of replaced (when withForeign) instead of those seg carries.
-func rebase(fs icebergio.WriteFileIO, tbl *table.Table, snapshotID int64, seg segmentFile,
-	replaced *table.StatisticsFile, withForeign bool) (segmentFile, error) {
-	path, err := newSegmentPath(tbl, snapshotID)
+// replacedUnseen returns the statistics file of the snapshot that the
+// commit producing tbl replaced and that the committed segment should have
+// carried over but did not, or nil.
+func (j *job) replacedUnseen(ctx context.Context, tbl *table.Table, committed segmentFile) (*table.StatisticsFile, error) {
+	var previous string
+	for entry := range tbl.Metadata().PreviousFiles() {
+		previous = entry.MetadataFile
+	}
+	if previous == "" {
+		return nil, nil
+	}
+	f, err := j.fs.Open(previous)
+	if err != nil {
+		return nil, fmt.Errorf("read the metadata the commit replaced: %w", err)
+	}
+	defer f.Close()
+	meta, err := table.ParseMetadata(f)
+	if err != nil {
+		return nil, fmt.Errorf("read the metadata the commit replaced, %s: %w", previous, err)
+	}
+	if j.current(meta) == committed.replaces {
+		return nil, nil // it replaced what it was written to replace
+	}
+	return j.base(meta), nil
+}
+
+// rebase writes a copy of seg's new entries that carries the blobs of base
+// (nil: none) instead of those seg carries, to replace the statistics file
+// at replaces.
+func (j *job) rebase(base *table.StatisticsFile, replaces string, seg segmentFile) (segmentFile, error) {
+	path, err := newSegmentPath(j.tbl, j.snap.SnapshotID)
 	if err != nil {
 		return segmentFile{}, err
 	}
-	sw, err := createSegment(fs, path)
+	sw, err := createSegment(j.fs, path)
 	if err != nil {
 		return segmentFile{}, err
 	}
+	sw.seg.replaces = replaces
 	err = func() error {
-		if withForeign {
-			src, closeSrc, err := openPuffin(fs, *replaced)
-			if err != nil {
-				return err
-			}
-			defer closeSrc()
-			if err := sw.copyForeign(src, replaced.StatisticsPath); err != nil {
-				return err
-			}
+		if err := j.carryFrom(sw, base); err != nil {
+			return err
 		}
-		own, closeOwn, err := openPuffin(fs, table.StatisticsFile{StatisticsPath: seg.path,
-			FileSizeInBytes: seg.stats.FileSize, FileFooterSizeInBytes: seg.stats.FooterSize})
+		sw.markNew()
+		own, closeOwn, err := openPuffin(j.fs, seg.location())
 		if err != nil {
 			return err
 		}
 		defer closeOwn()
-		for i, b := range own.Blobs() {
-			if index.IsEntry(b) {
-				if err := sw.copyEntry(own, i); err != nil {
-					return err
-				}
+		for i := seg.firstNew; i < len(own.Blobs()); i++ {
+			if err := sw.copyEntry(own, i); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -338,4 +447,16 @@ func rebase(fs icebergio.WriteFileIO, tbl *table.Table, snapshotID int64, seg se
 		return segmentFile{}, err
 	}
 	return sw.finish()
+}
+
+// hasForeignBlobs reports whether a statistics file holds blobs of other
+// tools, by what table metadata lists for it.
+func hasForeignBlobs(sf table.StatisticsFile) bool {
+	return slices.ContainsFunc(sf.BlobMetadata, func(bm table.BlobMetadata) bool { return bm.Type != table.BlobType(index.BlobType) })
+}
+
+// holdsEntries reports whether a statistics file holds index entries, by
+// what table metadata lists for it.
+func holdsEntries(sf table.StatisticsFile) bool {
+	return slices.ContainsFunc(sf.BlobMetadata, func(bm table.BlobMetadata) bool { return bm.Type == table.BlobType(index.BlobType) })
 }

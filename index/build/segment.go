@@ -77,10 +77,21 @@ func identityValues(meta table.Metadata, df iceberg.DataFile) map[int]any {
 // one run plus, because set-statistics replaces a snapshot's statistics
 // file, the other tools' blobs of the snapshot's current statistics file.
 type segmentFile struct {
-	path    string
-	stats   puffin.Stats
-	base    string // path of the statistics file whose foreign blobs it carries, "" if none
-	entries map[int32]int
+	path  string
+	stats puffin.Stats
+	// replaces is the path of the snapshot's statistics file the segment
+	// was written to replace (and carries blobs of), "" if there was none.
+	replaces string
+	// firstNew is the index of the first blob the run wrote itself; those
+	// before it were carried from base.
+	firstNew    int
+	entries     map[int32]int
+	bytesCopied int64
+}
+
+// location describes the segment as openPuffin needs it.
+func (s segmentFile) location() table.StatisticsFile {
+	return table.StatisticsFile{StatisticsPath: s.path, FileSizeInBytes: s.stats.FileSize, FileFooterSizeInBytes: s.stats.FooterSize}
 }
 
 // statisticsFile returns the table-metadata entry registering the segment
@@ -124,6 +135,7 @@ type segmentWriter struct {
 	out     icebergio.FileWriter
 	w       *puffin.Writer
 	seg     segmentFile
+	blobs   int // blobs written so far
 	written bool
 }
 
@@ -153,39 +165,60 @@ func createSegment(fs icebergio.WriteFileIO, path string) (*segmentWriter, error
 	return &segmentWriter{fs: fs, out: out, w: w, seg: segmentFile{path: path, entries: map[int32]int{}}}, nil
 }
 
-// copyForeign copies every blob of src that is not an index entry, byte
-// for byte with its codec, so that replacing the snapshot's statistics file
-// loses nothing of other tools.
-func (s *segmentWriter) copyForeign(src *puffin.Reader, srcPath string) error {
-	s.seg.base = srcPath
+// copyFrom copies the blobs of src (at srcPath) the segment carries over,
+// byte for byte with their codecs: every blob of other tools, so replacing
+// the snapshot's statistics file loses nothing of theirs, and, with
+// entries, the index entries too.
+func (s *segmentWriter) copyFrom(src *puffin.Reader, srcPath string, entries bool) error {
 	for i, b := range src.Blobs() {
 		if index.IsEntry(b) {
+			if entries {
+				if err := s.copyEntry(src, i); err != nil {
+					return err
+				}
+			}
 			continue
 		}
-		if _, err := s.w.CopyBlob(src, i); err != nil {
+		if err := s.copyBlob(src, i); err != nil {
 			return fmt.Errorf("copy blob %d (%s) of %s: %w", i, b.Type, srcPath, err)
 		}
 	}
 	return nil
 }
 
+// markNew records that the blobs written from now on are the run's own.
+func (s *segmentWriter) markNew() { s.seg.firstNew = s.blobs }
+
 // add writes one entry with its bitset.
 func (s *segmentWriter) add(e index.Entry, bitset []byte) error {
 	if _, err := s.w.AddBlob(e.BlobInput(), bitset); err != nil {
 		return fmt.Errorf("write %s: %w", s.seg.path, err)
 	}
+	s.blobs++
 	s.seg.entries[int32(e.FieldID)]++
 	return nil
 }
 
-// copyEntry copies index entry i of src, as when a segment is rewritten to
-// carry other foreign blobs, without re-hashing anything.
+// copyEntry copies index entry i of src, without re-hashing anything.
 func (s *segmentWriter) copyEntry(src *puffin.Reader, i int) error {
 	b := src.Blobs()[i]
-	if _, err := s.w.CopyBlob(src, i); err != nil {
+	if len(b.Fields) != 1 {
+		return fmt.Errorf("entry %d has fields %v, want one", i, b.Fields)
+	}
+	if err := s.copyBlob(src, i); err != nil {
 		return fmt.Errorf("copy entry %d into %s: %w", i, s.seg.path, err)
 	}
 	s.seg.entries[b.Fields[0]]++
+	return nil
+}
+
+func (s *segmentWriter) copyBlob(src *puffin.Reader, i int) error {
+	meta, err := s.w.CopyBlob(src, i)
+	if err != nil {
+		return err
+	}
+	s.blobs++
+	s.seg.bytesCopied += meta.Length
 	return nil
 }
 

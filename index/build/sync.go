@@ -1,0 +1,52 @@
+package build
+
+import (
+	"context"
+
+	icecatalog "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/index"
+)
+
+// Sync indexes the live data files of the current snapshot that the index
+// does not cover yet — after appends and compactions — as a new segment
+// attached to the current snapshot. The snapshot's statistics file, which
+// set-statistics replaces, is carried into the new one whole: other tools'
+// blobs and the index entries of an earlier sync of the same snapshot. A
+// file counts as covered when every indexed column has an applicable entry
+// (docs/format.md §6); a file whose entry cannot be read is indexed again.
+// With nothing new, nothing is committed. o.SnapshotID is ignored.
+func Sync(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*Summary, error) {
+	o.SnapshotID = 0
+	j, err := newJob(ctx, cat, ident, o)
+	if err != nil {
+		return nil, err
+	}
+	j.keepEntries = true
+	files, err := liveDataFiles(j.fs, j.tbl.Metadata(), j.snap)
+	if err != nil {
+		return nil, err
+	}
+	ix, _ := index.Load(ctx, j.fs, j.tbl.Metadata(), nil)
+	var todo []dataFile
+	for _, f := range files {
+		if !covered(ix, f, j.cols) {
+			todo = append(todo, f)
+		}
+	}
+	j.sum.FilesTotal, j.sum.FilesCovered = len(files), len(files)-len(todo)
+	if len(todo) == 0 {
+		return j.finish(j.tbl), nil
+	}
+	return j.run(ctx, todo)
+}
+
+func covered(ix *index.TableIndex, f dataFile, cols []Column) bool {
+	for _, c := range cols {
+		if _, _, ok := ix.Lookup(f.path, f.size, c.Field.ID); !ok {
+			return false
+		}
+	}
+	return true
+}
