@@ -215,20 +215,11 @@ func (j *job) carryFrom(sw *segmentWriter, sf *table.StatisticsFile) error {
 // from the snapshot's statistics file. Memory holds the files in flight,
 // never the table.
 func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, error) {
-	path, err := newSegmentPath(j.tbl, j.snap.SnapshotID)
+	meta := j.tbl.Metadata()
+	sw, err := j.newSegment(j.base(meta), j.current(meta))
 	if err != nil {
 		return segmentFile{}, err
 	}
-	sw, err := createSegment(j.fs, path)
-	if err != nil {
-		return segmentFile{}, err
-	}
-	sw.seg.replaces = j.current(j.tbl.Metadata())
-	if err := j.carryFrom(sw, j.base(j.tbl.Metadata())); err != nil {
-		sw.abandon()
-		return segmentFile{}, err
-	}
-	sw.markNew()
 
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
@@ -412,24 +403,35 @@ func (j *job) replacedUnseen(ctx context.Context, tbl *table.Table, committed se
 	return j.base(meta), nil
 }
 
+// newSegment starts a segment file of the job's snapshot that will replace
+// the statistics file at replaces, with the blobs of base carried over.
+func (j *job) newSegment(base *table.StatisticsFile, replaces string) (*segmentWriter, error) {
+	path, err := newSegmentPath(j.tbl, j.snap.SnapshotID)
+	if err != nil {
+		return nil, err
+	}
+	sw, err := createSegment(j.fs, path)
+	if err != nil {
+		return nil, err
+	}
+	sw.seg.replaces = replaces
+	if err := j.carryFrom(sw, base); err != nil {
+		sw.abandon()
+		return nil, err
+	}
+	sw.markNew()
+	return sw, nil
+}
+
 // rebase writes a copy of seg's new entries that carries the blobs of base
 // (nil: none) instead of those seg carries, to replace the statistics file
 // at replaces.
 func (j *job) rebase(base *table.StatisticsFile, replaces string, seg segmentFile) (segmentFile, error) {
-	path, err := newSegmentPath(j.tbl, j.snap.SnapshotID)
+	sw, err := j.newSegment(base, replaces)
 	if err != nil {
 		return segmentFile{}, err
 	}
-	sw, err := createSegment(j.fs, path)
-	if err != nil {
-		return segmentFile{}, err
-	}
-	sw.seg.replaces = replaces
 	err = func() error {
-		if err := j.carryFrom(sw, base); err != nil {
-			return err
-		}
-		sw.markNew()
 		own, closeOwn, err := openPuffin(j.fs, seg.location())
 		if err != nil {
 			return err
