@@ -152,7 +152,7 @@ func Load(ctx context.Context, fsys icebergio.IO, meta table.Metadata, cache *Fo
 	var problems []error
 	for i, sf := range files {
 		if errs[i] != nil {
-			problems = append(problems, errs[i])
+			problems = append(problems, &SegmentError{Path: sf.StatisticsPath, Err: errs[i]})
 			continue
 		}
 		f := footers[i]
@@ -168,6 +168,17 @@ func Load(ctx context.Context, fsys icebergio.IO, meta table.Metadata, cache *Fo
 	}
 	return ix, problems
 }
+
+// SegmentError reports a statistics file that holds index entries but could
+// not be read: the files it covers are unindexed for now, and writers that
+// rewrite the index must leave it alone rather than drop it.
+type SegmentError struct {
+	Path string
+	Err  error
+}
+
+func (e *SegmentError) Error() string { return e.Err.Error() }
+func (e *SegmentError) Unwrap() error { return e.Err }
 
 // holdsEntries reports whether a statistics file holds index entries by its
 // blob-metadata, which lists one item per indexed field (§7).

@@ -50,3 +50,24 @@ func covered(ix *index.TableIndex, f dataFile, cols []Column) bool {
 	}
 	return true
 }
+
+// Rebuild is the manual full rebuild: it builds a fresh segment of the
+// current snapshot for every live data file, then removes every other
+// segment (rewriting without index entries the statistics files that also
+// hold other tools' blobs), so the index is exactly one fresh segment.
+func Rebuild(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*Summary, error) {
+	o.SnapshotID = 0
+	sum, err := Build(ctx, cat, ident, o)
+	if err != nil || sum.StatisticsPath == "" {
+		return sum, err
+	}
+	cs, err := Compact(ctx, cat, ident, CompactOptions{OnlyFrom: sum.StatisticsPath})
+	if err != nil {
+		return nil, err
+	}
+	if cs.StatisticsPath != "" {
+		sum.StatisticsPath = cs.StatisticsPath
+	}
+	sum.Segments = cs.SegmentsAfter
+	return sum, nil
+}

@@ -1,0 +1,346 @@
+package build
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	icecatalog "github.com/apache/iceberg-go/catalog"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/catalog"
+	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/puffin"
+)
+
+// CompactOptions configure Compact.
+type CompactOptions struct {
+	// Retained are the snapshots whose data files the index must keep
+	// covering; nil means every snapshot of the table. Expiry passes the
+	// snapshots that will remain, so entries only expiring snapshots need
+	// are dropped.
+	Retained []table.Snapshot
+	// OnlyFrom, when set, keeps only the entries of the segment at this
+	// statistics path (a rebuild's fresh segment) and drops the others'.
+	OnlyFrom string
+}
+
+// CompactSummary reports what Compact did.
+type CompactSummary struct {
+	SegmentsBefore int           `json:"segments_before"`
+	SegmentsAfter  int           `json:"segments_after"`
+	EntriesKept    int           `json:"entries_kept"`
+	EntriesDropped int           `json:"entries_dropped"`
+	BytesCopied    int64         `json:"bytes_copied"`
+	StatisticsPath string        `json:"statistics_path,omitempty"`
+	Duration       time.Duration `json:"duration_ns"`
+}
+
+// errStatisticsMoved aborts a compaction attempt whose plan no longer
+// matches the table: a statistics file it merges changed meanwhile.
+var errStatisticsMoved = errors.New("the table's statistics files changed during compaction")
+
+// Compact merges the index's segments into one segment of the current
+// snapshot by copying blob bytes, never re-hashing; drops entries of data
+// files no retained snapshot holds, and duplicate entries; and removes the
+// merged segments' statistics entries, rewriting without index entries a
+// statistics file that also holds other tools' blobs. The number of
+// segments and what table metadata lists for the index stay bounded however
+// many syncs ran. A segment that cannot be read is left as it is. With
+// nothing to merge or drop, nothing is committed.
+func Compact(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions) (*CompactSummary, error) {
+	start := time.Now()
+	for range maxOverwrites {
+		sum, err := compactOnce(ctx, cat, ident, o)
+		if errors.Is(err, errStatisticsMoved) {
+			continue
+		}
+		if sum != nil {
+			sum.Duration = time.Since(start)
+		}
+		return sum, err
+	}
+	return nil, fmt.Errorf("compact the index of %s: %w %d times", strings.Join(ident, "."), errStatisticsMoved, maxOverwrites)
+}
+
+// pick is an entry the merged segment keeps: blob blob of the segment seg.
+type pick struct{ seg, blob int }
+
+func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions) (*CompactSummary, error) {
+	name := strings.Join(ident, ".")
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, fmt.Errorf("load table %s: %w", name, err)
+	}
+	snap := tbl.CurrentSnapshot()
+	if snap == nil {
+		return &CompactSummary{}, nil
+	}
+	fs, err := writableFS(ctx, tbl)
+	if err != nil {
+		return nil, err
+	}
+	ix, errs := index.Load(ctx, fs, tbl.Metadata(), nil)
+	unreadable := map[string]bool{}
+	for _, err := range errs {
+		var se *index.SegmentError
+		if errors.As(err, &se) {
+			unreadable[se.Path] = true
+		}
+	}
+	segments := ix.Segments()
+	sum := &CompactSummary{SegmentsBefore: len(segments) + len(unreadable)}
+	if sf, ok := catalog.StatisticsFileOf(tbl.Metadata(), snap.SnapshotID); ok && unreadable[sf.StatisticsPath] {
+		return nil, fmt.Errorf("compact the index of %s: the current snapshot's statistics file %s cannot be read; it would be replaced", name, sf.StatisticsPath)
+	}
+
+	retained := o.Retained
+	if retained == nil {
+		retained = tbl.Metadata().Snapshots()
+	}
+	held, err := heldDataFiles(fs, tbl.Metadata(), retained)
+	if err != nil {
+		return nil, err
+	}
+	var picks []pick
+	taken := map[entryKey]bool{}
+	for si, seg := range segments {
+		if o.OnlyFrom != "" && seg.File.StatisticsPath != o.OnlyFrom {
+			sum.EntriesDropped += len(seg.Entries)
+			continue
+		}
+		for bi, e := range seg.Entries {
+			key := entryKey{e.DataFile, e.DataFileSize, e.FieldID}
+			if taken[key] || !held[fileKey{e.DataFile, e.DataFileSize}] {
+				sum.EntriesDropped++
+				continue
+			}
+			taken[key] = true
+			picks = append(picks, pick{si, bi})
+		}
+	}
+	sum.EntriesKept = len(picks)
+	if sum.EntriesDropped == 0 && len(segments) <= 1 && (len(segments) == 0 || segments[0].File.SnapshotID == snap.SnapshotID) {
+		sum.SegmentsAfter = sum.SegmentsBefore
+		return sum, nil // already one segment of the current snapshot, all of it needed
+	}
+
+	planned := map[int64]string{}
+	for _, seg := range segments {
+		planned[seg.File.SnapshotID] = seg.File.StatisticsPath
+	}
+	planned[snap.SnapshotID] = (&job{snap: snap}).current(tbl.Metadata())
+	var merged segmentFile
+	committed, err := catalog.CommitStatistics(ctx, cat, ident, func(ctx context.Context, now *table.Table) (catalog.StatisticsChange, func(), error) {
+		for id, path := range planned {
+			if sf, _ := catalog.StatisticsFileOf(now.Metadata(), id); sf.StatisticsPath != path {
+				return catalog.StatisticsChange{}, nil, errStatisticsMoved
+			}
+		}
+		current := now.SnapshotByID(snap.SnapshotID)
+		if current == nil {
+			return catalog.StatisticsChange{}, nil, errStatisticsMoved
+		}
+		j := &job{cat: cat, ident: ident, tbl: now, fs: fs, snap: current}
+		m, change, written, err := j.writeCompacted(segments, picks)
+		if err != nil {
+			return catalog.StatisticsChange{}, nil, err
+		}
+		merged = m
+		return change, func() {
+			for _, p := range written {
+				fs.Remove(p)
+			}
+		}, nil
+	})
+	if err != nil {
+		if errors.Is(err, errStatisticsMoved) {
+			return nil, errStatisticsMoved
+		}
+		return nil, fmt.Errorf("commit the compacted index of %s: %w", name, err)
+	}
+	sum.StatisticsPath = merged.path
+	sum.BytesCopied = merged.bytesCopied
+	for sf := range committed.Metadata().Statistics() {
+		if holdsEntries(sf) {
+			sum.SegmentsAfter++
+		}
+	}
+	return sum, nil
+}
+
+// writeCompacted writes the merged segment for the current snapshot — the
+// other tools' blobs of its statistics file, then the picked entries — and
+// for every other segment that shares its file with other tools' blobs, a
+// copy holding only those. It returns the change that registers them and
+// removes the rest, and the paths written.
+func (j *job) writeCompacted(segments []index.Segment, picks []pick) (segmentFile, catalog.StatisticsChange, []string, error) {
+	var change catalog.StatisticsChange
+	var written []string
+	fail := func(err error) (segmentFile, catalog.StatisticsChange, []string, error) {
+		for _, p := range written {
+			j.fs.Remove(p)
+		}
+		return segmentFile{}, catalog.StatisticsChange{}, nil, err
+	}
+	meta := j.tbl.Metadata()
+	current, hasCurrent := catalog.StatisticsFileOf(meta, j.snap.SnapshotID)
+	var foreignOnly *table.StatisticsFile
+	if hasCurrent && hasForeignBlobs(current) {
+		foreignOnly = &current
+	}
+	sw, err := j.newSegment(foreignOnly, current.StatisticsPath)
+	if err != nil {
+		return fail(err)
+	}
+	sources := map[int]*puffin.Reader{}
+	var closers []func() error
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	for _, p := range picks {
+		src, ok := sources[p.seg]
+		if !ok {
+			r, closeR, err := openPuffin(j.fs, segments[p.seg].File)
+			if err != nil {
+				sw.abandon()
+				return fail(err)
+			}
+			sources[p.seg], src = r, r
+			closers = append(closers, closeR)
+		}
+		blob, err := blobIndexOf(src, segments[p.seg].Entries[p.blob])
+		if err == nil {
+			err = sw.copyEntry(src, blob)
+		}
+		if err != nil {
+			sw.abandon()
+			return fail(err)
+		}
+	}
+	merged, err := sw.finish()
+	if err != nil {
+		return fail(err)
+	}
+	written = append(written, merged.path)
+	var replaced *table.StatisticsFile
+	if hasCurrent {
+		replaced = &current
+	}
+	change.Set = append(change.Set, merged.statisticsFile(j.snap, replaced))
+
+	for _, seg := range segments {
+		if seg.File.SnapshotID == j.snap.SnapshotID {
+			continue
+		}
+		if !hasForeignBlobs(seg.File) {
+			change.Remove = append(change.Remove, seg.File.SnapshotID)
+			continue
+		}
+		rewritten, err := j.foreignOnlyCopy(seg.File)
+		if err != nil {
+			return fail(err)
+		}
+		written = append(written, rewritten.StatisticsPath)
+		change.Set = append(change.Set, rewritten)
+	}
+	return merged, change, written, nil
+}
+
+// blobIndexOf finds the footer position of an entry, by its offset.
+func blobIndexOf(r *puffin.Reader, e index.Entry) (int, error) {
+	for i, b := range r.Blobs() {
+		if b.Offset == e.Offset && b.Length == e.Length {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("entry of %s at offset %d is not in its statistics file", e.DataFile, e.Offset)
+}
+
+// foreignOnlyCopy writes a copy of a statistics file without its index
+// entries, for the same snapshot, and returns its statistics entry.
+func (j *job) foreignOnlyCopy(sf table.StatisticsFile) (table.StatisticsFile, error) {
+	path, err := newSegmentPath(j.tbl, sf.SnapshotID)
+	if err != nil {
+		return table.StatisticsFile{}, err
+	}
+	sw, err := createSegment(j.fs, path)
+	if err != nil {
+		return table.StatisticsFile{}, err
+	}
+	src, closeSrc, err := openPuffin(j.fs, sf)
+	if err == nil {
+		err = sw.copyFrom(src, sf.StatisticsPath, false)
+		closeSrc()
+	}
+	if err != nil {
+		sw.abandon()
+		return table.StatisticsFile{}, err
+	}
+	seg, err := sw.finish()
+	if err != nil {
+		return table.StatisticsFile{}, err
+	}
+	snap := j.tbl.SnapshotByID(sf.SnapshotID)
+	return seg.statisticsFile(snap, &sf), nil
+}
+
+type fileKey struct {
+	path string
+	size int64
+}
+
+// entryKey is what makes an entry apply to a data file (docs/format.md §6).
+type entryKey struct {
+	file  string
+	size  int64
+	field int
+}
+
+// heldDataFiles returns the data files the snapshots hold, reading each
+// manifest once however many snapshots share it.
+func heldDataFiles(fs icebergio.IO, meta table.Metadata, snaps []table.Snapshot) (map[fileKey]bool, error) {
+	held := map[fileKey]bool{}
+	seen := map[string]bool{}
+	for _, snap := range snaps {
+		manifests, err := snap.Manifests(fs)
+		if err != nil {
+			return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
+		}
+		for _, m := range manifests {
+			if m.ManifestContent() != 0 || seen[m.FilePath()] {
+				continue
+			}
+			seen[m.FilePath()] = true
+			for entry, err := range m.Entries(fs, true) {
+				if err != nil {
+					return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+				}
+				if df := entry.DataFile(); df.ContentType() == 0 {
+					held[fileKey{df.FilePath(), df.FileSizeBytes()}] = true
+				}
+			}
+		}
+	}
+	return held, nil
+}
+
+// writableFS returns the table's storage, which index writers need to be
+// writable.
+func writableFS(ctx context.Context, tbl *table.Table) (icebergio.WriteFileIO, error) {
+	name := strings.Join(tbl.Identifier(), ".")
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("table %s storage: %w", name, err)
+	}
+	wfs, ok := fs.(icebergio.WriteFileIO)
+	if !ok {
+		return nil, fmt.Errorf("table %s: its storage cannot be written", name)
+	}
+	return wfs, nil
+}

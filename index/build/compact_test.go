@@ -1,0 +1,238 @@
+package build_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/internal/testfixture"
+	"github.com/icebloom/icebloom/index/internal/testtable"
+	"github.com/icebloom/icebloom/puffin"
+)
+
+func statisticsFiles(tbl *table.Table) []table.StatisticsFile {
+	var out []table.StatisticsFile
+	for sf := range tbl.Metadata().Statistics() {
+		out = append(out, sf)
+	}
+	return out
+}
+
+func appendRows(t *testing.T, tbl *table.Table, n int) *table.Table {
+	t.Helper()
+	rec := eventsRecord(t, tbl.Schema(), randomRows(newRand(), n))
+	defer rec.Release()
+	return testtable.Append(t, tbl, rec)
+}
+
+// TestCompactBoundsSegments: a long run of small appends, each followed by a
+// sync, leaves one segment per snapshot; compaction merges them into one
+// segment of the current snapshot by copying blobs, table metadata lists one
+// item per column again, every live file stays covered, and a second
+// compaction has nothing to do.
+func TestCompactBoundsSegments(t *testing.T) {
+	cat, tbl, _ := eventsTable(t, 1, 20, nil)
+	opts := build.Options{Columns: []string{"id", "email"}}
+	for range 6 {
+		if _, err := build.Sync(ctx, cat, tbl.Identifier(), opts); err != nil {
+			t.Fatal(err)
+		}
+		tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+		tbl = appendRows(t, tbl, 20)
+	}
+	if _, err := build.Sync(ctx, cat, tbl.Identifier(), opts); err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	if n := len(statisticsFiles(tbl)); n != 7 {
+		t.Fatalf("%d segments before compaction, want 7", n)
+	}
+	sum, err := build.Compact(ctx, cat, tbl.Identifier(), build.CompactOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.SegmentsBefore != 7 || sum.SegmentsAfter != 1 || sum.EntriesKept != 14 || sum.EntriesDropped != 0 || sum.BytesCopied == 0 {
+		t.Fatalf("compaction %+v", sum)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	files := statisticsFiles(tbl)
+	if len(files) != 1 || files[0].SnapshotID != tbl.CurrentSnapshot().SnapshotID || len(files[0].BlobMetadata) != 2 {
+		t.Fatalf("statistics after compaction: %+v", files)
+	}
+	coveredByAll(t, tbl, 1, 2)
+	again, err := build.Compact(ctx, cat, tbl.Identifier(), build.CompactOptions{})
+	if err != nil || again.StatisticsPath != "" || again.SegmentsAfter != 1 {
+		t.Fatalf("second compaction %+v, %v: want nothing to do", again, err)
+	}
+}
+
+// TestCompactDropsEntriesOfRemovedFiles: after the data is rewritten (an
+// overwrite standing for a compaction of data files) and synced, compacting
+// for the current snapshot alone drops the entries of the rewritten-away
+// files, while compacting for all snapshots keeps them for time travel.
+func TestCompactDropsEntriesOfRemovedFiles(t *testing.T) {
+	cat, tbl, rowsByFile := eventsTable(t, 3, 30, nil)
+	opts := build.Options{Columns: []string{"id"}}
+	if _, err := build.Build(ctx, cat, tbl.Identifier(), opts); err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	var all []row
+	for _, rows := range rowsByFile {
+		all = append(all, rows...)
+	}
+	rec := eventsRecord(t, tbl.Schema(), all)
+	at := array.NewTableFromRecords(rec.Schema(), []arrow.RecordBatch{rec})
+	txn := tbl.NewTransaction()
+	if err := txn.OverwriteTable(ctx, at, rec.NumRows(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if tbl, _ = txn.Commit(ctx); tbl == nil {
+		t.Fatal("overwrite failed")
+	}
+	at.Release()
+	rec.Release()
+	if _, err := build.Sync(ctx, cat, tbl.Identifier(), opts); err != nil {
+		t.Fatal(err)
+	}
+
+	keepAll, err := build.Compact(ctx, cat, tbl.Identifier(), build.CompactOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keepAll.EntriesKept != 4 || keepAll.EntriesDropped != 0 {
+		t.Fatalf("compaction for all snapshots %+v: want the 3 old entries kept for time travel", keepAll)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	current := *tbl.CurrentSnapshot()
+	onlyCurrent, err := build.Compact(ctx, cat, tbl.Identifier(), build.CompactOptions{Retained: []table.Snapshot{current}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if onlyCurrent.EntriesKept != 1 || onlyCurrent.EntriesDropped != 3 {
+		t.Fatalf("compaction for the current snapshot %+v", onlyCurrent)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	coveredByAll(t, tbl, 1)
+}
+
+// TestCompactKeepsForeignBlobs: an older segment shares its statistics file
+// with Trino's sketches; compaction moves its entries into the current
+// snapshot's segment and rewrites the older file with the sketches alone.
+func TestCompactKeepsForeignBlobs(t *testing.T) {
+	cat, tbl, _ := eventsTable(t, 2, 30, nil)
+	registerTheta(t, cat, tbl)
+	opts := build.Options{Columns: []string{"id"}}
+	if _, err := build.Build(ctx, cat, tbl.Identifier(), opts); err != nil {
+		t.Fatal(err)
+	}
+	old := tbl.CurrentSnapshot().SnapshotID
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	tbl = appendRows(t, tbl, 30)
+	if _, err := build.Sync(ctx, cat, tbl.Identifier(), opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := build.Compact(ctx, cat, tbl.Identifier(), build.CompactOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	coveredByAll(t, tbl, 1)
+	var sawOld bool
+	for _, sf := range statisticsFiles(tbl) {
+		if sf.SnapshotID != old {
+			continue
+		}
+		sawOld = true
+		if len(sf.BlobMetadata) != 3 {
+			t.Fatalf("old snapshot's statistics entry %+v: want the 3 sketch items only", sf.BlobMetadata)
+		}
+		r := openStatistics(t, tbl, sf)
+		for _, b := range r.Blobs() {
+			if index.IsEntry(b) {
+				t.Fatal("the old snapshot's file still holds index entries")
+			}
+		}
+		if len(r.Blobs()) != 3 {
+			t.Fatalf("old file has %d blobs", len(r.Blobs()))
+		}
+	}
+	if !sawOld {
+		t.Fatal("the sketches' statistics file was removed")
+	}
+}
+
+// registerTheta registers Trino's theta-sketch file as the current
+// snapshot's statistics file.
+func registerTheta(t *testing.T, cat *testtable.Catalog, tbl *table.Table) {
+	t.Helper()
+	theta := testfixture.ReadExternal(t, "puffin", "iceberg-python-trino", "theta-sketches.puffin")
+	path := filepath.Join(strings.TrimPrefix(tbl.Location(), "file://"), "metadata", "trino-stats.puffin")
+	if err := os.WriteFile(path, theta, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, err := puffin.Open(bytes.NewReader(theta), int64(len(theta)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := tbl.CurrentSnapshot()
+	var items []table.BlobMetadata
+	for _, b := range src.Blobs() {
+		items = append(items, table.BlobMetadata{Type: table.BlobType(b.Type), SnapshotID: snap.SnapshotID,
+			SequenceNumber: snap.SequenceNumber, Fields: b.Fields, Properties: b.Properties})
+	}
+	_, _, err = cat.CommitTable(ctx, tbl.Identifier(), nil, []table.Update{table.NewSetStatisticsUpdate(table.StatisticsFile{
+		SnapshotID: snap.SnapshotID, StatisticsPath: "file://" + path, FileSizeInBytes: int64(len(theta)),
+		FileFooterSizeInBytes: src.FooterSize(), BlobMetadata: items,
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func openStatistics(t *testing.T, tbl *table.Table, sf table.StatisticsFile) *puffin.Reader {
+	t.Helper()
+	fs, _ := tbl.FS(ctx)
+	f, err := fs.Open(sf.StatisticsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	r, err := puffin.Open(f, sf.FileSizeInBytes, puffin.WithFooterSize(sf.FileFooterSizeInBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestRebuild replaces every segment by one fresh one.
+func TestRebuild(t *testing.T) {
+	cat, tbl, _ := eventsTable(t, 2, 20, nil)
+	opts := build.Options{Columns: []string{"id"}}
+	for range 3 {
+		if _, err := build.Sync(ctx, cat, tbl.Identifier(), opts); err != nil {
+			t.Fatal(err)
+		}
+		tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+		tbl = appendRows(t, tbl, 20)
+	}
+	sum, err := build.Rebuild(ctx, cat, tbl.Identifier(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.FilesIndexed != 5 || sum.Segments != 1 {
+		t.Fatalf("rebuild %+v", sum)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	if n := len(statisticsFiles(tbl)); n != 1 {
+		t.Fatalf("%d statistics files after rebuild", n)
+	}
+	coveredByAll(t, tbl, 1)
+}
