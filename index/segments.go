@@ -119,7 +119,7 @@ const loadConcurrency = 8
 func Load(ctx context.Context, fsys icebergio.IO, meta table.Metadata, cache *FooterCache) (*TableIndex, []error) {
 	var files []table.StatisticsFile
 	for sf := range meta.Statistics() {
-		if holdsEntries(sf) {
+		if HoldsEntries(sf) {
 			files = append(files, sf)
 		}
 	}
@@ -180,9 +180,9 @@ type SegmentError struct {
 func (e *SegmentError) Error() string { return e.Err.Error() }
 func (e *SegmentError) Unwrap() error { return e.Err }
 
-// holdsEntries reports whether a statistics file holds index entries by its
+// HoldsEntries reports whether a statistics file holds index entries by its
 // blob-metadata, which lists one item per indexed field (§7).
-func holdsEntries(sf table.StatisticsFile) bool {
+func HoldsEntries(sf table.StatisticsFile) bool {
 	for _, b := range sf.BlobMetadata {
 		if string(b.Type) == string(BlobType) {
 			return true

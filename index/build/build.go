@@ -148,7 +148,7 @@ func (j *job) run(ctx context.Context, files []dataFile) (*Summary, error) {
 func (j *job) finish(tbl *table.Table) *Summary {
 	j.sum.Segments = 0
 	for sf := range tbl.Metadata().Statistics() {
-		if holdsEntries(sf) {
+		if index.HoldsEntries(sf) {
 			j.sum.Segments++
 		}
 	}
@@ -180,7 +180,7 @@ type fileResult struct {
 // it holds other tools' blobs, or index entries a sync keeps; nil if none.
 func (j *job) base(meta table.Metadata) *table.StatisticsFile {
 	sf, ok := catalog.StatisticsFileOf(meta, j.snap.SnapshotID)
-	if !ok || !(hasForeignBlobs(sf) || j.keepEntries && holdsEntries(sf)) {
+	if !ok || !(hasForeignBlobs(sf) || j.keepEntries && index.HoldsEntries(sf)) {
 		return nil
 	}
 	return &sf
@@ -455,10 +455,4 @@ func (j *job) rebase(base *table.StatisticsFile, replaces string, seg segmentFil
 // tools, by what table metadata lists for it.
 func hasForeignBlobs(sf table.StatisticsFile) bool {
 	return slices.ContainsFunc(sf.BlobMetadata, func(bm table.BlobMetadata) bool { return bm.Type != table.BlobType(index.BlobType) })
-}
-
-// holdsEntries reports whether a statistics file holds index entries, by
-// what table metadata lists for it.
-func holdsEntries(sf table.StatisticsFile) bool {
-	return slices.ContainsFunc(sf.BlobMetadata, func(bm table.BlobMetadata) bool { return bm.Type == table.BlobType(index.BlobType) })
 }

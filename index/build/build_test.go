@@ -17,10 +17,10 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
+	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/build"
 	"github.com/icebloom/icebloom/index/hashing"
-	"github.com/icebloom/icebloom/index/internal/testtable"
 	"github.com/icebloom/icebloom/index/sbbf"
 	"github.com/icebloom/icebloom/puffin"
 )
@@ -111,15 +111,15 @@ func eventsRecord(t testing.TB, sc *iceberg.Schema, rows []row) arrow.RecordBatc
 }
 
 // eventsTable creates db.events with files appends of rows each.
-func eventsTable(t *testing.T, files, rowsPerFile int, props iceberg.Properties) (*testtable.Catalog, *table.Table, [][]row) {
-	cat := testtable.NewCatalog(t)
+func eventsTable(t *testing.T, files, rowsPerFile int, props iceberg.Properties) (*catalogtest.Catalog, *table.Table, [][]row) {
+	cat := catalogtest.NewCatalog(t)
 	tbl := cat.NewTable(t, "events", eventsSchema, props)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var all [][]row
 	for range files {
 		rows := randomRows(rng, rowsPerFile)
 		rec := eventsRecord(t, tbl.Schema(), rows)
-		tbl = testtable.Append(t, tbl, rec)
+		tbl = catalogtest.Append(t, tbl, rec)
 		rec.Release()
 		all = append(all, rows)
 	}

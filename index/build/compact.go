@@ -165,7 +165,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 	sum.StatisticsPath = merged.path
 	sum.BytesCopied = merged.bytesCopied
 	for sf := range committed.Metadata().Statistics() {
-		if holdsEntries(sf) {
+		if index.HoldsEntries(sf) {
 			sum.SegmentsAfter++
 		}
 	}

@@ -11,10 +11,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/build"
 	"github.com/icebloom/icebloom/index/internal/testfixture"
-	"github.com/icebloom/icebloom/index/internal/testtable"
 	"github.com/icebloom/icebloom/puffin"
 )
 
@@ -30,7 +30,7 @@ func appendRows(t *testing.T, tbl *table.Table, n int) *table.Table {
 	t.Helper()
 	rec := eventsRecord(t, tbl.Schema(), randomRows(newRand(), n))
 	defer rec.Release()
-	return testtable.Append(t, tbl, rec)
+	return catalogtest.Append(t, tbl, rec)
 }
 
 // TestCompactBoundsSegments: a long run of small appends, each followed by a
@@ -171,7 +171,7 @@ func TestCompactKeepsForeignBlobs(t *testing.T) {
 
 // registerTheta registers Trino's theta-sketch file as the current
 // snapshot's statistics file.
-func registerTheta(t *testing.T, cat *testtable.Catalog, tbl *table.Table) {
+func registerTheta(t *testing.T, cat *catalogtest.Catalog, tbl *table.Table) {
 	t.Helper()
 	theta := testfixture.ReadExternal(t, "puffin", "iceberg-python-trino", "theta-sketches.puffin")
 	path := filepath.Join(strings.TrimPrefix(tbl.Location(), "file://"), "metadata", "trino-stats.puffin")

@@ -15,10 +15,10 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/build"
 	"github.com/icebloom/icebloom/index/internal/testfixture"
-	"github.com/icebloom/icebloom/index/internal/testtable"
 	"github.com/icebloom/icebloom/index/lookup"
 	"github.com/icebloom/icebloom/puffin"
 )
@@ -101,7 +101,7 @@ func TestForeignBlobsSurvive(t *testing.T) {
 // appendingCatalog makes a writer append to the table right before the
 // index's commit reaches the catalog, as a concurrent job would.
 type appendingCatalog struct {
-	*testtable.Catalog
+	*catalogtest.Catalog
 	t    *testing.T
 	done bool
 }
@@ -114,7 +114,7 @@ func (c *appendingCatalog) CommitTable(ctx2 context.Context, ident table.Identif
 			c.t.Fatal(err)
 		}
 		rec := eventsRecord(c.t, tbl.Schema(), randomRows(newRand(), 10))
-		testtable.Append(c.t, tbl, rec)
+		catalogtest.Append(c.t, tbl, rec)
 		rec.Release()
 	}
 	return c.Catalog.CommitTable(ctx2, ident, reqs, ups)
@@ -150,11 +150,11 @@ func TestConcurrentAppend(t *testing.T) {
 // there, so that file's entry is empty and answers no; an int column
 // promoted to long hashes the old file's int32 data as long.
 func TestSchemaEvolution(t *testing.T) {
-	cat := testtable.NewCatalog(t)
+	cat := catalogtest.NewCatalog(t)
 	sc := iceberg.NewSchema(0,
 		iceberg.NestedField{ID: 1, Name: "n", Type: iceberg.PrimitiveTypes.Int32, Required: true})
 	tbl := cat.NewTable(t, "evolving", sc, nil)
-	tbl = testtable.Append(t, tbl, intRecord(t, tbl, []int32{1, 2, 3}, nil))
+	tbl = catalogtest.Append(t, tbl, intRecord(t, tbl, []int32{1, 2, 3}, nil))
 
 	txn := tbl.NewTransaction()
 	upd := txn.UpdateSchema(true, false).
@@ -167,7 +167,7 @@ func TestSchemaEvolution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl = testtable.Append(t, tbl, intRecord(t, tbl, []int32{3_000_000_000 - (1 << 31)}, []string{"x"}))
+	tbl = catalogtest.Append(t, tbl, intRecord(t, tbl, []int32{3_000_000_000 - (1 << 31)}, []string{"x"}))
 
 	if _, err := build.Build(ctx, cat, tbl.Identifier(), build.Options{Columns: []string{"n", "tag"}}); err != nil {
 		t.Fatal(err)
@@ -246,8 +246,8 @@ func intRecord(t *testing.T, tbl *table.Table, ns []int32, tags []string) arrow.
 // DuckDB wrote (paths relative, registered in a SQLite catalog) and checks
 // every value their EXPECTED.json lists for each live data file.
 func TestExternalTables(t *testing.T) {
-	root := testtable.CopyExternalTables(t)
-	cat := testtable.NewCatalog(t)
+	root := catalogtest.CopyExternalTables(t)
+	cat := catalogtest.NewCatalog(t)
 	for _, tc := range externalTables(t, root) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Chdir(tc.base)

@@ -6,9 +6,9 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/build"
-	"github.com/icebloom/icebloom/index/internal/testtable"
 )
 
 // TestSyncIndexesOnlyNewFiles: after a build and an append, sync reads only
@@ -24,7 +24,7 @@ func TestSyncIndexesOnlyNewFiles(t *testing.T) {
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 	rec := eventsRecord(t, tbl.Schema(), randomRows(newRand(), 50))
-	tbl = testtable.Append(t, tbl, rec)
+	tbl = catalogtest.Append(t, tbl, rec)
 	rec.Release()
 
 	sum, err := build.Sync(ctx, cat, tbl.Identifier(), opts)
@@ -101,7 +101,7 @@ func coveredByAll(t *testing.T, tbl *table.Table, fieldIDs ...int) {
 // the catalog: another run's whole commit lands between this run's load
 // and its commit.
 type racingCatalog struct {
-	*testtable.Catalog
+	*catalogtest.Catalog
 	before func()
 }
 

@@ -1,7 +1,7 @@
-// Package testtable makes real Iceberg tables for tests: a SQLite catalog
-// file in a temporary directory, tables written by iceberg-go, and the
-// external golden tables registered in such a catalog.
-package testtable
+// Package catalogtest makes real Iceberg tables for tests, as httptest makes
+// servers: a SQLite catalog file in a temporary directory, tables written by
+// iceberg-go, and the external golden tables registered in such a catalog.
+package catalogtest
 
 import (
 	"context"
@@ -9,17 +9,17 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
 	"github.com/uptrace/bun/driver/sqliteshim"
-
-	"github.com/icebloom/icebloom/index/internal/testfixture"
 )
 
 // Catalog is a SQL catalog on a SQLite file of a test's temporary
@@ -99,7 +99,8 @@ func (c *Catalog) Register(t testing.TB, name, metadataLocation string) table.Id
 // the paths inside those tables are relative to it.
 func CopyExternalTables(t *testing.T) string {
 	t.Helper()
-	src := testfixture.External("iceberg-tables", "duckdb-iceberg")
+	_, file, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "external", "iceberg-tables", "duckdb-iceberg")
 	dst := t.TempDir()
 	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -121,4 +122,23 @@ func CopyExternalTables(t *testing.T) string {
 	}
 	t.Chdir(dst)
 	return dst
+}
+
+// IDSchema is a one-column schema, id long, for tests that need data files
+// more than particular data.
+var IDSchema = iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+
+// AppendIDs appends one data file holding ids to a table of IDSchema.
+func AppendIDs(t testing.TB, tbl *table.Table, ids ...int64) *table.Table {
+	t.Helper()
+	as, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, as)
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).AppendValues(ids, nil)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	return Append(t, tbl, rec)
 }

@@ -1,0 +1,116 @@
+// Package maintenance keeps a table's index true and cheap as the table
+// lives: expiring snapshots without losing coverage, deleting orphan index
+// files, and the scheduled run that does it all (with sync and index
+// compaction from index/build) for many tables.
+package maintenance
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	icecatalog "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/build"
+)
+
+// ExpireOptions choose the snapshots to expire, as iceberg-go's
+// ExpireSnapshots does: those older than OlderThan, keeping at least the
+// RetainLast most recent (and always the current one).
+type ExpireOptions struct {
+	OlderThan  time.Duration
+	RetainLast int
+}
+
+// ExpireSummary reports an expiry.
+type ExpireSummary struct {
+	SnapshotsExpired []int64               `json:"snapshots_expired"`
+	Folded           *build.CompactSummary `json:"folded,omitempty"`
+}
+
+const maxExpireAttempts = 5
+
+// Expire expires snapshots with iceberg-go, but first folds the index
+// segments attached to the snapshots about to expire into one segment of
+// the current snapshot, dropping the entries of data files only those
+// snapshots held. Expiry deletes the statistics files of expired snapshots,
+// so without the fold the live files they covered would lose coverage.
+func Expire(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o ExpireOptions) (*ExpireSummary, error) {
+	name := strings.Join(ident, ".")
+	sum := &ExpireSummary{SnapshotsExpired: []int64{}}
+	for range maxExpireAttempts {
+		tbl, err := cat.LoadTable(ctx, ident)
+		if err != nil {
+			return nil, fmt.Errorf("load table %s: %w", name, err)
+		}
+		retained, expiring, err := plan(tbl, o)
+		if err != nil {
+			return nil, fmt.Errorf("plan expiry of %s: %w", name, err)
+		}
+		if len(expiring) == 0 {
+			return sum, nil
+		}
+		if segmentOn(tbl, expiring) {
+			if sum.Folded, err = build.Compact(ctx, cat, ident, build.CompactOptions{Retained: retained}); err != nil {
+				return nil, fmt.Errorf("fold the index of %s before expiry: %w", name, err)
+			}
+			continue // re-plan on the table as the fold left it
+		}
+		txn := tbl.NewTransaction()
+		if err := txn.ExpireSnapshots(expireOpts(o)...); err != nil {
+			return nil, fmt.Errorf("expire snapshots of %s: %w", name, err)
+		}
+		if _, err := txn.Commit(ctx); err != nil {
+			return nil, fmt.Errorf("expire snapshots of %s: %w", name, err)
+		}
+		sum.SnapshotsExpired = expiring
+		return sum, nil
+	}
+	return nil, fmt.Errorf("expire snapshots of %s: the index kept changing under the fold", name)
+}
+
+func expireOpts(o ExpireOptions) []table.ExpireSnapshotsOpt {
+	var opts []table.ExpireSnapshotsOpt
+	if o.OlderThan > 0 {
+		opts = append(opts, table.WithOlderThan(o.OlderThan))
+	}
+	if o.RetainLast > 0 {
+		opts = append(opts, table.WithRetainLast(o.RetainLast))
+	}
+	return opts
+}
+
+// plan asks iceberg-go which snapshots an expiry with o would keep, by
+// staging it without committing.
+func plan(tbl *table.Table, o ExpireOptions) (retained []table.Snapshot, expiring []int64, err error) {
+	txn := tbl.NewTransaction()
+	if err := txn.ExpireSnapshots(expireOpts(o)...); err != nil {
+		return nil, nil, err
+	}
+	staged, err := txn.StagedTable()
+	if err != nil {
+		return nil, nil, err
+	}
+	retained = staged.Metadata().Snapshots()
+	for _, s := range tbl.Metadata().Snapshots() {
+		if !slices.ContainsFunc(retained, func(r table.Snapshot) bool { return r.SnapshotID == s.SnapshotID }) {
+			expiring = append(expiring, s.SnapshotID)
+		}
+	}
+	return retained, expiring, nil
+}
+
+// segmentOn reports whether an index segment is attached to one of the
+// snapshots.
+func segmentOn(tbl *table.Table, snapshots []int64) bool {
+	for sf := range tbl.Metadata().Statistics() {
+		if slices.Contains(snapshots, sf.SnapshotID) && index.HoldsEntries(sf) {
+			return true
+		}
+	}
+	return false
+}
