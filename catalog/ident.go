@@ -23,3 +23,12 @@ func ParseIdentifier(s string) (table.Identifier, error) {
 	}
 	return parts, nil
 }
+
+// ParseNamespace parses a dotted namespace, "ns" or, nested, "a.b".
+func ParseNamespace(s string) (table.Identifier, error) {
+	parts := strings.Split(s, ".")
+	if slices.Contains(parts, "") {
+		return nil, fmt.Errorf("namespace %q has an empty part", s)
+	}
+	return parts, nil
+}

@@ -22,6 +22,18 @@ type GCCmd struct {
 // gcAge is the --older-than value: a Go duration, or days such as 3d.
 type gcAge struct{ d time.Duration }
 
+// grace returns the GC grace period the flag asks for: 0 (flag absent) is
+// the default, and an explicit 0s is no grace at all.
+func (a *gcAge) grace() time.Duration {
+	switch {
+	case a == nil:
+		return 0
+	case a.d == 0:
+		return maintenance.NoGrace
+	}
+	return a.d
+}
+
 func (a *gcAge) UnmarshalText(b []byte) error {
 	d, err := parseAge(string(b))
 	if err != nil {
@@ -83,12 +95,7 @@ func (c *GCCmd) run(ctx context.Context, e *env) error {
 		return err
 	}
 	o := maintenance.GCOptions{DryRun: c.DryRun}
-	if c.OlderThan != nil {
-		o.OlderThan = c.OlderThan.d
-		if o.OlderThan == 0 {
-			o.OlderThan = maintenance.NoGrace
-		}
-	}
+	o.OlderThan = c.OlderThan.grace()
 	sum, err := maintenance.GC(ctx, cat, ident, o)
 	if sum == nil {
 		return err

@@ -27,13 +27,17 @@ type Args struct {
 	catalog.Options
 	Output string `arg:"--output" default:"text" help:"output format: text or json"`
 
-	Build      *BuildCmd      `arg:"subcommand:build" help:"index a snapshot of a table and commit the index"`
-	Sync       *SyncCmd       `arg:"subcommand:sync" help:"index the live data files the index does not cover yet (after appends and compactions)"`
-	Lookup     *LookupCmd     `arg:"subcommand:lookup" help:"list the data files that may hold rows matching a filter"`
-	Scan       *ScanCmd       `arg:"subcommand:scan" help:"read the rows matching a filter, opening only candidate files"`
-	Inspect    *InspectCmd    `arg:"subcommand:inspect" help:"show a table's index: statistics files, coverage, sizes"`
-	GC         *GCCmd         `arg:"subcommand:gc" help:"delete index files no table metadata references, after a grace period"`
-	Quickstart *QuickstartCmd `arg:"subcommand:quickstart" help:"create a demo table in an embedded catalog, index it and query it"`
+	Build        *BuildCmd        `arg:"subcommand:build" help:"index a snapshot of a table and commit the index"`
+	Sync         *SyncCmd         `arg:"subcommand:sync" help:"index the live data files the index does not cover yet (after appends and compactions)"`
+	CompactIndex *CompactIndexCmd `arg:"subcommand:compact-index" help:"merge the index's segments into one, dropping entries no retained snapshot needs"`
+	Rebuild      *RebuildCmd      `arg:"subcommand:rebuild" help:"rebuild the whole index as one fresh segment"`
+	Expire       *ExpireCmd       `arg:"subcommand:expire" help:"expire snapshots, folding their index segments into the current one first"`
+	Maintain     *MaintainCmd     `arg:"subcommand:maintain" help:"sync, compact, expire and gc many tables, once or on a schedule"`
+	Lookup       *LookupCmd       `arg:"subcommand:lookup" help:"list the data files that may hold rows matching a filter"`
+	Scan         *ScanCmd         `arg:"subcommand:scan" help:"read the rows matching a filter, opening only candidate files"`
+	Inspect      *InspectCmd      `arg:"subcommand:inspect" help:"show a table's index: statistics files, coverage, sizes"`
+	GC           *GCCmd           `arg:"subcommand:gc" help:"delete index files no table metadata references, after a grace period"`
+	Quickstart   *QuickstartCmd   `arg:"subcommand:quickstart" help:"create a demo table in an embedded catalog, index it and query it"`
 }
 
 func (Args) Description() string {
@@ -128,6 +132,14 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 		cmd = args.Build
 	case args.Sync != nil:
 		cmd = args.Sync
+	case args.CompactIndex != nil:
+		cmd = args.CompactIndex
+	case args.Rebuild != nil:
+		cmd = args.Rebuild
+	case args.Expire != nil:
+		cmd = args.Expire
+	case args.Maintain != nil:
+		cmd = args.Maintain
 	case args.Lookup != nil:
 		cmd = args.Lookup
 	case args.Scan != nil:

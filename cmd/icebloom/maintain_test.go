@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMaintainCommand: one round over every table prints a JSON report per
+// table; a failing table makes the exit code non-zero; --every keeps
+// running rounds until the context (SIGTERM) ends it, then exits cleanly.
+func TestMaintainCommand(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if _, stderr, code := icebloom(t, "quickstart", "--files", "3", "--rows", "50"); code != 0 {
+		t.Fatal(stderr)
+	}
+	stdout, stderr, code := icebloom(t, "--output", "json", "maintain")
+	if code != 0 {
+		t.Fatalf("maintain exited %d: %s", code, stderr)
+	}
+	var out MaintainOutput
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Round != 1 || out.Failed != 0 || len(out.Tables) != 1 || out.Tables[0].Table != "demo.events" ||
+		out.Tables[0].Sync == nil || out.Tables[0].Sync.FilesCovered != 3 || out.Tables[0].GC == nil {
+		t.Fatalf("maintain %+v", out)
+	}
+
+	stdout, _, code = icebloom(t, "--output", "json", "maintain", "demo.events", "demo.missing")
+	if code != 1 || !strings.Contains(stdout, `"error"`) {
+		t.Fatalf("a missing table: exit %d, %s", code, stdout)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	var buf, errBuf bytes.Buffer
+	if code := run(ctx, []string{"--output", "json", "maintain", "--every", "100ms"}, &buf, &errBuf); code != 0 {
+		t.Fatalf("maintain --every exited %d: %s", code, errBuf.String())
+	}
+	dec := json.NewDecoder(&buf)
+	rounds := 0
+	for dec.More() {
+		var r MaintainOutput
+		if err := dec.Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		rounds++
+		if r.Round != rounds {
+			t.Fatalf("round %d printed as %d", rounds, r.Round)
+		}
+	}
+	if rounds < 2 {
+		t.Fatalf("--every ran %d rounds before the context ended", rounds)
+	}
+}
+
+// TestIndexCommands runs compact-index, rebuild and expire on the demo
+// table, checking their JSON output.
+func TestIndexCommands(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if _, stderr, code := icebloom(t, "quickstart", "--files", "3", "--rows", "50"); code != 0 {
+		t.Fatal(stderr)
+	}
+	stdout, stderr, code := icebloom(t, "--output", "json", "rebuild", "demo.events")
+	var rebuilt map[string]any
+	if code != 0 || json.Unmarshal([]byte(stdout), &rebuilt) != nil || rebuilt["segments"] != 1.0 || rebuilt["files_indexed"] != 3.0 {
+		t.Fatalf("rebuild: %d %s %s", code, stdout, stderr)
+	}
+	stdout, _, code = icebloom(t, "--output", "json", "compact-index", "demo.events")
+	var compacted map[string]any
+	if code != 0 || json.Unmarshal([]byte(stdout), &compacted) != nil || compacted["segments_after"] != 1.0 {
+		t.Fatalf("compact-index: %d %s", code, stdout)
+	}
+	stdout, _, code = icebloom(t, "--output", "json", "expire", "demo.events", "--older-than", "1ns", "--retain-last", "1")
+	var expired map[string]any
+	if code != 0 || json.Unmarshal([]byte(stdout), &expired) != nil {
+		t.Fatalf("expire: %d %s", code, stdout)
+	}
+	if n := len(expired["snapshots_expired"].([]any)); n != 2 {
+		t.Fatalf("expired %d snapshots, want 2 of the 3 quickstart appends", n)
+	}
+	stdout, _, _ = icebloom(t, "--output", "json", "inspect", "demo.events")
+	var in InspectOutput
+	json.Unmarshal([]byte(stdout), &in)
+	for _, col := range in.Columns {
+		if col.Uncovered != 0 {
+			t.Fatalf("after expiry %+v", col)
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package maintenance
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	icecatalog "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/index/build"
+)
+
+// DefaultCompactAbove is how many segments a table's index may have before
+// a maintenance run compacts it.
+const DefaultCompactAbove = 8
+
+// MaintainOptions configure a maintenance run.
+type MaintainOptions struct {
+	// Index configures the sync (parallelism, fail-fast); its columns come
+	// from each table's properties.
+	Index build.Options
+	// CompactAbove compacts the index when the sync leaves more segments
+	// than this; 0 means DefaultCompactAbove.
+	CompactAbove int
+	// Expire, when set, expires snapshots (folding their segments first).
+	Expire *ExpireOptions
+	// GC configures the deletion of orphan index files.
+	GC GCOptions
+}
+
+// TableReport is what a run did to one table.
+type TableReport struct {
+	Table   string                `json:"table"`
+	Skipped string                `json:"skipped,omitempty"`
+	Sync    *build.Summary        `json:"sync,omitempty"`
+	Compact *build.CompactSummary `json:"compact,omitempty"`
+	Expire  *ExpireSummary        `json:"expire,omitempty"`
+	GC      *GCSummary            `json:"gc,omitempty"`
+	Error   string                `json:"error,omitempty"`
+}
+
+// Failed reports whether a step failed.
+func (r TableReport) Failed() bool { return r.Error != "" }
+
+// Tables lists the tables of namespace, or of every namespace when it is
+// nil, in order.
+func Tables(ctx context.Context, cat icecatalog.Catalog, namespace table.Identifier) ([]table.Identifier, error) {
+	namespaces := []table.Identifier{namespace}
+	if namespace == nil {
+		var err error
+		if namespaces, err = allNamespaces(ctx, cat, nil); err != nil {
+			return nil, err
+		}
+	}
+	var out []table.Identifier
+	for _, ns := range namespaces {
+		for ident, err := range cat.ListTables(ctx, ns) {
+			if err != nil {
+				return nil, fmt.Errorf("list tables of %s: %w", strings.Join(ns, "."), err)
+			}
+			out = append(out, ident)
+		}
+	}
+	slices.SortFunc(out, func(a, b table.Identifier) int { return strings.Compare(strings.Join(a, "."), strings.Join(b, ".")) })
+	return out, nil
+}
+
+// allNamespaces lists the namespaces under parent, nested ones too. Some
+// catalogs list a namespace among its own children, so only strictly deeper
+// ones are descended into, each once.
+func allNamespaces(ctx context.Context, cat icecatalog.Catalog, parent table.Identifier) ([]table.Identifier, error) {
+	seen := map[string]bool{}
+	var out []table.Identifier
+	var walk func(table.Identifier) error
+	walk = func(parent table.Identifier) error {
+		children, err := cat.ListNamespaces(ctx, parent)
+		if err != nil {
+			return fmt.Errorf("list namespaces: %w", err)
+		}
+		for _, ns := range children {
+			key := strings.Join(ns, ".")
+			if len(ns) <= len(parent) || seen[key] {
+				continue
+			}
+			seen[key] = true
+			out = append(out, ns)
+			if err := walk(ns); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return out, walk(parent)
+}
+
+// Maintain runs MaintainTable on each table in turn. A cancelled context
+// stops it between tables, and the table in progress abandons its work
+// without committing (every step commits whole or not at all).
+func Maintain(ctx context.Context, cat icecatalog.Catalog, tables []table.Identifier, o MaintainOptions) []TableReport {
+	reports := make([]TableReport, 0, len(tables))
+	for _, ident := range tables {
+		if ctx.Err() != nil {
+			break
+		}
+		reports = append(reports, MaintainTable(ctx, cat, ident, o))
+	}
+	return reports
+}
+
+// MaintainTable keeps one table's index true: sync (and index compaction
+// past the segment threshold), then optionally expiry, then gc. A table
+// without indexed columns configured in its properties is skipped. The
+// first failing step ends the table's run and is reported.
+func MaintainTable(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o MaintainOptions) TableReport {
+	r := TableReport{Table: strings.Join(ident, ".")}
+	fail := func(err error) TableReport {
+		r.Error = err.Error()
+		return r
+	}
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		return fail(fmt.Errorf("load table %s: %w", r.Table, err))
+	}
+	if _, err := build.ResolveColumns(tbl.Schema(), tbl.Properties(), nil, 0); err != nil {
+		r.Skipped = "no indexed columns configured"
+		return r
+	}
+	if tbl.CurrentSnapshot() != nil {
+		idx := o.Index
+		idx.Columns, idx.FPP = nil, 0
+		if r.Sync, err = build.Sync(ctx, cat, ident, idx); err != nil {
+			return fail(err)
+		}
+		limit := o.CompactAbove
+		if limit <= 0 {
+			limit = DefaultCompactAbove
+		}
+		if r.Sync.Segments > limit {
+			if r.Compact, err = build.Compact(ctx, cat, ident, build.CompactOptions{}); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	if o.Expire != nil {
+		if r.Expire, err = Expire(ctx, cat, ident, *o.Expire); err != nil {
+			return fail(err)
+		}
+	}
+	if r.GC, err = GC(ctx, cat, ident, o.GC); err != nil {
+		return fail(err)
+	}
+	return r
+}
