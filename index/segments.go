@@ -219,3 +219,14 @@ func readFooter(fsys icebergio.IO, sf table.StatisticsFile) (*footer, error) {
 	}
 	return &ft, nil
 }
+
+// ReadSegment reads one statistics file as a segment, whether or not table
+// metadata lists it: a writer that finds its commit replaced another run's
+// segment reads that one back to merge it.
+func ReadSegment(fsys icebergio.IO, sf table.StatisticsFile) (Segment, error) {
+	f, err := readFooter(fsys, sf)
+	if err != nil {
+		return Segment{}, err
+	}
+	return Segment{File: sf, Entries: f.entries, Foreign: f.foreign}, nil
+}

@@ -381,21 +381,9 @@ func (j *job) commitVerified(ctx context.Context, seg segmentFile) (segmentFile,
 // commit producing tbl replaced and that the committed segment should have
 // carried over but did not, or nil.
 func (j *job) replacedUnseen(ctx context.Context, tbl *table.Table, committed segmentFile) (*table.StatisticsFile, error) {
-	var previous string
-	for entry := range tbl.Metadata().PreviousFiles() {
-		previous = entry.MetadataFile
-	}
-	if previous == "" {
-		return nil, nil
-	}
-	f, err := j.fs.Open(previous)
-	if err != nil {
-		return nil, fmt.Errorf("read the metadata the commit replaced: %w", err)
-	}
-	defer f.Close()
-	meta, err := table.ParseMetadata(f)
-	if err != nil {
-		return nil, fmt.Errorf("read the metadata the commit replaced, %s: %w", previous, err)
+	meta, err := previousMetadata(j.fs, tbl)
+	if err != nil || meta == nil {
+		return nil, err
 	}
 	if j.current(meta) == committed.replaces {
 		return nil, nil // it replaced what it was written to replace
@@ -421,6 +409,28 @@ func (j *job) newSegment(base *table.StatisticsFile, replaces string) (*segmentW
 	}
 	sw.markNew()
 	return sw, nil
+}
+
+// previousMetadata reads the metadata the latest commit of tbl replaced (the
+// last of its metadata log), nil if there is none.
+func previousMetadata(fs icebergio.IO, tbl *table.Table) (table.Metadata, error) {
+	var previous string
+	for entry := range tbl.Metadata().PreviousFiles() {
+		previous = entry.MetadataFile
+	}
+	if previous == "" {
+		return nil, nil
+	}
+	f, err := fs.Open(previous)
+	if err != nil {
+		return nil, fmt.Errorf("read the metadata the commit replaced: %w", err)
+	}
+	defer f.Close()
+	meta, err := table.ParseMetadata(f)
+	if err != nil {
+		return nil, fmt.Errorf("read the metadata the commit replaced, %s: %w", previous, err)
+	}
+	return meta, nil
 }
 
 // rebase writes a copy of seg's new entries that carries the blobs of base

@@ -37,6 +37,10 @@ type CompactSummary struct {
 	BytesCopied    int64         `json:"bytes_copied"`
 	StatisticsPath string        `json:"statistics_path,omitempty"`
 	Duration       time.Duration `json:"duration_ns"`
+
+	// replaced are segments another run registered between this run's plan
+	// and its commit, which the commit replaced unseen.
+	replaced []index.Segment
 }
 
 // errStatisticsMoved aborts a compaction attempt whose plan no longer
@@ -51,17 +55,27 @@ var errStatisticsMoved = errors.New("the table's statistics files changed during
 // segments and what table metadata lists for the index stay bounded however
 // many syncs ran. A segment that cannot be read is left as it is. With
 // nothing to merge or drop, nothing is committed.
+//
+// Like a sync, a compaction checks after committing what its commit
+// replaced: a segment another run registered between the compaction's plan
+// and its commit is read back and merged in by another pass, so no run's
+// entries are lost.
 func Compact(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions) (*CompactSummary, error) {
 	start := time.Now()
+	var lost []index.Segment
 	for range maxOverwrites {
-		sum, err := compactOnce(ctx, cat, ident, o)
+		sum, err := compactOnce(ctx, cat, ident, o, lost)
 		if errors.Is(err, errStatisticsMoved) {
 			continue
 		}
-		if sum != nil {
-			sum.Duration = time.Since(start)
+		if err != nil {
+			return nil, err
 		}
-		return sum, err
+		if lost = sum.replaced; len(lost) > 0 {
+			continue
+		}
+		sum.Duration = time.Since(start)
+		return sum, nil
 	}
 	return nil, fmt.Errorf("compact the index of %s: %w %d times", strings.Join(ident, "."), errStatisticsMoved, maxOverwrites)
 }
@@ -69,7 +83,10 @@ func Compact(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier
 // pick is an entry the merged segment keeps: blob blob of the segment seg.
 type pick struct{ seg, blob int }
 
-func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions) (*CompactSummary, error) {
+// compactOnce plans and commits one compaction of the segments table
+// metadata lists plus extra ones it no longer lists (segments an earlier
+// pass replaced unseen).
+func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions, extra []index.Segment) (*CompactSummary, error) {
 	name := strings.Join(ident, ".")
 	tbl, err := cat.LoadTable(ctx, ident)
 	if err != nil {
@@ -91,8 +108,9 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 			unreadable[se.Path] = true
 		}
 	}
-	segments := ix.Segments()
-	sum := &CompactSummary{SegmentsBefore: len(segments) + len(unreadable)}
+	listed := ix.Segments()
+	segments := append(listed, extra...)
+	sum := &CompactSummary{SegmentsBefore: len(listed) + len(unreadable)}
 	if sf, ok := catalog.StatisticsFileOf(tbl.Metadata(), snap.SnapshotID); ok && unreadable[sf.StatisticsPath] {
 		return nil, fmt.Errorf("compact the index of %s: the current snapshot's statistics file %s cannot be read; it would be replaced", name, sf.StatisticsPath)
 	}
@@ -123,13 +141,13 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 		}
 	}
 	sum.EntriesKept = len(picks)
-	if sum.EntriesDropped == 0 && len(segments) <= 1 && (len(segments) == 0 || segments[0].File.SnapshotID == snap.SnapshotID) {
+	if len(extra) == 0 && sum.EntriesDropped == 0 && len(segments) <= 1 && (len(segments) == 0 || segments[0].File.SnapshotID == snap.SnapshotID) {
 		sum.SegmentsAfter = sum.SegmentsBefore
 		return sum, nil // already one segment of the current snapshot, all of it needed
 	}
 
 	planned := map[int64]string{}
-	for _, seg := range segments {
+	for _, seg := range listed {
 		planned[seg.File.SnapshotID] = seg.File.StatisticsPath
 	}
 	planned[snap.SnapshotID] = (&job{snap: snap}).current(tbl.Metadata())
@@ -145,7 +163,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 			return catalog.StatisticsChange{}, nil, errStatisticsMoved
 		}
 		j := &job{cat: cat, ident: ident, tbl: now, fs: fs, snap: current}
-		m, change, written, err := j.writeCompacted(segments, picks)
+		m, change, written, err := j.writeCompacted(segments, len(listed), picks)
 		if err != nil {
 			return catalog.StatisticsChange{}, nil, err
 		}
@@ -169,7 +187,33 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 			sum.SegmentsAfter++
 		}
 	}
+	if sum.replaced, err = replacedSegments(fs, committed, planned); err != nil {
+		return nil, err
+	}
 	return sum, nil
+}
+
+// replacedSegments reads the metadata the commit producing tbl replaced and
+// returns the segments it listed, for the snapshots the commit set or
+// removed statistics of, that the plan did not know.
+func replacedSegments(fs icebergio.IO, tbl *table.Table, planned map[int64]string) ([]index.Segment, error) {
+	meta, err := previousMetadata(fs, tbl)
+	if err != nil || meta == nil {
+		return nil, err
+	}
+	var out []index.Segment
+	for sf := range meta.Statistics() {
+		path, touched := planned[sf.SnapshotID]
+		if !touched || sf.StatisticsPath == path || !index.HoldsEntries(sf) {
+			continue
+		}
+		seg, err := index.ReadSegment(fs, sf)
+		if err != nil {
+			return nil, fmt.Errorf("read back the segment %s a compaction replaced: %w", sf.StatisticsPath, err)
+		}
+		out = append(out, seg)
+	}
+	return out, nil
 }
 
 // writeCompacted writes the merged segment for the current snapshot — the
@@ -177,7 +221,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 // for every other segment that shares its file with other tools' blobs, a
 // copy holding only those. It returns the change that registers them and
 // removes the rest, and the paths written.
-func (j *job) writeCompacted(segments []index.Segment, picks []pick) (segmentFile, catalog.StatisticsChange, []string, error) {
+func (j *job) writeCompacted(segments []index.Segment, listed int, picks []pick) (segmentFile, catalog.StatisticsChange, []string, error) {
 	var change catalog.StatisticsChange
 	var written []string
 	fail := func(err error) (segmentFile, catalog.StatisticsChange, []string, error) {
@@ -234,7 +278,7 @@ func (j *job) writeCompacted(segments []index.Segment, picks []pick) (segmentFil
 	}
 	change.Set = append(change.Set, merged.statisticsFile(j.snap, replaced))
 
-	for _, seg := range segments {
+	for _, seg := range segments[:listed] { // the others are no longer registered
 		if seg.File.SnapshotID == j.snap.SnapshotID {
 			continue
 		}

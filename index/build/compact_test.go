@@ -236,3 +236,34 @@ func TestRebuild(t *testing.T) {
 	}
 	coveredByAll(t, tbl, 1)
 }
+
+// TestCompactDuringSync: a sync of the current snapshot commits between a
+// compaction's plan and its commit; the compaction's commit replaces the
+// sync's statistics file unseen, notices from the metadata it replaced, and
+// merges the sync's entries in another pass, so neither run's work is lost.
+func TestCompactDuringSync(t *testing.T) {
+	cat, tbl, _ := eventsTable(t, 2, 30, nil)
+	ids := build.Options{Columns: []string{"id"}}
+	if _, err := build.Sync(ctx, cat, tbl.Identifier(), ids); err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	tbl = appendRows(t, tbl, 30)
+	if _, err := build.Sync(ctx, cat, tbl.Identifier(), ids); err != nil {
+		t.Fatal(err)
+	}
+	racing := &racingCatalog{Catalog: cat, before: func() {
+		if _, err := build.Sync(ctx, cat, tbl.Identifier(), build.Options{Columns: []string{"email"}}); err != nil {
+			t.Error(err)
+		}
+	}}
+	sum, err := build.Compact(ctx, racing, tbl.Identifier(), build.CompactOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	coveredByAll(t, tbl, 1, 2)
+	if n := len(statisticsFiles(tbl)); n != 1 || sum.SegmentsAfter != 1 {
+		t.Fatalf("%d statistics files, summary %+v", n, sum)
+	}
+}
