@@ -313,3 +313,40 @@ func TestExternalTables(t *testing.T) {
 		})
 	}
 }
+
+// TestInitialDefault: in a v3 table, a column added with a default reads as
+// that default in files written before it, so their entries hold it.
+func TestInitialDefault(t *testing.T) {
+	cat := catalogtest.NewCatalog(t)
+	tbl := cat.NewTable(t, "v3", catalogtest.IDSchema, iceberg.Properties{"format-version": "3"})
+	tbl = catalogtest.AppendIDs(t, tbl, 1, 2)
+	txn := tbl.NewTransaction()
+	if err := txn.UpdateSchema(true, false).AddColumn([]string{"region"}, iceberg.PrimitiveTypes.String, "", false, iceberg.StringLiteral("eu")).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := txn.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := tbl.Schema().FindFieldByName("region"); f.InitialDefault == nil {
+		t.Fatalf("region has no initial default: %+v", f)
+	}
+	if _, err := build.Build(ctx, cat, tbl.Identifier(), build.Options{Columns: []string{"region"}}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	_, entries := indexOf(t, tbl)
+	if len(entries) != 1 {
+		t.Fatalf("entries for %d files, want the one", len(entries))
+	}
+	field, _ := tbl.Schema().FindFieldByName("region")
+	for path, byField := range entries {
+		ix := byField[field.ID]
+		if ix.entry.NDV != 1 || !ix.mayContain(t, iceberg.StringLiteral("eu")) {
+			t.Errorf("%s: entry %+v does not hold the default", path, ix.entry)
+		}
+		if !planKeeps(t, tbl, iceberg.EqualTo(iceberg.Reference("region"), "eu"), path) {
+			t.Errorf("lookup region = 'eu' drops %s", path)
+		}
+	}
+}
