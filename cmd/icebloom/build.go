@@ -7,7 +7,6 @@ import (
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index/build"
 )
 
@@ -33,11 +32,7 @@ func (f indexFlags) options() build.Options {
 // runIndex runs build or sync and prints its summary.
 func (f indexFlags) runIndex(ctx context.Context, e *env, o build.Options,
 	job func(context.Context, icecat.Catalog, table.Identifier, build.Options) (*build.Summary, error)) error {
-	ident, err := catalog.ParseIdentifier(f.Table)
-	if err != nil {
-		return err
-	}
-	cat, err := e.catalog(ctx)
+	cat, ident, err := e.tableRef(ctx, f.Table)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/maintenance"
 )
 
@@ -86,11 +85,7 @@ func parseAge(s string) (time.Duration, error) {
 }
 
 func (c *GCCmd) run(ctx context.Context, e *env) error {
-	ident, err := catalog.ParseIdentifier(c.Table)
-	if err != nil {
-		return err
-	}
-	cat, err := e.catalog(ctx)
+	cat, ident, err := e.tableRef(ctx, c.Table)
 	if err != nil {
 		return err
 	}

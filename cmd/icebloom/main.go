@@ -65,13 +65,19 @@ func (e *env) catalog(ctx context.Context) (icecat.Catalog, error) {
 	return e.cat, nil
 }
 
-// table loads the table named ns.table.
-func (e *env) table(ctx context.Context, name string) (*table.Table, error) {
+// tableRef parses the table name ns.table and opens the catalog.
+func (e *env) tableRef(ctx context.Context, name string) (icecat.Catalog, table.Identifier, error) {
 	ident, err := catalog.ParseIdentifier(name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cat, err := e.catalog(ctx)
+	return cat, ident, err
+}
+
+// table loads the table named ns.table.
+func (e *env) table(ctx context.Context, name string) (*table.Table, error) {
+	cat, ident, err := e.tableRef(ctx, name)
 	if err != nil {
 		return nil, err
 	}

@@ -18,11 +18,7 @@ type CompactIndexCmd struct {
 }
 
 func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
-	ident, err := catalog.ParseIdentifier(c.Table)
-	if err != nil {
-		return err
-	}
-	cat, err := e.catalog(ctx)
+	cat, ident, err := e.tableRef(ctx, c.Table)
 	if err != nil {
 		return err
 	}
@@ -60,11 +56,7 @@ type ExpireCmd struct {
 }
 
 func (c *ExpireCmd) run(ctx context.Context, e *env) error {
-	ident, err := catalog.ParseIdentifier(c.Table)
-	if err != nil {
-		return err
-	}
-	cat, err := e.catalog(ctx)
+	cat, ident, err := e.tableRef(ctx, c.Table)
 	if err != nil {
 		return err
 	}

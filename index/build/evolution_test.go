@@ -3,9 +3,6 @@ package build_test
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -29,25 +26,9 @@ import (
 // blob-metadata items.
 func TestForeignBlobsSurvive(t *testing.T) {
 	cat, tbl, _ := eventsTable(t, 2, 100, nil)
+	registerTheta(t, cat, tbl)
 	theta := testfixture.ReadExternal(t, "puffin", "iceberg-python-trino", "theta-sketches.puffin")
-	path := filepath.Join(strings.TrimPrefix(tbl.Location(), "file://"), "metadata", "trino-stats.puffin")
-	if err := os.WriteFile(path, theta, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	src, err := puffin.Open(bytes.NewReader(theta), int64(len(theta)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap := tbl.CurrentSnapshot()
-	var items []table.BlobMetadata
-	for _, b := range src.Blobs() {
-		items = append(items, table.BlobMetadata{Type: table.BlobType(b.Type), SnapshotID: snap.SnapshotID,
-			SequenceNumber: snap.SequenceNumber, Fields: b.Fields, Properties: b.Properties})
-	}
-	_, _, err = cat.CommitTable(ctx, tbl.Identifier(), nil, []table.Update{table.NewSetStatisticsUpdate(table.StatisticsFile{
-		SnapshotID: snap.SnapshotID, StatisticsPath: "file://" + path, FileSizeInBytes: int64(len(theta)),
-		FileFooterSizeInBytes: src.FooterSize(), BlobMetadata: items,
-	})})
 	if err != nil {
 		t.Fatal(err)
 	}
