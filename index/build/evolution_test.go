@@ -3,6 +3,9 @@ package build_test
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -329,5 +332,66 @@ func TestInitialDefault(t *testing.T) {
 		if !planKeeps(t, tbl, iceberg.EqualTo(iceberg.Reference("region"), "eu"), path) {
 			t.Errorf("lookup region = 'eu' drops %s", path)
 		}
+	}
+}
+
+// TestFileWithoutFieldIDs: a Parquet file written outside Iceberg (parquet-mr,
+// no field ids) added with add_files is resolved through the table's name
+// mapping; without a mapping it is reported and left unindexed, never
+// indexed as if all its values were NULL.
+func TestFileWithoutFieldIDs(t *testing.T) {
+	cat := catalogtest.NewCatalog(t)
+	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "String", Type: iceberg.PrimitiveTypes.String})
+	tbl := cat.NewTable(t, "added", sc, nil)
+	data := testfixture.ReadExternal(t, "parquet-bloom", "parquet-testing", "data_index_bloom_encoding_stats.parquet")
+	local := filepath.Join(strings.TrimPrefix(tbl.Location(), "file://"), "data", "external.parquet")
+	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(local, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.AddFiles(ctx, []string{"file://" + local}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := txn.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tbl.Metadata().NameMapping() == nil {
+		t.Fatal("add_files set no name mapping")
+	}
+	opts := build.Options{Columns: []string{"String"}}
+	sum, err := build.Build(ctx, cat, tbl.Identifier(), opts)
+	if err != nil || sum.FilesIndexed != 1 {
+		t.Fatalf("build with a name mapping: %+v, %v", sum, err)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	_, entries := indexOf(t, tbl)
+	for _, byField := range entries {
+		for _, v := range []string{"Hello", "doing ", "dog"} {
+			if !byField[1].mayContain(t, iceberg.StringLiteral(v)) {
+				t.Errorf("%q pruned", v)
+			}
+		}
+		if byField[1].entry.NDV != 14 {
+			t.Errorf("ndv %d, want the file's 14", byField[1].entry.NDV)
+		}
+	}
+
+	txn = tbl.NewTransaction()
+	if err := txn.RemoveProperties([]string{table.DefaultNameMappingKey}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sum, err = build.Build(ctx, cat, tbl.Identifier(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.FilesIndexed != 0 || len(sum.FilesFailed) != 1 || !strings.Contains(sum.FilesFailed[0].Error, "name mapping") {
+		t.Fatalf("build without a name mapping: %+v", sum)
 	}
 }

@@ -69,7 +69,10 @@ func (x *fileIndexer) index(ctx context.Context, df dataFile) ([]filterOf, error
 	}
 	defer rdr.Close()
 
-	leaves := leafColumns(rdr.MetaData().Schema, x.nameMapping)
+	leaves, err := leafColumns(rdr.MetaData().Schema, x.nameMapping)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]filterOf, 0, len(x.cols))
 	for ci, col := range x.cols {
 		if err := ctx.Err(); err != nil {
@@ -99,11 +102,13 @@ func (x *fileIndexer) index(ctx context.Context, df dataFile) ([]filterOf, error
 
 // leafColumns maps Iceberg field ids to the file's leaf columns. Files
 // written by Iceberg writers carry field ids; for a file without any (added
-// with add_files, written by another engine) the table's name mapping — or,
-// without one, the schema's names — tells which column is which, as
-// iceberg-go's reader resolves them. Leaves inside lists and maps are left
-// out: a value there is not a row's value of the field.
-func leafColumns(sc *schema.Schema, nm iceberg.NameMapping) map[int]int {
+// with add_files, written by another engine) the table's name mapping
+// (schema.name-mapping.default) tells which column is which, as iceberg-go's
+// reader resolves them. Without a mapping such a file cannot be read by id,
+// and readers disagree on how to guess, so it is an error: the file stays
+// unindexed rather than indexed as all NULL. Leaves inside lists and maps
+// are left out: a value there is not a row's value of the field.
+func leafColumns(sc *schema.Schema, nm iceberg.NameMapping) (map[int]int, error) {
 	leaves := map[int]int{}
 	for i := range sc.NumColumns() {
 		col := sc.Column(i)
@@ -114,8 +119,11 @@ func leafColumns(sc *schema.Schema, nm iceberg.NameMapping) map[int]int {
 			leaves[int(id)] = i
 		}
 	}
-	if len(leaves) > 0 || nm == nil {
-		return leaves
+	if len(leaves) > 0 {
+		return leaves, nil
+	}
+	if nm == nil {
+		return nil, fmt.Errorf("the file has no field ids and the table no name mapping (schema.name-mapping.default)")
 	}
 	for i := range sc.NumColumns() {
 		col := sc.Column(i)
@@ -126,7 +134,7 @@ func leafColumns(sc *schema.Schema, nm iceberg.NameMapping) map[int]int {
 			leaves[id] = i
 		}
 	}
-	return leaves
+	return leaves, nil
 }
 
 func mappedID(fields []iceberg.MappedField, path []string) (int, bool) {
