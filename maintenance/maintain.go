@@ -116,6 +116,11 @@ func Maintain(ctx context.Context, cat icecatalog.Catalog, tables []table.Identi
 func MaintainTable(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o MaintainOptions) TableReport {
 	r := TableReport{Table: strings.Join(ident, ".")}
 	fail := func(err error) TableReport {
+		if ctx.Err() != nil {
+			// Stopped (SIGTERM): the step in progress committed nothing.
+			r.Skipped = "abandoned: the run was stopped"
+			return r
+		}
 		r.Error = err.Error()
 		return r
 	}

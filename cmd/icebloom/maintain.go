@@ -108,6 +108,9 @@ func (c *MaintainCmd) run(ctx context.Context, e *env) error {
 	for round := 1; ; round++ {
 		tables, err := c.tables(ctx, e)
 		if err != nil {
+			if ctx.Err() != nil {
+				break // stopped while listing: nothing was started
+			}
 			return err
 		}
 		reports := maintenance.Maintain(ctx, cat, tables, o)

@@ -35,10 +35,10 @@ func TestMaintainCommand(t *testing.T) {
 		t.Fatalf("a missing table: exit %d, %s", code, stdout)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	var buf, errBuf bytes.Buffer
-	if code := run(ctx, []string{"--output", "json", "maintain", "--every", "100ms"}, &buf, &errBuf); code != 0 {
+	if code := run(ctx, []string{"--output", "json", "maintain", "--every", "50ms"}, &buf, &errBuf); code != 0 {
 		t.Fatalf("maintain --every exited %d: %s", code, errBuf.String())
 	}
 	dec := json.NewDecoder(&buf)
