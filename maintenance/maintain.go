@@ -12,17 +12,13 @@ import (
 	"github.com/icebloom/icebloom/index/build"
 )
 
-// DefaultCompactAbove is how many segments a table's index may have before
-// a maintenance run compacts it.
-const DefaultCompactAbove = 8
-
 // MaintainOptions configure a maintenance run.
 type MaintainOptions struct {
 	// Index configures the sync (parallelism, fail-fast); its columns come
 	// from each table's properties.
 	Index build.Options
 	// CompactAbove compacts the index when the sync leaves more segments
-	// than this; 0 means DefaultCompactAbove.
+	// than this; 0 means build.DefaultCompactAbove.
 	CompactAbove int
 	// Expire, when set, expires snapshots (folding their segments first).
 	Expire *ExpireOptions
@@ -134,19 +130,11 @@ func MaintainTable(ctx context.Context, cat icecatalog.Catalog, ident table.Iden
 	}
 	if tbl.CurrentSnapshot() != nil {
 		idx := o.Index
-		idx.Columns, idx.FPP = nil, 0
+		idx.Columns, idx.FPP, idx.CompactAbove = nil, 0, o.CompactAbove
 		if r.Sync, err = build.Sync(ctx, cat, ident, idx); err != nil {
 			return fail(err)
 		}
-		limit := o.CompactAbove
-		if limit <= 0 {
-			limit = DefaultCompactAbove
-		}
-		if r.Sync.Segments > limit {
-			if r.Compact, err = build.Compact(ctx, cat, ident, build.CompactOptions{}); err != nil {
-				return fail(err)
-			}
-		}
+		r.Compact = r.Sync.Compacted
 	}
 	if o.Expire != nil {
 		if r.Expire, err = Expire(ctx, cat, ident, *o.Expire); err != nil {

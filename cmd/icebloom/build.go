@@ -63,10 +63,13 @@ func (c *BuildCmd) run(ctx context.Context, e *env) error {
 // covers yet, as after appends and compactions.
 type SyncCmd struct {
 	indexFlags
+	CompactAbove int `arg:"--compact-above" help:"compact the index when it has more segments than this; negative: never [default: 8]"`
 }
 
 func (c *SyncCmd) run(ctx context.Context, e *env) error {
-	return c.runIndex(ctx, e, c.options(), build.Sync)
+	o := c.options()
+	o.CompactAbove = c.CompactAbove
+	return c.runIndex(ctx, e, o, build.Sync)
 }
 
 func printBuildSummary(e *env, table string, sum *build.Summary) {

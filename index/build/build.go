@@ -26,6 +26,10 @@ import (
 // DefaultMaxFilterBytes caps one filter, as Parquet writers cap theirs.
 const DefaultMaxFilterBytes = 128 << 20
 
+// DefaultCompactAbove is how many segments Sync lets a table's index have
+// before it compacts them.
+const DefaultCompactAbove = 8
+
 // Options configure a build. The zero value indexes the current snapshot's
 // columns chosen by table properties, with all CPUs.
 type Options struct {
@@ -35,6 +39,15 @@ type Options struct {
 	Parallel       int      // data files read at once; 0: runtime.NumCPU()
 	FailFast       bool     // a data file that cannot be read fails the build instead of staying unindexed
 	MaxFilterBytes int      // 0: DefaultMaxFilterBytes
+	// CompactAbove makes Sync compact the index when it leaves more
+	// segments than this: 0 means DefaultCompactAbove, negative never.
+	CompactAbove int
+	// DisableDictionaryShortcut decodes every value of a column chunk even
+	// when all its data pages are dictionary-encoded and hashing the
+	// dictionary page alone would do. For comparisons and benchmarks: the
+	// shortcut changes no result (with a writer that keeps dictionary
+	// entries no row uses, it could only add false positives).
+	DisableDictionaryShortcut bool
 }
 
 // FileFailure is a data file the build could not read. It stays unindexed,
@@ -51,15 +64,17 @@ type Summary struct {
 	FilesTotal   int      `json:"files_total"`
 	FilesCovered int      `json:"files_covered"` // live files the index already covered (sync)
 	// FilesIndexed counts the data files whose data this run read.
-	FilesIndexed   int           `json:"files_indexed"`
-	FilesFailed    []FileFailure `json:"files_failed"`
-	Blobs          int           `json:"blobs"`
-	IndexBytes     int64         `json:"index_bytes"`
-	BytesCopied    int64         `json:"bytes_copied"` // blob bytes carried over from existing statistics files
-	Segments       int           `json:"segments"`     // statistics files holding index entries afterwards
-	DistinctValues int64         `json:"distinct_values"`
-	StatisticsPath string        `json:"statistics_path,omitempty"`
-	Duration       time.Duration `json:"duration_ns"`
+	FilesIndexed int           `json:"files_indexed"`
+	FilesFailed  []FileFailure `json:"files_failed"`
+	Blobs        int           `json:"blobs"`
+	IndexBytes   int64         `json:"index_bytes"`
+	BytesCopied  int64         `json:"bytes_copied"` // blob bytes carried over from existing statistics files
+	Segments     int           `json:"segments"`     // statistics files holding index entries afterwards
+	// Compacted reports the index compaction a sync ran past its threshold.
+	Compacted      *CompactSummary `json:"compacted,omitempty"`
+	DistinctValues int64           `json:"distinct_values"`
+	StatisticsPath string          `json:"statistics_path,omitempty"`
+	Duration       time.Duration   `json:"duration_ns"`
 }
 
 // Build indexes a snapshot of the table and commits the index. Data files
@@ -239,7 +254,7 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			ix := newFileIndexer(j.fs, j.cols, j.tbl.Metadata().NameMapping(), maxBytes)
+			ix := newFileIndexer(j.fs, j.cols, j.tbl.Metadata().NameMapping(), maxBytes, j.o.DisableDictionaryShortcut)
 			for df := range jobs {
 				filters, err := ix.index(ctx, df)
 				results <- fileResult{file: df, filters: filters, err: err}

@@ -267,3 +267,37 @@ func TestCompactDuringSync(t *testing.T) {
 		t.Fatalf("%d statistics files, summary %+v", n, sum)
 	}
 }
+
+// TestSyncCompactsPastThreshold: sync itself compacts the index once it
+// has more segments than CompactAbove, so segments stay bounded however
+// many small appends it follows.
+func TestSyncCompactsPastThreshold(t *testing.T) {
+	cat, tbl, _ := eventsTable(t, 1, 10, nil)
+	opts := build.Options{Columns: []string{"id"}, CompactAbove: 3}
+	compactions := 0
+	for i := range 8 {
+		sum, err := build.Sync(ctx, cat, tbl.Identifier(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Compacted != nil {
+			compactions++
+		}
+		if sum.Segments > 3 {
+			t.Fatalf("sync %d left %d segments", i, sum.Segments)
+		}
+		tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+		if n := len(statisticsFiles(tbl)); n != sum.Segments {
+			t.Fatalf("sync %d reports %d segments, the table lists %d", i, sum.Segments, n)
+		}
+		tbl = appendRows(t, tbl, 10)
+	}
+	if compactions == 0 {
+		t.Fatal("no sync compacted")
+	}
+	if _, err := build.Sync(ctx, cat, tbl.Identifier(), opts); err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	coveredByAll(t, tbl, 1)
+}

@@ -35,6 +35,14 @@ type fileIndexer struct {
 	cols        []Column
 	nameMapping iceberg.NameMapping
 	maxBytes    int
+	// noDictShortcut decodes every data page even when the dictionary
+	// page alone would do (Options.DisableDictionaryShortcut).
+	noDictShortcut bool
+
+	// Counters of how chunks were read, for tests: chunks hashed from
+	// their dictionary page, chunks whose shortcut failed and were decoded
+	// instead, and ReadBatch calls of the normal path.
+	dictChunks, dictFallbacks, readBatches int
 
 	hashes []uint64
 	defs   []int16
@@ -48,9 +56,9 @@ type fileIndexer struct {
 	flba   []parquet.FixedLenByteArray
 }
 
-func newFileIndexer(fs icebergio.IO, cols []Column, nm iceberg.NameMapping, maxBytes int) *fileIndexer {
+func newFileIndexer(fs icebergio.IO, cols []Column, nm iceberg.NameMapping, maxBytes int, noDictShortcut bool) *fileIndexer {
 	return &fileIndexer{
-		fs: fs, cols: cols, nameMapping: nm, maxBytes: maxBytes,
+		fs: fs, cols: cols, nameMapping: nm, maxBytes: maxBytes, noDictShortcut: noDictShortcut,
 		defs: make([]int16, batchSize),
 	}
 }
@@ -154,14 +162,28 @@ func mappedID(fields []iceberg.MappedField, path []string) (int, bool) {
 }
 
 // readColumn appends the hashes of every non-null value of the leaf column,
-// row group after row group.
+// row group after row group: those of the chunk's dictionary when that is
+// known to hold every value of the chunk (see dictionaryOnly), else those of
+// every decoded value.
 func (x *fileIndexer) readColumn(rdr *file.Reader, leaf int, col Column) error {
-	hc, err := hashing.NewColumn(col.Type, rdr.MetaData().Schema.Column(leaf))
+	descr := rdr.MetaData().Schema.Column(leaf)
+	hc, err := hashing.NewColumn(col.Type, descr)
 	if err != nil {
 		return err
 	}
+	compactAt := max(2*len(x.hashes), 1<<16)
 	for rg := range rdr.NumRowGroups() {
-		cr, err := rdr.RowGroup(rg).Column(leaf)
+		rgr := rdr.RowGroup(rg)
+		if x.tryDictionary(rgr, leaf, descr, hc) {
+			// Dictionaries of many row groups repeat each other: keep
+			// memory near the distinct set as drain does.
+			if len(x.hashes) >= compactAt {
+				x.hashes = dedupe(x.hashes)
+				compactAt = max(2*len(x.hashes), 1<<16)
+			}
+			continue
+		}
+		cr, err := rgr.Column(leaf)
 		if err != nil {
 			return fmt.Errorf("row group %d: %w", rg, err)
 		}
@@ -170,6 +192,26 @@ func (x *fileIndexer) readColumn(rdr *file.Reader, leaf int, col Column) error {
 		}
 	}
 	return nil
+}
+
+// tryDictionary hashes the chunk's dictionary page instead of its values
+// when the shortcut is enabled and the chunk's metadata allows it, and
+// reports whether it did. A failure is not an error: the caller decodes the
+// chunk, which reports any real damage.
+func (x *fileIndexer) tryDictionary(rg *file.RowGroupReader, leaf int, descr *schema.Column, hc *hashing.Column) bool {
+	if x.noDictShortcut {
+		return false
+	}
+	md, err := rg.MetaData().ColumnChunk(leaf)
+	if err != nil || !dictionaryOnly(md) {
+		return false
+	}
+	if err := x.hashDictionary(rg, leaf, descr, hc); err != nil {
+		x.dictFallbacks++
+		return false
+	}
+	x.dictChunks++
+	return true
 }
 
 func (x *fileIndexer) readChunk(cr file.ColumnChunkReader, hc *hashing.Column) error {
@@ -210,6 +252,7 @@ func drain[T any](x *fileIndexer,
 	compactAt := max(2*len(x.hashes), 1<<16)
 	for {
 		levels, n, err := read(batchSize, vals, x.defs, nil)
+		x.readBatches++
 		if err != nil {
 			return err
 		}

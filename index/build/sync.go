@@ -16,8 +16,28 @@ import (
 // blobs and the index entries of an earlier sync of the same snapshot. A
 // file counts as covered when every indexed column has an applicable entry
 // (docs/format.md §6); a file whose entry cannot be read is indexed again.
-// With nothing new, nothing is committed. o.SnapshotID is ignored.
+// With nothing new, nothing is committed. o.SnapshotID is ignored. When the
+// index then has more segments than o.CompactAbove, Sync compacts it, so a
+// long run of small appends keeps the segments and table metadata bounded.
 func Sync(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*Summary, error) {
+	sum, err := syncOnce(ctx, cat, ident, o)
+	if err != nil {
+		return nil, err
+	}
+	limit := o.CompactAbove
+	if limit == 0 {
+		limit = DefaultCompactAbove
+	}
+	if limit > 0 && sum.Segments > limit {
+		if sum.Compacted, err = Compact(ctx, cat, ident, CompactOptions{}); err != nil {
+			return nil, err
+		}
+		sum.Segments = sum.Compacted.SegmentsAfter
+	}
+	return sum, nil
+}
+
+func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*Summary, error) {
 	o.SnapshotID = 0
 	j, err := newJob(ctx, cat, ident, o)
 	if err != nil {

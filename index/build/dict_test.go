@@ -1,0 +1,413 @@
+package build
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/catalog/catalogtest"
+	"github.com/icebloom/icebloom/puffin"
+)
+
+// testColumn is a column of a generated Parquet file: its node, the Iceberg
+// type it is indexed as, and its value at each row (nil for NULL) in the
+// physical Go type of the node.
+type testColumn struct {
+	node  *schema.PrimitiveNode
+	typ   iceberg.PrimitiveType
+	value func(row int) any
+}
+
+func primitive(t testing.TB, name string, id int32, phys parquet.Type, lt schema.LogicalType, typeLen int) *schema.PrimitiveNode {
+	t.Helper()
+	n, err := schema.NewPrimitiveNodeLogical(name, parquet.Repetitions.Optional, lt, phys, typeLen, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// nullEvery makes every k-th row NULL.
+func nullEvery(k int, f func(int) any) func(int) any {
+	return func(i int) any {
+		if i%k == 0 {
+			return nil
+		}
+		return f(i)
+	}
+}
+
+// flba9 is v as a 9-byte big-endian two's complement (a decimal(20, s)).
+func flba9(v int64) parquet.FixedLenByteArray {
+	b := make([]byte, 9)
+	for i := 8; i >= 0; i-- {
+		b[i] = byte(v)
+		v >>= 8
+	}
+	return b
+}
+
+// lowCardinality are dictionary-friendly columns of several physical and
+// Iceberg types, with NULLs.
+func lowCardinality(t testing.TB) []testColumn {
+	return []testColumn{
+		{primitive(t, "s", 1, parquet.Types.ByteArray, schema.StringLogicalType{}, -1), iceberg.PrimitiveTypes.String,
+			nullEvery(11, func(i int) any { return parquet.ByteArray(fmt.Sprintf("value-%d", i%7)) })},
+		{primitive(t, "l", 2, parquet.Types.Int64, nil, -1), iceberg.PrimitiveTypes.Int64,
+			nullEvery(5, func(i int) any { return int64(i%13)*1e12 - 5 })},
+		{primitive(t, "p", 3, parquet.Types.Int32, nil, -1), iceberg.PrimitiveTypes.Int64, // int promoted to long
+			nullEvery(7, func(i int) any { return int32(i%5 - 2) })},
+		{primitive(t, "d", 4, parquet.Types.Int64, schema.NewDecimalLogicalType(12, 2), -1), iceberg.DecimalTypeOf(12, 2),
+			nullEvery(3, func(i int) any { return int64(i%9) * -1234 })},
+		{primitive(t, "w", 5, parquet.Types.FixedLenByteArray, schema.NewDecimalLogicalType(20, 2), 9), iceberg.DecimalTypeOf(20, 2),
+			nullEvery(4, func(i int) any { return flba9(int64(i%6) * -98765) })},
+		{primitive(t, "day", 6, parquet.Types.Int32, schema.DateLogicalType{}, -1), iceberg.PrimitiveTypes.Date,
+			nullEvery(9, func(i int) any { return int32(19000 + i%30) })},
+	}
+}
+
+// writeColumns writes rowGroups row groups of rows rows each and returns the
+// file's path.
+func writeColumns(t testing.TB, cols []testColumn, rowGroups, rows int, props ...parquet.WriterProperty) string {
+	t.Helper()
+	fields := make(schema.FieldList, len(cols))
+	for i, c := range cols {
+		fields[i] = c.node
+	}
+	root, err := schema.NewGroupNode("schema", parquet.Repetitions.Required, fields, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "dict.parquet")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := file.NewParquetWriter(f, root, file.WithWriterProps(parquet.NewWriterProperties(props...)))
+	for rg := range rowGroups {
+		rgw := w.AppendRowGroup()
+		for _, c := range cols {
+			cw, err := rgw.NextColumn()
+			if err != nil {
+				t.Fatal(err)
+			}
+			vals := make([]any, rows)
+			def := make([]int16, rows)
+			for i := range vals {
+				if vals[i] = c.value(rg*rows + i); vals[i] != nil {
+					def[i] = 1
+				}
+			}
+			switch w := cw.(type) {
+			case *file.Int32ColumnChunkWriter:
+				_, err = w.WriteBatch(nonNull[int32](vals), def, nil)
+			case *file.Int64ColumnChunkWriter:
+				_, err = w.WriteBatch(nonNull[int64](vals), def, nil)
+			case *file.ByteArrayColumnChunkWriter:
+				_, err = w.WriteBatch(nonNull[parquet.ByteArray](vals), def, nil)
+			case *file.FixedLenByteArrayColumnChunkWriter:
+				_, err = w.WriteBatch(nonNull[parquet.FixedLenByteArray](vals), def, nil)
+			default:
+				t.Fatalf("unexpected writer %T", cw)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cw.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := rgw.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func nonNull[T any](vals []any) []T {
+	var out []T
+	for _, v := range vals {
+		if v != nil {
+			out = append(out, v.(T))
+		}
+	}
+	return out
+}
+
+// distinct counts the distinct non-null values of c over n rows.
+func distinct(c testColumn, n int) int64 {
+	seen := map[string]bool{}
+	for i := range n {
+		if v := c.value(i); v != nil {
+			seen[fmt.Sprint(v)] = true
+		}
+	}
+	return int64(len(seen))
+}
+
+func buildColumns(cols []testColumn) []Column {
+	out := make([]Column, len(cols))
+	for i, c := range cols {
+		out[i] = Column{
+			Field: iceberg.NestedField{ID: int(c.node.FieldID()), Name: c.node.Name(), Type: c.typ},
+			Name:  c.node.Name(), Type: c.typ, FPP: DefaultFPP,
+		}
+	}
+	return out
+}
+
+// indexWith indexes the file's columns with or without the shortcut.
+func indexWith(t testing.TB, path string, cols []Column, shortcut bool) (*fileIndexer, []filterOf) {
+	t.Helper()
+	x := newFileIndexer(icebergio.LocalFS{}, cols, nil, DefaultMaxFilterBytes, !shortcut)
+	out, err := x.index(context.Background(), dataFile{path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x, out
+}
+
+// sameFilters fails unless both builds gave byte-identical filters.
+func sameFilters(t *testing.T, cols []Column, a, b []filterOf) {
+	t.Helper()
+	for i := range a {
+		if a[i].ndv != b[i].ndv || !bytes.Equal(a[i].filter.Bytes(), b[i].filter.Bytes()) {
+			t.Errorf("column %s: shortcut ndv %d, decoded ndv %d, filters equal %v", cols[i].Name,
+				a[i].ndv, b[i].ndv, bytes.Equal(a[i].filter.Bytes(), b[i].filter.Bytes()))
+		}
+	}
+}
+
+func TestDictionaryShortcutMatchesDecoding(t *testing.T) {
+	const rowGroups, rows = 3, 3000
+	tcs := lowCardinality(t)
+	// Small data pages: every chunk has many, all of them skipped.
+	path := writeColumns(t, tcs, rowGroups, rows, parquet.WithDictionaryDefault(true), parquet.WithDataPageSize(1024))
+	cols := buildColumns(tcs)
+
+	dict, withShortcut := indexWith(t, path, cols, true)
+	dec, decoded := indexWith(t, path, cols, false)
+	sameFilters(t, cols, withShortcut, decoded)
+	for i, c := range tcs {
+		if want := distinct(c, rowGroups*rows); decoded[i].ndv != want {
+			t.Errorf("column %s: ndv %d, want %d", cols[i].Name, decoded[i].ndv, want)
+		}
+	}
+	// The shortcut really skipped the data pages: no ReadBatch at all.
+	if want := len(tcs) * rowGroups; dict.dictChunks != want || dict.readBatches != 0 || dict.dictFallbacks != 0 {
+		t.Errorf("shortcut: %d chunks from dictionaries (want %d), %d ReadBatch calls, %d fallbacks",
+			dict.dictChunks, want, dict.readBatches, dict.dictFallbacks)
+	}
+	if dec.dictChunks != 0 || dec.readBatches == 0 {
+		t.Errorf("disabled: %d chunks from dictionaries, %d ReadBatch calls", dec.dictChunks, dec.readBatches)
+	}
+}
+
+func TestDictionaryFallbackToPlainIsDecoded(t *testing.T) {
+	const rowGroups, rows = 2, 5000
+	tcs := []testColumn{{
+		primitive(t, "s", 1, parquet.Types.ByteArray, schema.StringLogicalType{}, -1), iceberg.PrimitiveTypes.String,
+		nullEvery(10, func(i int) any { return parquet.ByteArray(fmt.Sprintf("value-%d", i%1500)) }),
+	}}
+	// A dictionary page limit far below the distinct values: the writer
+	// falls back to PLAIN data pages after the first ones.
+	path := writeColumns(t, tcs, rowGroups, rows, parquet.WithDictionaryDefault(true),
+		parquet.WithDictionaryPageSizeLimit(256), parquet.WithDataPageSize(1024))
+
+	rdr, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Close()
+	for rg := range rdr.NumRowGroups() {
+		md, err := rdr.RowGroup(rg).MetaData().ColumnChunk(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !md.HasDictionaryPage() || dictionaryOnly(md) {
+			t.Fatalf("row group %d: dictionary page %v, dictionary only %v (stats %v, encodings %v): the test needs a fallback",
+				rg, md.HasDictionaryPage(), dictionaryOnly(md), md.EncodingStats(), md.Encodings())
+		}
+	}
+
+	cols := buildColumns(tcs)
+	x, withShortcut := indexWith(t, path, cols, true)
+	_, decoded := indexWith(t, path, cols, false)
+	sameFilters(t, cols, withShortcut, decoded)
+	if want := distinct(tcs[0], rowGroups*rows); withShortcut[0].ndv != want {
+		t.Errorf("ndv %d, want %d", withShortcut[0].ndv, want)
+	}
+	if x.dictChunks != 0 || x.readBatches == 0 {
+		t.Errorf("%d chunks from dictionaries, %d ReadBatch calls: the chunks must be decoded", x.dictChunks, x.readBatches)
+	}
+}
+
+func TestPlainDecodingRefusesShortPages(t *testing.T) {
+	for name, decode := range map[string]func(*plain) error{
+		"int32":      func(p *plain) error { _, err := p.int32(); return err },
+		"int64":      func(p *plain) error { _, err := p.int64(); return err },
+		"int96":      func(p *plain) error { _, err := p.int96(); return err },
+		"byte array": func(p *plain) error { _, err := p.byteArray(); return err },
+		"flba":       func(p *plain) error { p.width = 4; _, err := p.fixedLenByteArray(); return err },
+	} {
+		// A 4-byte length prefix claiming more bytes than follow, or
+		// fewer bytes than a fixed-width value.
+		p := &plain{data: []byte{9, 0, 0, 0, 1, 2}[:3]}
+		if name == "byte array" {
+			p.data = []byte{9, 0, 0, 0, 1, 2}
+		}
+		if err := decode(p); err == nil {
+			t.Errorf("%s: no error on a short page", name)
+		}
+	}
+}
+
+// icebergTable is a table whose files iceberg-go writes (through pqarrow,
+// dictionary encoding on by default) with low-cardinality columns.
+func icebergTable(t *testing.T) (*catalogtest.Catalog, *table.Table) {
+	sc := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "tag", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 3, Name: "n", Type: iceberg.PrimitiveTypes.Int32},
+		iceberg.NestedField{ID: 4, Name: "amount", Type: iceberg.DecimalTypeOf(12, 2)},
+		iceberg.NestedField{ID: 5, Name: "day", Type: iceberg.PrimitiveTypes.Date},
+	)
+	cat := catalogtest.NewCatalog(t)
+	tbl := cat.NewTable(t, "dict", sc, iceberg.Properties{})
+	as, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f := range 2 {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, as)
+		for i := range 5000 {
+			b.Field(0).(*array.Int64Builder).Append(int64(f*5000 + i)) // unique: may fall back to PLAIN
+			if i%10 == 0 {
+				for c := 1; c < 5; c++ {
+					b.Field(c).AppendNull()
+				}
+				continue
+			}
+			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("tag-%d", i%20))
+			b.Field(2).(*array.Int32Builder).Append(int32(i % 17))
+			b.Field(3).(*array.Decimal128Builder).Append(decimal128.FromI64(int64(i%8) * 125))
+			b.Field(4).(*array.Date32Builder).Append(arrow.Date32(19000 + i%31))
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		tbl = catalogtest.Append(t, tbl, rec)
+		rec.Release()
+	}
+	return cat, tbl
+}
+
+func TestDictionaryShortcutOnIcebergFiles(t *testing.T) {
+	_, tbl := icebergTable(t)
+	cols, err := ResolveColumns(tbl.Schema(), nil, []string{"id", "tag", "n", "amount", "day"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := tbl.FS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		df := dataFile{path: task.File.FilePath()}
+		run := func(shortcut bool) (*fileIndexer, []filterOf) {
+			x := newFileIndexer(fs, cols, nil, DefaultMaxFilterBytes, !shortcut)
+			out, err := x.index(context.Background(), df)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return x, out
+		}
+		x, withShortcut := run(true)
+		_, decoded := run(false)
+		sameFilters(t, cols, withShortcut, decoded)
+		t.Logf("%s: %d chunks from dictionaries, %d shortcut failures, %d ReadBatch calls",
+			filepath.Base(df.path), x.dictChunks, x.dictFallbacks, x.readBatches)
+		if x.dictChunks < 4 { // tag, n, amount, day at least
+			t.Errorf("only %d chunks took the shortcut", x.dictChunks)
+		}
+	}
+}
+
+// blobsOf reads every blob of the current snapshot's statistics file.
+func blobsOf(t *testing.T, tbl *table.Table) map[string][]byte {
+	t.Helper()
+	fs, err := tbl.FS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sf := range tbl.Metadata().Statistics() {
+		if sf.SnapshotID != tbl.CurrentSnapshot().SnapshotID {
+			continue
+		}
+		f, err := fs.Open(sf.StatisticsPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		r, err := puffin.Open(f, sf.FileSizeInBytes, puffin.WithFooterSize(sf.FileFooterSizeInBytes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]byte{}
+		for i, b := range r.Blobs() {
+			raw, err := r.ReadBlob(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[fmt.Sprint(b.Type, b.Fields, b.Properties)] = raw
+		}
+		return out
+	}
+	t.Fatal("no statistics file for the current snapshot")
+	return nil
+}
+
+func TestBuildWithoutDictionaryShortcutSameEntries(t *testing.T) {
+	cat, _ := icebergTable(t)
+	ident := table.Identifier{"db", "dict"}
+	cols := []string{"id", "tag", "n", "amount", "day"}
+	var blobs []map[string][]byte
+	for _, disable := range []bool{false, true} {
+		if _, err := Build(context.Background(), cat, ident, Options{Columns: cols, DisableDictionaryShortcut: disable}); err != nil {
+			t.Fatal(err)
+		}
+		loaded, err := cat.LoadTable(context.Background(), ident)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blobs = append(blobs, blobsOf(t, loaded))
+	}
+	if len(blobs[0]) != len(blobs[1]) || len(blobs[0]) < 2*len(cols) {
+		t.Fatalf("%d blobs with the shortcut, %d without", len(blobs[0]), len(blobs[1]))
+	}
+	for k, b := range blobs[0] {
+		if !bytes.Equal(b, blobs[1][k]) {
+			t.Errorf("blob %s differs", k)
+		}
+	}
+}
