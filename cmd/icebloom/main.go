@@ -38,6 +38,7 @@ type Args struct {
 	Inspect      *InspectCmd      `arg:"subcommand:inspect" help:"show a table's index: statistics files, coverage, sizes"`
 	GC           *GCCmd           `arg:"subcommand:gc" help:"delete index files no table metadata references, after a grace period"`
 	Quickstart   *QuickstartCmd   `arg:"subcommand:quickstart" help:"create a demo table in an embedded catalog, index it and query it"`
+	Bench        *BenchCmd        `arg:"subcommand:bench" help:"generate a table and measure the index against its targets"`
 }
 
 func (Args) Description() string {
@@ -156,6 +157,8 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 		cmd = args.GC
 	case args.Quickstart != nil:
 		cmd = args.Quickstart
+	case args.Bench != nil:
+		cmd = args.Bench
 	default:
 		p.WriteHelp(stderr)
 		return 2
