@@ -44,16 +44,17 @@ type fileIndexer struct {
 	// instead, and ReadBatch calls of the normal path.
 	dictChunks, dictFallbacks, readBatches int
 
-	hashes []uint64
-	defs   []int16
-	i32    []int32
-	i64    []int64
-	i96    []parquet.Int96
-	f32    []float32
-	f64    []float64
-	bools  []bool
-	ba     []parquet.ByteArray
-	flba   []parquet.FixedLenByteArray
+	hashes   []uint64 // hashes not yet in distinct
+	distinct distinctSet
+	defs     []int16
+	i32      []int32
+	i64      []int64
+	i96      []parquet.Int96
+	f32      []float32
+	f64      []float64
+	bools    []bool
+	ba       []parquet.ByteArray
+	flba     []parquet.FixedLenByteArray
 }
 
 func newFileIndexer(fs icebergio.IO, cols []Column, nm iceberg.NameMapping, maxBytes int, noDictShortcut bool) *fileIndexer {
@@ -87,6 +88,7 @@ func (x *fileIndexer) index(ctx context.Context, df dataFile) ([]filterOf, error
 			return nil, err
 		}
 		x.hashes = x.hashes[:0]
+		x.distinct.reset()
 		leaf, ok := leaves[col.Field.ID]
 		if ok {
 			if err := x.readColumn(rdr, leaf, col); err != nil {
@@ -95,7 +97,8 @@ func (x *fileIndexer) index(ctx context.Context, df dataFile) ([]filterOf, error
 		} else if err := x.missingColumn(col, df); err != nil {
 			return nil, fmt.Errorf("column %s (not in the file): %w", col.Name, err)
 		}
-		unique := dedupe(x.hashes)
+		x.flush()
+		unique := x.distinct.appendTo(x.hashes[:0])
 		x.hashes = unique
 		blocks, err := sbbf.NumBlocks(uint64(len(unique)), col.FPP, x.maxBytes)
 		if err != nil {
@@ -171,16 +174,10 @@ func (x *fileIndexer) readColumn(rdr *file.Reader, leaf int, col Column) error {
 	if err != nil {
 		return err
 	}
-	compactAt := max(2*len(x.hashes), 1<<16)
 	for rg := range rdr.NumRowGroups() {
 		rgr := rdr.RowGroup(rg)
 		if x.tryDictionary(rgr, leaf, descr, hc) {
-			// Dictionaries of many row groups repeat each other: keep
-			// memory near the distinct set as drain does.
-			if len(x.hashes) >= compactAt {
-				x.hashes = dedupe(x.hashes)
-				compactAt = max(2*len(x.hashes), 1<<16)
-			}
+			x.flush() // dictionaries of many row groups repeat each other
 			continue
 		}
 		cr, err := rgr.Column(leaf)
@@ -237,9 +234,8 @@ func (x *fileIndexer) readChunk(cr file.ColumnChunkReader, hc *hashing.Column) e
 }
 
 // drain reads a column chunk to its end in batches and hashes the non-null
-// values. To keep memory near the file's distinct set rather than its row
-// count, the hashes are deduplicated whenever they have doubled since the
-// last time.
+// values. The hashes of each batch go into the distinct set, so memory
+// follows the file's distinct values rather than its row count.
 func drain[T any](x *fileIndexer,
 	read func(int64, []T, []int16, []int16) (int64, int, error),
 	hash func([]uint64, []T) ([]uint64, error),
@@ -249,7 +245,6 @@ func drain[T any](x *fileIndexer,
 		*buf = make([]T, batchSize)
 	}
 	vals := *buf
-	compactAt := max(2*len(x.hashes), 1<<16)
 	for {
 		levels, n, err := read(batchSize, vals, x.defs, nil)
 		x.readBatches++
@@ -262,19 +257,16 @@ func drain[T any](x *fileIndexer,
 		if x.hashes, err = hash(x.hashes, vals[:n]); err != nil {
 			return err
 		}
-		if len(x.hashes) >= compactAt {
-			x.hashes = dedupe(x.hashes)
-			compactAt = max(2*len(x.hashes), 1<<16)
-		}
+		x.flush()
 	}
 }
 
-// dedupe sorts hashes and drops repeats in place. Counting distinct hashes
-// is counting distinct values: two values share a 64-bit hash with
+// flush moves the pending hashes into the distinct set. Counting distinct
+// hashes is counting distinct values: two values share a 64-bit hash with
 // negligible probability, and if they do the filter is the same either way.
-func dedupe(hashes []uint64) []uint64 {
-	slices.Sort(hashes)
-	return slices.Compact(hashes)
+func (x *fileIndexer) flush() {
+	x.distinct.addAll(x.hashes)
+	x.hashes = x.hashes[:0]
 }
 
 // missingColumn handles a column the file does not store. Readers fill in

@@ -118,3 +118,17 @@ func newTouchedFilter(size int) sbbf.Filter {
 	clear(b)
 	return f
 }
+
+// BenchmarkNumBlocks sizes one filter, as the build does per file and
+// column.
+func BenchmarkNumBlocks(b *testing.B) {
+	for _, ndv := range []uint64{1000, 20_000, 1_000_000} {
+		b.Run(fmt.Sprint(ndv), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := sbbf.NumBlocks(ndv, 0.01, 1<<30); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
