@@ -15,12 +15,16 @@ type distinctSet struct {
 
 const minDistinctSlots = 1 << 10
 
-// reset empties the set, keeping its memory for the next column.
+// reset empties the set for the next column, keeping its memory unless it
+// is far larger than the last column needed: one file with many distinct
+// values must not leave every later column clearing and scanning a large
+// table.
 func (s *distinctSet) reset() {
-	if s.slots == nil {
+	if s.slots == nil || len(s.slots) > minDistinctSlots && 8*s.len() < len(s.slots) {
 		s.slots, s.shift = make([]uint64, minDistinctSlots), 64-10
+	} else {
+		clear(s.slots)
 	}
-	clear(s.slots)
 	s.n, s.zero = 0, false
 }
 
