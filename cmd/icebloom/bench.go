@@ -328,19 +328,12 @@ func (b *bencher) withParquet(path string, fn func(*file.Reader) error) error {
 	return fn(rdr)
 }
 
-// disableDictionaryShortcut turns the dictionary shortcut off and reports
-// whether the build can (the switch once build.Options gained the field).
-func disableDictionaryShortcut(o *build.Options) bool {
-	o.DisableDictionaryShortcut = true
-	return true
-}
-
 // dictionaryShortcut times the build of the low-cardinality column alone
 // with and without the dictionary shortcut, interleaved.
 func (b *bencher) dictionaryShortcut(ctx context.Context) error {
 	with := build.Options{Columns: []string{benchCatCol}, Parallel: 1}
 	without := with
-	available := disableDictionaryShortcut(&without)
+	without.DisableDictionaryShortcut = true
 	var tWith, tWithout []time.Duration
 	for _, o := range []build.Options{without, with} { // warm-up, untimed
 		if _, _, err := b.build(ctx, o); err != nil {
@@ -362,10 +355,6 @@ func (b *bencher) dictionaryShortcut(ctx context.Context) error {
 	target, pass := atLeast(ratio, 5, "x")
 	detail := fmt.Sprintf("%s without, %s with the shortcut (Parallel 1, median of %d)",
 		durationText(median(tWithout)), durationText(median(tWith)), b.c.Repeat)
-	if !available {
-		detail = "build.Options has no DisableDictionaryShortcut yet: both runs used the default build; " + detail
-		b.note("dictionary shortcut: build.Options.DisableDictionaryShortcut does not exist yet, so its speedup could not be measured")
-	}
 	b.add(BenchLine{Key: "dictionary_shortcut_speedup", Value: ratio, Unit: "x", Detail: detail, Target: target, Pass: pass})
 	return nil
 }
