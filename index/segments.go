@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	icebergio "github.com/apache/iceberg-go/io"
@@ -67,17 +68,31 @@ func (ix *TableIndex) Lookup(dataFile string, size int64, fieldID int) (Entry, s
 // added since. Puffin files are immutable, so an entry never goes stale. It
 // holds at most a fixed number of footers, evicting the least recently used,
 // and is safe for concurrent use.
+//
+// It also keeps the last few indexes loaded whole, keyed by the statistics
+// files they were loaded from: the same immutable files make the same
+// index, so a table whose statistics have not changed since the last lookup
+// costs no footer decoding and no map building at all.
 type FooterCache struct {
-	footers *lru.Cache[string, *footer]
+	maxFiles int
+	footers  *lru.Cache[string, *footer]
+	indexes  *lru.Cache[string, *TableIndex]
 }
+
+// cachedIndexes is how many whole indexes a FooterCache keeps.
+const cachedIndexes = 8
 
 // NewFooterCache returns a cache of at most maxFiles footers (at least one).
 func NewFooterCache(maxFiles int) *FooterCache {
-	c, err := lru.New[string, *footer](max(maxFiles, 1))
+	footers, err := lru.New[string, *footer](max(maxFiles, 1))
 	if err != nil {
 		panic(err) // only for a non-positive size, excluded above
 	}
-	return &FooterCache{footers: c}
+	indexes, err := lru.New[string, *TableIndex](cachedIndexes)
+	if err != nil {
+		panic(err)
+	}
+	return &FooterCache{maxFiles: max(maxFiles, 1), footers: footers, indexes: indexes}
 }
 
 func (c *FooterCache) get(path string) (*footer, bool) {
@@ -124,6 +139,13 @@ func Load(ctx context.Context, fsys icebergio.IO, meta table.Metadata, cache *Fo
 		}
 	}
 
+	key := indexKey(files)
+	if cache != nil {
+		if ix, ok := cache.indexes.Get(key); ok {
+			return ix, nil
+		}
+	}
+
 	footers := make([]*footer, len(files))
 	errs := make([]error, len(files))
 	sem := make(chan struct{}, loadConcurrency)
@@ -166,7 +188,23 @@ func Load(ctx context.Context, fsys icebergio.IO, meta table.Metadata, cache *Fo
 			}
 		}
 	}
+	// An index with problems is rebuilt next time, as I/O errors may pass;
+	// one of more files than the cache holds footers is not kept either, so
+	// the cache's size bounds what it holds.
+	if cache != nil && len(problems) == 0 && len(files) <= cache.maxFiles {
+		cache.indexes.Add(key, ix)
+	}
 	return ix, problems
+}
+
+// indexKey identifies the index made of the statistics files: their paths
+// and sizes, in the order table metadata lists them.
+func indexKey(files []table.StatisticsFile) string {
+	var b strings.Builder
+	for _, sf := range files {
+		fmt.Fprintf(&b, "%s\x00%d\x00", sf.StatisticsPath, sf.FileSizeInBytes)
+	}
+	return b.String()
 }
 
 // SegmentError reports a statistics file that holds index entries but could

@@ -225,3 +225,27 @@ func TestFooterCache(t *testing.T) {
 		t.Errorf("a cache of one footer: %d errors for two deleted files, want 1: %v", len(errs), errs)
 	}
 }
+
+// TestIndexCache: loading the same statistics files again through a cache
+// returns the very index loaded before, without reading anything; a change
+// of the table's statistics files gives a new one.
+func TestIndexCache(t *testing.T) {
+	dir := t.TempDir()
+	a := writeStats(t, dir, "a.puffin", entryBlob("f1", 100, 1))
+	b := writeStats(t, dir, "b.puffin", entryBlob("f2", 200, 1))
+	cache := index.NewFooterCache(8)
+	first, errs := load(t, cache, a)
+	if len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if again, _ := load(t, cache, a); again != first {
+		t.Error("the same statistics files were loaded into a new index")
+	}
+	both, _ := load(t, cache, a, b)
+	if both == first {
+		t.Fatal("a new statistics file gave the cached index")
+	}
+	if _, _, ok := both.Lookup("f2", 200, 1); !ok {
+		t.Error("the new segment's entry is missing")
+	}
+}
