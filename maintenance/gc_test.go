@@ -2,7 +2,6 @@ package maintenance
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,16 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"github.com/uptrace/bun/driver/sqliteshim"
 
 	"github.com/icebloom/icebloom/catalog"
+	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/build"
 )
@@ -30,33 +28,14 @@ var ctx = context.Background()
 var ident = table.Identifier{"db", "t"}
 
 // newTable makes a SQLite catalog in a temporary directory with table db.t
-// of two appended data files, the way index/internal/testtable does (which
-// this package, outside index/, cannot import).
+// of two appended data files.
 func newTable(t *testing.T) *sqlcat.Catalog {
 	t.Helper()
-	dir := t.TempDir()
-	db, err := sql.Open(sqliteshim.ShimName, "file:"+filepath.Join(dir, "catalog.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	cat, err := sqlcat.NewCatalog("default", db, sqlcat.SQLite, iceberg.Properties{
-		"warehouse":           "file://" + filepath.Join(dir, "warehouse"),
-		"init_catalog_tables": "true",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"db"}, nil); err != nil {
-		t.Fatal(err)
-	}
+	cat := catalogtest.NewCatalog(t)
 	sc := iceberg.NewSchema(0,
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String})
-	tbl, err := cat.CreateTable(ctx, ident, sc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := cat.NewTable(t, ident[1], sc, nil)
 	as, err := table.SchemaToArrowSchema(sc, nil, false, false)
 	if err != nil {
 		t.Fatal(err)
@@ -69,18 +48,10 @@ func newTable(t *testing.T) *sqlcat.Catalog {
 		}
 		rec := b.NewRecordBatch()
 		b.Release()
-		at := array.NewTableFromRecords(as, []arrow.RecordBatch{rec})
-		txn := tbl.NewTransaction()
-		if err := txn.AppendTable(ctx, at, rec.NumRows(), nil); err != nil {
-			t.Fatal(err)
-		}
-		if tbl, err = txn.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
-		at.Release()
+		tbl = catalogtest.Append(t, tbl, rec)
 		rec.Release()
 	}
-	return cat
+	return cat.Catalog
 }
 
 // buildIndex runs the real job and returns the statistics file it committed.

@@ -124,13 +124,8 @@ func newJob(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 	if j.cols, err = ResolveColumns(j.tbl.Schema(), j.tbl.Properties(), o.Columns, o.FPP); err != nil {
 		return nil, fmt.Errorf("table %s: %w", name, err)
 	}
-	fs, err := j.tbl.FS(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("table %s storage: %w", name, err)
-	}
-	var ok bool
-	if j.fs, ok = fs.(icebergio.WriteFileIO); !ok {
-		return nil, fmt.Errorf("table %s: its storage cannot be written", name)
+	if j.fs, err = writableFS(ctx, j.tbl); err != nil {
+		return nil, err
 	}
 	j.sum = &Summary{SnapshotID: j.snap.SnapshotID, FilesFailed: []FileFailure{}}
 	for _, c := range j.cols {

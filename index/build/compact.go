@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -119,7 +120,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 	if retained == nil {
 		retained = tbl.Metadata().Snapshots()
 	}
-	held, err := heldDataFiles(fs, tbl.Metadata(), retained)
+	held, err := heldDataFiles(fs, retained)
 	if err != nil {
 		return nil, err
 	}
@@ -348,27 +349,15 @@ type entryKey struct {
 
 // heldDataFiles returns the data files the snapshots hold, reading each
 // manifest once however many snapshots share it.
-func heldDataFiles(fs icebergio.IO, meta table.Metadata, snaps []table.Snapshot) (map[fileKey]bool, error) {
+func heldDataFiles(fs icebergio.IO, snaps []table.Snapshot) (map[fileKey]bool, error) {
 	held := map[fileKey]bool{}
 	seen := map[string]bool{}
 	for _, snap := range snaps {
-		manifests, err := snap.Manifests(fs)
+		err := eachDataFile(fs, &snap, seen, func(df iceberg.DataFile) {
+			held[fileKey{df.FilePath(), df.FileSizeBytes()}] = true
+		})
 		if err != nil {
-			return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
-		}
-		for _, m := range manifests {
-			if m.ManifestContent() != 0 || seen[m.FilePath()] {
-				continue
-			}
-			seen[m.FilePath()] = true
-			for entry, err := range m.Entries(fs, true) {
-				if err != nil {
-					return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-				}
-				if df := entry.DataFile(); df.ContentType() == 0 {
-					held[fileKey{df.FilePath(), df.FileSizeBytes()}] = true
-				}
-			}
+			return nil, err
 		}
 	}
 	return held, nil

@@ -34,26 +34,39 @@ type dataFile struct {
 // liveDataFiles lists the data files of a snapshot: manifests of data files
 // only (delete files are not indexed), entries not marked DELETED.
 func liveDataFiles(fs icebergio.IO, meta table.Metadata, snap *table.Snapshot) ([]dataFile, error) {
+	var files []dataFile
+	err := eachDataFile(fs, snap, nil, func(df iceberg.DataFile) {
+		files = append(files, dataFile{path: df.FilePath(), size: df.FileSizeBytes(), identity: identityValues(meta, df)})
+	})
+	return files, err
+}
+
+// eachDataFile calls fn for every live data file of the snapshot's data
+// manifests, skipping manifests already in seen (nil: none) and adding the
+// others to it, so that walking several snapshots reads a shared manifest
+// once.
+func eachDataFile(fs icebergio.IO, snap *table.Snapshot, seen map[string]bool, fn func(iceberg.DataFile)) error {
 	manifests, err := snap.Manifests(fs)
 	if err != nil {
-		return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
+		return fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
 	}
-	var files []dataFile
 	for _, m := range manifests {
-		if m.ManifestContent() != 0 { // iceberg.ManifestContentData
+		if m.ManifestContent() != iceberg.ManifestContentData || seen[m.FilePath()] {
 			continue
+		}
+		if seen != nil {
+			seen[m.FilePath()] = true
 		}
 		for entry, err := range m.Entries(fs, true) {
 			if err != nil {
-				return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+				return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
 			}
-			if df := entry.DataFile(); df.ContentType() == 0 { // iceberg.EntryContentData
-				files = append(files, dataFile{path: df.FilePath(), size: df.FileSizeBytes(),
-					identity: identityValues(meta, df)})
+			if df := entry.DataFile(); df.ContentType() == iceberg.EntryContentData {
+				fn(df)
 			}
 		}
 	}
-	return files, nil
+	return nil
 }
 
 func identityValues(meta table.Metadata, df iceberg.DataFile) map[int]any {
