@@ -99,7 +99,10 @@ func writeColumns(t testing.TB, cols []testColumn, rowGroups, rows int, props ..
 	}
 	w := file.NewParquetWriter(f, root, file.WithWriterProps(parquet.NewWriterProperties(props...)))
 	for rg := range rowGroups {
-		rgw := w.AppendRowGroup()
+		rgw, err := w.AppendRowGroupChecked()
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, c := range cols {
 			cw, err := rgw.NextColumn()
 			if err != nil {

@@ -166,7 +166,10 @@ func writeParquet(t testing.TB, nodes []*schema.PrimitiveNode, vals [][]any) str
 	}
 	w := file.NewParquetWriter(f, root, file.WithWriterProps(parquet.NewWriterProperties(parquet.WithStats(true))))
 	for _, rg := range [][2]int{{0, rows / 2}, {rows / 2, rows}} {
-		rgw := w.AppendRowGroup()
+		rgw, err := w.AppendRowGroupChecked()
+		if err != nil {
+			t.Fatal(err)
+		}
 		for i, n := range nodes {
 			cw, err := rgw.NextColumn()
 			if err != nil {

@@ -100,7 +100,10 @@ func writeIDs(tb testing.TB, path string, ids []int64) string {
 		tb.Fatal(err)
 	}
 	w := file.NewParquetWriter(f, root)
-	rg := w.AppendRowGroup()
+	rg, err := w.AppendRowGroupChecked()
+	if err != nil {
+		tb.Fatal(err)
+	}
 	cw, err := rg.NextColumn()
 	if err != nil {
 		tb.Fatal(err)
