@@ -78,6 +78,17 @@ type Options struct {
 	// Scope is the REST catalog's OAuth scope; "" leaves the catalog's
 	// default.
 	Scope string `arg:"--scope" help:"REST catalog OAuth scope"`
+	// Prefix is the REST catalog's path prefix; "" takes the one the
+	// server's /v1/config names.
+	Prefix string `arg:"--rest-prefix" help:"REST catalog path prefix [default: from the server's config]"`
+	// Properties are extra catalog properties as key=value, passed to the
+	// catalog and from it to the tables' file IO: s3.endpoint,
+	// s3.region, s3.access-key-id, s3.secret-access-key,
+	// s3.force-virtual-addressing=false, gcs.*, adls.* and so on (the keys
+	// of iceberg-go's io package). They are how a table on a MinIO-like
+	// server is reached when the catalog does not hand out its storage
+	// settings itself.
+	Properties []string `arg:"--property,separate" help:"catalog and storage property key=value, repeatable (e.g. s3.endpoint=http://minio:9000)"`
 	// AWSProfile is the shared AWS config profile of a Glue catalog.
 	AWSProfile string `arg:"--aws-profile" help:"AWS profile of the glue catalog"`
 	// Rest holds the REST catalog's SigV4 signing settings. As in the
@@ -111,7 +122,11 @@ func Open(ctx context.Context, o Options) (icecat.Catalog, error) {
 		return nil, err
 	}
 	name := cmp.Or(o.Name, DefaultName)
-	cat, err := open(ctx, name, o)
+	props, err := parseProperties(o.Properties)
+	if err != nil {
+		return nil, err
+	}
+	cat, err := open(ctx, name, o, props)
 	if err != nil {
 		return nil, fmt.Errorf("open catalog %q: %w", name, err)
 	}
@@ -218,14 +233,35 @@ func withEmbedded(o Options) (Options, error) {
 	return o, nil
 }
 
-// open opens the catalog of the fully resolved o.
-func open(ctx context.Context, name string, o Options) (icecat.Catalog, error) {
+// parseProperties parses key=value properties; a later key wins.
+func parseProperties(kvs []string) (iceberg.Properties, error) {
+	props := iceberg.Properties{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if k = strings.TrimSpace(k); !ok || k == "" {
+			return nil, fmt.Errorf("property %q: want key=value", kv)
+		}
+		props[k] = v
+	}
+	return props, nil
+}
+
+// open opens the catalog of the fully resolved o with the extra properties
+// props.
+func open(ctx context.Context, name string, o Options, props iceberg.Properties) (icecat.Catalog, error) {
 	switch icecat.Type(strings.ToLower(o.Type)) {
 	case icecat.SQL:
 		if o.URI == "" {
 			return nil, errors.New("sql catalog: no database DSN (--uri)")
 		}
-		return icecat.Load(ctx, name, sqlProperties(o))
+		all := sqlProperties(o)
+		for k, v := range props {
+			if _, fixed := all[k]; fixed && k != "init_catalog_tables" {
+				return nil, fmt.Errorf("property %s: set it with its own flag", k)
+			}
+			all[k] = v
+		}
+		return icecat.Load(ctx, name, all)
 	case icecat.REST:
 		if o.URI == "" {
 			return nil, errors.New("rest catalog: no endpoint URI (--uri)")
@@ -241,6 +277,14 @@ func open(ctx context.Context, name string, o Options) (icecat.Catalog, error) {
 		}
 		if o.Scope != "" {
 			opts = append(opts, rest.WithScope(o.Scope))
+		}
+		if o.Prefix != "" {
+			opts = append(opts, rest.WithPrefix(o.Prefix))
+		}
+		if len(props) > 0 {
+			// Merged over the server's config, and from there into each
+			// table's file IO properties.
+			opts = append(opts, rest.WithAdditionalProps(props))
 		}
 		if r := o.Rest; r != nil {
 			if r.SigV4Enabled {
@@ -260,12 +304,12 @@ func open(ctx context.Context, name string, o Options) (icecat.Catalog, error) {
 		if err != nil {
 			return nil, fmt.Errorf("glue catalog: load AWS config: %w", err)
 		}
-		return glue.NewCatalog(glue.WithAwsConfig(cfg))
+		return glue.NewCatalog(glue.WithAwsConfig(cfg), glue.WithAwsProperties(glue.AwsProperties(props)))
 	case icecat.Hive:
 		if o.URI == "" {
 			return nil, errors.New("hive catalog: no Hive Metastore URI (--uri)")
 		}
-		props := iceberg.Properties{hive.URI: o.URI}
+		props[hive.URI] = o.URI
 		if o.Warehouse != "" {
 			props[hive.Warehouse] = o.Warehouse
 		}
@@ -274,7 +318,8 @@ func open(ctx context.Context, name string, o Options) (icecat.Catalog, error) {
 		if o.Warehouse == "" {
 			return nil, errors.New("hadoop catalog: no warehouse (--warehouse)")
 		}
-		return hadoop.NewCatalog(name, o.Warehouse, iceberg.Properties{"warehouse": o.Warehouse})
+		props["warehouse"] = o.Warehouse
+		return hadoop.NewCatalog(name, o.Warehouse, props)
 	default:
 		return nil, fmt.Errorf("unknown catalog type %q: want sql, rest, glue, hive or hadoop", o.Type)
 	}
