@@ -86,7 +86,10 @@ func readFile(fsys icebergio.IO, path string, probes []*probe) blockStats {
 	}
 	defer f.Close()
 
-	slices.SortFunc(probes, func(a, b *probe) int { return cmp.Compare(a.offset, b.offset) })
+	byOffset := func(a, b *probe) int { return cmp.Compare(a.offset, b.offset) }
+	if !slices.IsSortedFunc(probes, byOffset) { // they mostly come in file order
+		slices.SortFunc(probes, byOffset)
+	}
 	for len(probes) > 0 {
 		start, end, n := probes[0].offset, probes[0].offset+sbbf.BlockBytes, 1
 		s.blocks++

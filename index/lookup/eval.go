@@ -45,6 +45,7 @@ var (
 // test is col = v or col IN (v1, …): no for a file when its applicable entry
 // says no for every value.
 type test struct {
+	idx     int // in filter.tests
 	fieldID int
 	column  string
 	values  []iceberg.Literal // bound to the column's type
@@ -68,6 +69,7 @@ func compile(schema *iceberg.Schema, bound iceberg.BooleanExpression) (*filter, 
 	var collect func(*node)
 	collect = func(n *node) {
 		if n.test != nil {
+			n.test.idx = len(f.tests)
 			f.tests = append(f.tests, n.test)
 		}
 		for _, kid := range n.kids {
@@ -138,111 +140,165 @@ func (c compiler) VisitBound(p iceberg.BoundPredicate) *node {
 // fileCheck is the evaluation of the filter for one data file. A test is
 // prepared (its entry looked up, its values hashed) when evaluation first
 // reaches it, and its blocks are read only when evaluation asks for them.
+// A lookup keeps one per data file, so it holds no map and allocates
+// nothing of its own: checks is carved from one slice for all files.
 type fileCheck struct {
-	path  string
-	size  int64
-	tests map[*test]*testCheck // those prepared
+	path   string
+	size   int64
+	checks []testCheck // by test.idx
+	pruned bool
+	listed bool // in Result.Candidates already
 }
 
-// testCheck is one test for one file: the checks of its values that need a
-// block, and whether a value already answered maybe without one.
+// testCheck is one test for one file: whether it was prepared and the file
+// has an entry for the column, the checks of its values that need a block,
+// and whether a value already answered maybe without one.
 type testCheck struct {
-	maybe  bool
-	probes []*probe
+	prepared, indexed, maybe bool
+	probes               []probe // carved from the run's probe arena
+}
+
+// hashedValue is a test value converted for one value type: the same for
+// every file whose entry records that type, so it is done once per lookup.
+type hashedValue struct {
+	hash    uint64
+	outcome hashing.Outcome
+	err     error
+}
+
+// typedHashes are a test's values hashed for one entry value type.
+type typedHashes struct {
+	valueType iceberg.PrimitiveType
+	values    []hashedValue
+}
+
+// hashes returns t's values hashed for valueType, converting them on first
+// use.
+func (r *run) hashes(t *test, valueType iceberg.PrimitiveType) []hashedValue {
+	cached := r.hashed[t.idx]
+	for i := range cached {
+		if cached[i].valueType.Equals(valueType) {
+			return cached[i].values
+		}
+	}
+	values := make([]hashedValue, len(t.values))
+	for i, v := range t.values {
+		h, outcome, err := hashing.Literal(valueType, v)
+		values[i] = hashedValue{h, outcome, err}
+	}
+	r.hashed[t.idx] = append(cached, typedHashes{valueType, values})
+	return values
 }
 
 // prepare looks up the test's entry for the file and classifies its values
 // without reading (hashing.Literal): a value no entry value can equal needs
 // no block, one the index cannot judge makes the test maybe, the others
 // each need their block. Problems are reported to r and keep the file.
-func (fc *fileCheck) prepare(r *run, t *test) *testCheck {
+func (fc *fileCheck) prepare(r *run, t *test) {
+	tc := &fc.checks[t.idx]
+	tc.prepared = true
 	e, statsPath, ok := r.ix.Lookup(fc.path, fc.size, t.fieldID)
 	if !ok {
-		return &testCheck{maybe: true}
+		tc.maybe = true
+		return
 	}
-	tc := &testCheck{}
-	for _, v := range t.values {
-		h, outcome, err := hashing.Literal(e.ValueType, v)
-		if err != nil {
-			r.report(fmt.Errorf("lookup: %s = %s in %s (entry in %s): %w", t.column, v, fc.path, statsPath, err))
+	tc.indexed = true
+	probes := r.arena.take(len(t.values))[:0]
+	for i, hv := range r.hashes(t, e.ValueType) {
+		if hv.err != nil {
+			r.report(fmt.Errorf("lookup: %s = %s in %s (entry in %s): %w", t.column, t.values[i], fc.path, statsPath, hv.err))
 		}
-		switch outcome {
+		switch hv.outcome {
 		case hashing.NeverPresent:
 			continue
 		case hashing.CannotPrune:
-			return &testCheck{maybe: true}
+			tc.maybe = true
+			return
 		}
-		block := int64(sbbf.BlockIndex(h, e.NumBlocks()))
-		tc.probes = append(tc.probes, &probe{path: statsPath, offset: e.Offset + block*sbbf.BlockBytes, hash: h})
+		block := int64(sbbf.BlockIndex(hv.hash, e.NumBlocks()))
+		probes = append(probes, probe{path: statsPath, offset: e.Offset + block*sbbf.BlockBytes, hash: hv.hash})
 	}
-	return tc
+	tc.probes = probes
 }
 
 // eval evaluates n for the file. An undecided result comes with the probes
-// to read next: those of every test an OR needs (all must say no to prune),
-// but only those of the cheapest undecided child of an AND (any no prunes).
-func (fc *fileCheck) eval(n *node, r *run) (verdict, []*probe) {
+// to read next, appended to *next: those of every test an OR needs (all
+// must say no to prune), but only those of the cheapest undecided child of
+// an AND (any no prunes).
+func (fc *fileCheck) eval(n *node, r *run, next *[]*probe) verdict {
 	switch n.kind {
 	case keepNode:
-		return maybe, nil
+		return maybe
 	case dropNode:
-		return no, nil
+		return no
 	case testNode:
-		tc, ok := fc.tests[n.test]
-		if !ok {
-			tc = fc.prepare(r, n.test)
-			fc.tests[n.test] = tc
+		if !fc.checks[n.test.idx].prepared {
+			fc.prepare(r, n.test)
 		}
-		return tc.verdict()
+		return fc.checks[n.test.idx].verdict(next)
 	case andNode:
-		var next []*probe
+		// The probes of the cheapest undecided child so far are kept at
+		// base; a later child appends after them and either replaces them
+		// or is dropped.
+		base, best := len(*next), -1
 		for _, kid := range n.kids {
-			v, probes := fc.eval(kid, r)
-			switch {
-			case v == no:
-				return no, nil
-			case v == undecided && (next == nil || len(probes) < len(next)):
-				next = probes
+			mark := len(*next)
+			switch fc.eval(kid, r, next) {
+			case no:
+				*next = (*next)[:base]
+				return no
+			case undecided:
+				if cost := len(*next) - mark; best < 0 || cost < best {
+					*next = append((*next)[:base], (*next)[mark:]...)
+					best = cost
+					continue
+				}
 			}
+			*next = (*next)[:mark]
 		}
-		if next != nil {
-			return undecided, next
+		if best >= 0 {
+			return undecided
 		}
-		return maybe, nil
+		return maybe
 	default: // orNode
-		var next []*probe
+		base, undecidedKids := len(*next), false
 		for _, kid := range n.kids {
-			v, probes := fc.eval(kid, r)
-			if v == maybe {
-				return maybe, nil
+			switch fc.eval(kid, r, next) {
+			case maybe:
+				*next = (*next)[:base]
+				return maybe
+			case undecided:
+				undecidedKids = true
 			}
-			next = append(next, probes...)
 		}
-		if next != nil {
-			return undecided, next
+		if undecidedKids {
+			return undecided
 		}
-		return no, nil
+		return no
 	}
 }
 
 // verdict is no when every value is known absent, maybe when any may be
-// present, and otherwise undecided with the probes still to read.
-func (tc *testCheck) verdict() (verdict, []*probe) {
+// present, and otherwise undecided, with the probes still to read appended
+// to *next.
+func (tc *testCheck) verdict(next *[]*probe) verdict {
 	if tc.maybe {
-		return maybe, nil
+		return maybe
 	}
-	var pending []*probe
-	for _, p := range tc.probes {
+	base := len(*next)
+	for i := range tc.probes {
+		p := &tc.probes[i]
 		switch {
 		case !p.done:
-			pending = append(pending, p)
+			*next = append(*next, p)
 		case p.present:
 			tc.maybe = true
-			return maybe, nil
+			*next = (*next)[:base]
+			return maybe
 		}
 	}
-	if pending != nil {
-		return undecided, pending
+	if len(*next) > base {
+		return undecided
 	}
-	return no, nil
+	return no
 }

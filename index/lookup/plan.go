@@ -112,23 +112,22 @@ func Plan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpressio
 	}
 	indexStart := time.Now()
 	ix, errs := index.Load(ctx, fsys, tbl.Metadata(), o.Cache)
-	r := &run{ix: ix, fsys: fsys, blockStats: blockStats{errs: errs}}
-	pruned, err := r.prune(ctx, f, tasks)
-	if err != nil {
+	r := &run{ix: ix, fsys: fsys, blockStats: blockStats{errs: errs}, hashed: make([][]typedHashes, len(f.tests))}
+	files, byPath := r.files(f, tasks)
+	if err := r.prune(ctx, f, files); err != nil {
 		return nil, err
 	}
 	res.Candidates = nil
-	listed := make(map[string]bool)
 	for _, t := range tasks {
-		path := t.File.FilePath()
-		if pruned[path] {
+		fc := &files[byPath[t.File.FilePath()]]
+		if fc.pruned {
 			continue
 		}
 		res.Candidates = append(res.Candidates, t)
-		if !listed[path] && !r.indexed(f, path, t.File.FileSizeBytes()) {
-			res.Unindexed = append(res.Unindexed, path)
+		if !fc.listed && !r.indexed(f, fc) {
+			res.Unindexed = append(res.Unindexed, fc.path)
 		}
-		listed[path] = true
+		fc.listed = true
 	}
 	res.IndexErrors, res.BlocksRead, res.BytesRead = r.errs, r.blocks, r.bytes
 	res.IndexTime = time.Since(indexStart)
@@ -174,42 +173,56 @@ func countFiles(ctx context.Context, tbl *table.Table, snap *table.Snapshot, sca
 
 // run is the index's part of one Plan call, with its I/O and problems.
 type run struct {
-	ix   *index.TableIndex
-	fsys icebergio.IO
+	ix     *index.TableIndex
+	fsys   icebergio.IO
+	hashed [][]typedHashes // by test.idx
+	arena  probeArena
 	blockStats
 }
 
 func (r *run) report(err error) { r.errs = append(r.errs, err) }
 
-// prune evaluates the filter for the data files of tasks and returns those
-// it proves cannot match. It works in rounds: each file says which blocks
-// it needs next, all of them are read together, and the files still
-// undecided go on; an AND reads its other tests only for files its cheapest
-// test could not prune.
-func (r *run) prune(ctx context.Context, f *filter, tasks []table.FileScanTask) (map[string]bool, error) {
-	var pending []*fileCheck
-	seen := make(map[string]bool)
+// files returns one check per data file of tasks (a large file may be split
+// into several tasks) and the index of each file's check by path.
+func (r *run) files(f *filter, tasks []table.FileScanTask) ([]fileCheck, map[string]int) {
+	byPath := make(map[string]int, len(tasks))
+	files := make([]fileCheck, 0, len(tasks))
 	for _, t := range tasks {
 		path := t.File.FilePath()
-		if !seen[path] {
-			seen[path] = true
-			pending = append(pending, &fileCheck{path: path, size: t.File.FileSizeBytes(), tests: make(map[*test]*testCheck)})
+		if _, ok := byPath[path]; !ok {
+			byPath[path] = len(files)
+			files = append(files, fileCheck{path: path, size: t.File.FileSizeBytes()})
 		}
 	}
-	pruned := make(map[string]bool)
+	checks := make([]testCheck, len(files)*len(f.tests))
+	for i := range files {
+		files[i].checks = checks[i*len(f.tests) : (i+1)*len(f.tests) : (i+1)*len(f.tests)]
+	}
+	return files, byPath
+}
+
+// prune evaluates the filter for files and marks those it proves cannot
+// match. It works in rounds: each file says which blocks it needs next, all
+// of them are read together, and the files still undecided go on; an AND
+// reads its other tests only for files its cheapest test could not prune.
+func (r *run) prune(ctx context.Context, f *filter, files []fileCheck) error {
+	pending := make([]*fileCheck, len(files))
+	for i := range files {
+		pending[i] = &files[i]
+	}
+	var wanted []*probe
 	for len(pending) > 0 {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("lookup: %w", err)
+			return fmt.Errorf("lookup: %w", err)
 		}
-		var next []*fileCheck
-		var wanted []*probe
+		next := pending[:0] // evaluated in order, so filtering in place is safe
+		wanted = wanted[:0]
 		for _, fc := range pending {
-			switch v, probes := fc.eval(f.root, r); v {
+			switch fc.eval(f.root, r, &wanted) {
 			case no:
-				pruned[fc.path] = true
+				fc.pruned = true
 			case undecided:
 				next = append(next, fc)
-				wanted = append(wanted, probes...)
 			}
 		}
 		if len(wanted) > 0 {
@@ -217,16 +230,35 @@ func (r *run) prune(ctx context.Context, f *filter, tasks []table.FileScanTask) 
 		}
 		pending = next
 	}
-	return pruned, nil
+	return nil
 }
 
 // indexed reports whether a data file has an applicable entry for every
 // column of the filter's tests.
-func (r *run) indexed(f *filter, path string, size int64) bool {
+func (r *run) indexed(f *filter, fc *fileCheck) bool {
 	for _, t := range f.tests {
-		if _, _, ok := r.ix.Lookup(path, size, t.fieldID); !ok {
+		if tc := &fc.checks[t.idx]; tc.prepared {
+			if !tc.indexed {
+				return false
+			}
+		} else if _, _, ok := r.ix.Lookup(fc.path, fc.size, t.fieldID); !ok {
 			return false
 		}
 	}
 	return true
+}
+
+// probeArena hands out probes from large slices, so that a lookup of many
+// files allocates a few slices instead of a probe each; a probe never moves,
+// so pointers to it stay valid.
+type probeArena struct{ free []probe }
+
+// take returns n zeroed probes.
+func (a *probeArena) take(n int) []probe {
+	if len(a.free) < n {
+		a.free = make([]probe, max(n, 4096))
+	}
+	s := a.free[:n:n]
+	a.free = a.free[n:]
+	return s
 }
