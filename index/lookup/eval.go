@@ -155,7 +155,7 @@ type fileCheck struct {
 // and whether a value already answered maybe without one.
 type testCheck struct {
 	prepared, indexed, maybe bool
-	probes               []probe // carved from the run's probe arena
+	probes                   []probe // carved from the run's probe arena
 }
 
 // hashedValue is a test value converted for one value type: the same for
