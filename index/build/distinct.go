@@ -6,11 +6,15 @@ package build
 // so no further hashing is needed. One insert is one probe into a table at
 // most half full — cheaper than sorting, and with memory that follows the
 // distinct count rather than the row count.
+//
+// The distinct hashes are also kept densely in insertion order, so that
+// handing them to the filter and growing the table read only them, not a
+// table that is mostly empty.
 type distinctSet struct {
-	slots []uint64 // 0 marks an empty slot; the hash 0 is kept in zero
-	n     int      // non-zero hashes held
-	zero  bool
-	shift uint // 64 - log2(len(slots))
+	slots  []uint64 // 0 marks an empty slot; the hash 0 is kept in zero
+	values []uint64 // the non-zero hashes held, in insertion order
+	zero   bool
+	shift  uint // 64 - log2(len(slots))
 }
 
 const minDistinctSlots = 1 << 10
@@ -25,7 +29,7 @@ func (s *distinctSet) reset() {
 	} else {
 		clear(s.slots)
 	}
-	s.n, s.zero = 0, false
+	s.values, s.zero = s.values[:0], false
 }
 
 // addAll adds every hash of hs.
@@ -35,7 +39,7 @@ func (s *distinctSet) addAll(hs []uint64) {
 			s.zero = true
 			continue
 		}
-		if 2*(s.n+1) > len(s.slots) {
+		if 2*(len(s.values)+1) > len(s.slots) {
 			s.grow()
 		}
 		s.insert(h)
@@ -44,48 +48,46 @@ func (s *distinctSet) addAll(hs []uint64) {
 
 // insert adds a non-zero hash to a set with room for it.
 func (s *distinctSet) insert(h uint64) {
+	if s.place(h) {
+		s.values = append(s.values, h)
+	}
+}
+
+// place puts a non-zero hash into its slot and reports whether it was new.
+func (s *distinctSet) place(h uint64) bool {
 	mask := len(s.slots) - 1
 	for i := int(h >> s.shift); ; i = (i + 1) & mask {
 		switch s.slots[i] {
 		case 0:
 			s.slots[i] = h
-			s.n++
-			return
+			return true
 		case h:
-			return
+			return false
 		}
 	}
 }
 
 func (s *distinctSet) grow() {
-	old := s.slots
-	s.slots = make([]uint64, 2*len(old))
+	s.slots = make([]uint64, 2*len(s.slots))
 	s.shift--
-	s.n = 0
-	for _, h := range old {
-		if h != 0 {
-			s.insert(h)
-		}
+	for _, h := range s.values {
+		s.place(h)
 	}
 }
 
 // len returns the number of distinct hashes.
 func (s *distinctSet) len() int {
 	if s.zero {
-		return s.n + 1
+		return len(s.values) + 1
 	}
-	return s.n
+	return len(s.values)
 }
 
-// appendTo appends the distinct hashes to dst, in no particular order.
-func (s *distinctSet) appendTo(dst []uint64) []uint64 {
-	for _, h := range s.slots {
-		if h != 0 {
-			dst = append(dst, h)
-		}
-	}
+// hashes returns the distinct hashes, in insertion order but for a hash 0,
+// which comes last. The slice is the set's own, valid until the next change.
+func (s *distinctSet) hashes() []uint64 {
 	if s.zero {
-		dst = append(dst, 0)
+		return append(s.values, 0) // s.values keeps its length
 	}
-	return dst
+	return s.values
 }

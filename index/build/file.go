@@ -16,7 +16,7 @@ import (
 	"github.com/icebloom/icebloom/index/sbbf"
 )
 
-// batchSize is how many values one ReadBatch decodes: enough to amortise the
+// batchSize is how many values one read decodes: enough to amortise the
 // call, small enough for the buffers to stay in cache.
 const batchSize = 4096
 
@@ -98,8 +98,7 @@ func (x *fileIndexer) index(ctx context.Context, df dataFile) ([]filterOf, error
 			return nil, fmt.Errorf("column %s (not in the file): %w", col.Name, err)
 		}
 		x.flush()
-		unique := x.distinct.appendTo(x.hashes[:0])
-		x.hashes = unique
+		unique := x.distinct.hashes()
 		blocks, err := sbbf.NumBlocks(uint64(len(unique)), col.FPP, x.maxBytes)
 		if err != nil {
 			return nil, fmt.Errorf("column %s: %w", col.Name, err)
@@ -211,24 +210,28 @@ func (x *fileIndexer) tryDictionary(rg *file.RowGroupReader, leaf int, descr *sc
 	return true
 }
 
+// readChunk hashes the values of a column chunk. It reads with
+// ReadBatchInPage, whose byte array values alias the page buffer: they are
+// hashed before the next read, so the copy of every value that ReadBatch
+// makes (and the garbage collection it causes) is not needed.
 func (x *fileIndexer) readChunk(cr file.ColumnChunkReader, hc *hashing.Column) error {
 	switch r := cr.(type) {
 	case *file.BooleanColumnChunkReader:
-		return drain(x, r.ReadBatch, hc.Bools, &x.bools)
+		return drain(x, r.ReadBatchInPage, hc.Bools, &x.bools)
 	case *file.Int32ColumnChunkReader:
-		return drain(x, r.ReadBatch, hc.Int32s, &x.i32)
+		return drain(x, r.ReadBatchInPage, hc.Int32s, &x.i32)
 	case *file.Int64ColumnChunkReader:
-		return drain(x, r.ReadBatch, hc.Int64s, &x.i64)
+		return drain(x, r.ReadBatchInPage, hc.Int64s, &x.i64)
 	case *file.Int96ColumnChunkReader:
-		return drain(x, r.ReadBatch, hc.Int96s, &x.i96)
+		return drain(x, r.ReadBatchInPage, hc.Int96s, &x.i96)
 	case *file.Float32ColumnChunkReader:
-		return drain(x, r.ReadBatch, hc.Float32s, &x.f32)
+		return drain(x, r.ReadBatchInPage, hc.Float32s, &x.f32)
 	case *file.Float64ColumnChunkReader:
-		return drain(x, r.ReadBatch, hc.Float64s, &x.f64)
+		return drain(x, r.ReadBatchInPage, hc.Float64s, &x.f64)
 	case *file.ByteArrayColumnChunkReader:
-		return drain(x, r.ReadBatch, hc.ByteArrays, &x.ba)
+		return drain(x, r.ReadBatchInPage, hc.ByteArrays, &x.ba)
 	case *file.FixedLenByteArrayColumnChunkReader:
-		return drain(x, r.ReadBatch, hc.FixedLenByteArrays, &x.flba)
+		return drain(x, r.ReadBatchInPage, hc.FixedLenByteArrays, &x.flba)
 	}
 	return fmt.Errorf("unsupported column reader %T", cr)
 }
