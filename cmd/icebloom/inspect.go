@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
 )
 
@@ -104,7 +105,7 @@ func inspect(ctx context.Context, tbl *table.Table, snapshotID int64) (*InspectO
 			live = append(live, file{t.File.FilePath(), t.File.FileSizeBytes()})
 		}
 	}
-	fs, err := tbl.FS(ctx)
+	fs, err := catalog.TableIO(ctx, tbl)
 	if err != nil {
 		return nil, err
 	}

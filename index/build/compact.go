@@ -363,11 +363,11 @@ func heldDataFiles(fs icebergio.IO, snaps []table.Snapshot) (map[fileKey]bool, e
 	return held, nil
 }
 
-// writableFS returns the table's storage, which index writers need to be
-// writable.
+// writableFS returns the table's storage (catalog.TableIO), which index
+// writers need to be writable.
 func writableFS(ctx context.Context, tbl *table.Table) (icebergio.WriteFileIO, error) {
 	name := strings.Join(tbl.Identifier(), ".")
-	fs, err := tbl.FS(ctx)
+	fs, err := catalog.TableIO(ctx, tbl)
 	if err != nil {
 		return nil, fmt.Errorf("table %s storage: %w", name, err)
 	}

@@ -15,6 +15,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
 )
 
@@ -106,7 +107,7 @@ func Plan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpressio
 		return res, nil // nothing for the index to do
 	}
 
-	fsys, err := tbl.FS(ctx)
+	fsys, err := catalog.TableIO(ctx, tbl)
 	if err != nil {
 		return nil, fmt.Errorf("lookup: table file system: %w", err)
 	}
