@@ -29,17 +29,28 @@ func (f indexFlags) options() build.Options {
 	return build.Options{Columns: cols, FPP: f.FPP, Parallel: f.Parallel, FailFast: f.FailFast}
 }
 
-// runIndex runs build or sync and prints its summary.
-func (f indexFlags) runIndex(ctx context.Context, e *env, o build.Options,
+// runIndex runs build, sync or rebuild (command) with a progress bar on a
+// terminal, logs and records what it did, and prints its summary.
+func (f indexFlags) runIndex(ctx context.Context, e *env, command string, o build.Options,
 	job func(context.Context, icecat.Catalog, table.Identifier, build.Options) (*build.Summary, error)) error {
-	cat, ident, err := e.tableRef(ctx, f.Table)
+	start := e.now()
+	tr := e.track(&o, f.Table)
+	sum, err := func() (*build.Summary, error) {
+		cat, ident, err := e.tableRef(ctx, f.Table)
+		if err != nil {
+			return nil, err
+		}
+		return job(ctx, cat, ident, o)
+	}()
+	tr.finish()
+	if e.metrics != nil {
+		end := e.now()
+		e.metrics.indexed(runLabels{command, f.Table}, sum, tr.last.Bytes, end.Sub(start), end)
+	}
 	if err != nil {
 		return err
 	}
-	sum, err := job(ctx, cat, ident, o)
-	if err != nil {
-		return err
-	}
+	logIndexed(e.log, command, f.Table, sum)
 	if e.json {
 		return e.printJSON(sum)
 	}
@@ -56,7 +67,7 @@ type BuildCmd struct {
 func (c *BuildCmd) run(ctx context.Context, e *env) error {
 	o := c.options()
 	o.SnapshotID = c.Snapshot
-	return c.runIndex(ctx, e, o, build.Build)
+	return c.runIndex(ctx, e, "build", o, build.Build)
 }
 
 // SyncCmd is `icebloom sync TABLE`: index the live data files no entry
@@ -69,7 +80,7 @@ type SyncCmd struct {
 func (c *SyncCmd) run(ctx context.Context, e *env) error {
 	o := c.options()
 	o.CompactAbove = c.CompactAbove
-	return c.runIndex(ctx, e, o, build.Sync)
+	return c.runIndex(ctx, e, "sync", o, build.Sync)
 }
 
 func printBuildSummary(e *env, table string, sum *build.Summary) {

@@ -95,6 +95,7 @@ func (c *GCCmd) run(ctx context.Context, e *env) error {
 	if sum == nil {
 		return err
 	}
+	logGCFailures(e.log, "gc", c.Table, sum)
 	if e.json {
 		if perr := e.printJSON(sum); err == nil {
 			err = perr

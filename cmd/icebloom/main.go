@@ -9,10 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
+	"reflect"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/alexflint/go-arg"
 	icecat "github.com/apache/iceberg-go/catalog"
@@ -25,7 +28,9 @@ import (
 // Args are the command line: global flags, then one command.
 type Args struct {
 	catalog.Options
-	Output string `arg:"--output" default:"text" help:"output format: text or json"`
+	Output      string   `arg:"--output" default:"text" help:"output format: text or json"`
+	LogLevel    logLevel `arg:"--log-level" default:"info" placeholder:"LEVEL" help:"log records to stderr from this level: debug, info, warn or error; text on a terminal, JSON lines otherwise"`
+	MetricsFile string   `arg:"--metrics-file" placeholder:"PATH" help:"after build, sync, rebuild, compact-index and each maintain round, write Prometheus text metrics here (atomically, for node_exporter's textfile collector)"`
 
 	Build        *BuildCmd        `arg:"subcommand:build" help:"index a snapshot of a table and commit the index"`
 	Sync         *SyncCmd         `arg:"subcommand:sync" help:"index the live data files the index does not cover yet (after appends and compactions)"`
@@ -45,13 +50,22 @@ func (Args) Description() string {
 	return "icebloom gives Apache Iceberg tables file-level bloom indexes, so point lookups open only the data files that may match.\n"
 }
 
-// env is what a command runs with: its output and the way to reach the
-// catalog, so commands are tested without a process of their own.
+// env is what a command runs with: its output, logger, metrics and the way
+// to reach the catalog, so commands are tested without a process of their
+// own.
 type env struct {
 	stdout, stderr io.Writer
 	json           bool
 	options        catalog.Options
 	cat            icecat.Catalog // opened on first use, closed by run
+	// log takes the diagnostics; results go to stdout.
+	log *slog.Logger
+	// status is stderr when it is a terminal (progress bars are drawn on
+	// it, log records written through it), else nil.
+	status *statusLine
+	// metrics collects what --metrics-file is to hold; nil without it.
+	metrics *runMetrics
+	now     func() time.Time
 }
 
 // catalog opens the catalog the options select, once per run.
@@ -105,6 +119,13 @@ func main() {
 // run parses args and runs the command, returning the exit code: 0 on
 // success, 1 when the command failed, 2 for a bad command line.
 func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
+	width, tty := terminal(stderr)
+	return runOn(ctx, argv, stdout, stderr, tty, width, time.Now)
+}
+
+// runOn is run with what it finds about its stderr given — whether it is a
+// terminal, and how wide — and a clock, so tests can pretend.
+func runOn(ctx context.Context, argv []string, stdout, stderr io.Writer, tty bool, width int, now func() time.Time) int {
 	var args Args
 	p, err := arg.NewParser(arg.Config{Program: "icebloom", Out: stderr, Exit: func(int) {}}, &args)
 	if err != nil {
@@ -128,7 +149,13 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "icebloom: --output %q: want text or json\n", args.Output)
 		return 2
 	}
-	e := &env{stdout: stdout, stderr: stderr, json: output == "json", options: args.Options}
+	e := &env{stdout: stdout, stderr: stderr, json: output == "json", options: args.Options, now: now}
+	logOut := stderr
+	if tty {
+		e.status = &statusLine{w: stderr, width: width}
+		logOut = e.status
+	}
+	e.log = newLogger(logOut, args.LogLevel.Level, tty)
 	defer e.close()
 
 	var cmd interface {
@@ -163,9 +190,53 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 		p.WriteHelp(stderr)
 		return 2
 	}
-	if err := cmd.run(ctx, e); err != nil {
+	command, table := commandOf(p)
+	if args.MetricsFile != "" && metricsCommands[command] {
+		var err error
+		if e.metrics, err = newMetrics(args.MetricsFile); err != nil {
+			e.log.Warn("previous metrics file ignored", "file", args.MetricsFile, "error", err)
+		}
+	}
+	start := now()
+	err = cmd.run(ctx, e)
+	if e.metrics != nil {
+		// Also after a failure: the file then says so.
+		if werr := e.metrics.write(); werr != nil {
+			err = errors.Join(err, werr)
+		}
+	}
+	if err != nil {
+		// The error's own line stays what it always was — people and
+		// scripts read it, unescaped, as the last line of stderr. Where
+		// the logs are JSON, for a collector, the failure is also a record
+		// with the command's attributes; on a terminal that would only say
+		// it twice.
+		if !tty {
+			attrs := []any{"command", command, "duration", now().Sub(start), "error", err.Error()}
+			if table != "" {
+				attrs = append(attrs, "table", table)
+			}
+			e.log.Error("command failed", attrs...)
+		}
 		fmt.Fprintln(stderr, "icebloom:", err)
 		return 1
 	}
 	return 0
+}
+
+// metricsCommands are the commands that write --metrics-file.
+var metricsCommands = map[string]bool{"build": true, "sync": true, "rebuild": true, "compact-index": true, "maintain": true}
+
+// commandOf returns the name of the command the parser chose and the table
+// it names, if any (the positional Table every single-table command has).
+func commandOf(p *arg.Parser) (command, table string) {
+	if names := p.SubcommandNames(); len(names) > 0 {
+		command = names[0]
+	}
+	if v := reflect.ValueOf(p.Subcommand()); v.Kind() == reflect.Pointer && !v.IsNil() && v.Elem().Kind() == reflect.Struct {
+		if f := v.Elem().FieldByName("Table"); f.IsValid() && f.Kind() == reflect.String {
+			table = f.String()
+		}
+	}
+	return command, table
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
@@ -18,14 +20,25 @@ type CompactIndexCmd struct {
 }
 
 func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
-	cat, ident, err := e.tableRef(ctx, c.Table)
+	start := e.now()
+	sum, err := func() (*build.CompactSummary, error) {
+		cat, ident, err := e.tableRef(ctx, c.Table)
+		if err != nil {
+			return nil, err
+		}
+		return build.Compact(ctx, cat, ident, build.CompactOptions{})
+	}()
+	if e.metrics != nil {
+		end := e.now()
+		e.metrics.compacted(runLabels{"compact-index", c.Table}, sum, end.Sub(start), end)
+	}
 	if err != nil {
 		return err
 	}
-	sum, err := build.Compact(ctx, cat, ident, build.CompactOptions{})
-	if err != nil {
-		return err
-	}
+	e.log.Info("index compacted", "command", "compact-index", "table", c.Table,
+		"segments_before", sum.SegmentsBefore, "segments_after", sum.SegmentsAfter,
+		"entries_kept", sum.EntriesKept, "entries_dropped", sum.EntriesDropped,
+		"bytes_copied", sum.BytesCopied, "statistics_file", sum.StatisticsPath, "duration", sum.Duration)
 	if e.json {
 		return e.printJSON(sum)
 	}
@@ -45,7 +58,7 @@ type RebuildCmd struct {
 }
 
 func (c *RebuildCmd) run(ctx context.Context, e *env) error {
-	return c.runIndex(ctx, e, c.options(), build.Rebuild)
+	return c.runIndex(ctx, e, "rebuild", c.options(), build.Rebuild)
 }
 
 // ExpireCmd is `icebloom expire TABLE`.
@@ -97,6 +110,7 @@ type MaintainOutput struct {
 func (c *MaintainCmd) run(ctx context.Context, e *env) error {
 	cat, err := e.catalog(ctx)
 	if err != nil {
+		c.failedBeforeTables(e, e.now())
 		return err
 	}
 	o := maintenance.MaintainOptions{Index: build.Options{Parallel: c.Parallel}, CompactAbove: c.CompactAbove}
@@ -106,14 +120,16 @@ func (c *MaintainCmd) run(ctx context.Context, e *env) error {
 	o.GC.OlderThan = c.GCOlderThan.grace()
 	failedRounds := 0
 	for round := 1; ; round++ {
+		start := e.now()
 		tables, err := c.tables(ctx, e)
 		if err != nil {
 			if ctx.Err() != nil {
 				break // stopped while listing: nothing was started
 			}
+			c.failedBeforeTables(e, start)
 			return err
 		}
-		reports := maintenance.Maintain(ctx, cat, tables, o)
+		reports := c.maintain(ctx, e, cat, tables, o, round)
 		out := MaintainOutput{Round: round, Tables: reports}
 		for _, r := range reports {
 			if r.Failed() {
@@ -124,6 +140,16 @@ func (c *MaintainCmd) run(ctx context.Context, e *env) error {
 			failedRounds++
 		}
 		c.print(e, out)
+		e.log.Info("maintenance round done", "command", "maintain", "round", round,
+			"tables", len(reports), "failed", out.Failed, "duration", e.now().Sub(start))
+		if e.metrics != nil && c.Every != nil {
+			// Each round's file, for a scheduler that keeps running; a
+			// write that fails is logged and the rounds go on (run writes
+			// the file once more at the end and reports the error then).
+			if err := e.metrics.write(); err != nil {
+				e.log.Error("metrics file not written", "command", "maintain", "round", round, "error", err)
+			}
+		}
 		if c.Every == nil || ctx.Err() != nil {
 			break
 		}
@@ -139,6 +165,41 @@ func (c *MaintainCmd) run(ctx context.Context, e *env) error {
 		return fmt.Errorf("maintenance failed for some tables in %d rounds", failedRounds)
 	}
 	return nil
+}
+
+// maintain runs maintenance.MaintainTable on each table in turn, as
+// maintenance.Maintain does (stopping between tables when ctx ends), with a
+// progress bar for each table's sync and a log record and metrics per
+// table as it finishes rather than when the round does.
+func (c *MaintainCmd) maintain(ctx context.Context, e *env, cat icecat.Catalog, tables []table.Identifier,
+	o maintenance.MaintainOptions, round int) []maintenance.TableReport {
+	reports := make([]maintenance.TableReport, 0, len(tables))
+	for _, ident := range tables {
+		if ctx.Err() != nil {
+			break
+		}
+		to := o
+		tr := e.track(&to.Index, strings.Join(ident, "."))
+		start := e.now()
+		r := maintenance.MaintainTable(ctx, cat, ident, to)
+		tr.finish()
+		end := e.now()
+		logMaintained(e.log, r, round, end.Sub(start))
+		if e.metrics != nil {
+			e.metrics.maintained(r, tr.last.Bytes, end.Sub(start), end)
+		}
+		reports = append(reports, r)
+	}
+	return reports
+}
+
+// failedBeforeTables records a round that failed before any table (the
+// catalog could not be opened or listed) in the metrics, under table "".
+func (c *MaintainCmd) failedBeforeTables(e *env, start time.Time) {
+	if e.metrics != nil {
+		end := e.now()
+		e.metrics.run(runLabels{"maintain", ""}, end.Sub(start), end, true)
+	}
 }
 
 // tables returns the tables named, or those of the namespace, or all.

@@ -48,6 +48,25 @@ type Options struct {
 	// shortcut changes no result (with a writer that keeps dictionary
 	// entries no row uses, it could only add false positives).
 	DisableDictionaryShortcut bool
+	// Progress, when set, is told how far the run is through the data
+	// files it reads: once before the first with FilesDone 0, then as each
+	// data file finishes, indexed or not. Calls are serialized — one at a
+	// time, in order, on the goroutine that called Build, Sync or Rebuild —
+	// so the function needs no locking of its own; but it holds up the
+	// collection of the workers' results, so it must return quickly. A run
+	// that reads no data file (a sync with nothing new) never calls it.
+	Progress func(Progress)
+}
+
+// Progress is how far a run is through the data files it reads.
+type Progress struct {
+	FilesDone  int // data files finished, indexed or failed
+	FilesTotal int // data files the run reads: for a sync, those not covered yet
+	// Bytes is the total size of the finished data files as the manifests
+	// list them. The build reads only the indexed columns' chunks of a
+	// file, so it is the amount of table data covered, not the bytes read.
+	Bytes int64
+	File  string // the data file that just finished; "" in the first call
 }
 
 // FileFailure is a data file the build could not read. It stays unindexed,
@@ -75,6 +94,11 @@ type Summary struct {
 	DistinctValues int64           `json:"distinct_values"`
 	StatisticsPath string          `json:"statistics_path,omitempty"`
 	Duration       time.Duration   `json:"duration_ns"`
+	// ReadTime is the time spent reading and hashing the data files'
+	// columns, added up over the files (so over the workers): the part of
+	// the run that the dictionary shortcut and the reading speed decide,
+	// without planning, writing and committing the index.
+	ReadTime time.Duration `json:"read_ns"`
 }
 
 // Build indexes a snapshot of the table and commits the index. Data files
@@ -183,6 +207,7 @@ type fileResult struct {
 	file    dataFile
 	filters []filterOf
 	err     error
+	elapsed time.Duration // reading and hashing the file's columns
 }
 
 // base returns the statistics file a new segment for the job's snapshot
@@ -251,8 +276,9 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 			defer workers.Done()
 			ix := newFileIndexer(j.fs, j.cols, j.tbl.Metadata().NameMapping(), maxBytes, j.o.DisableDictionaryShortcut)
 			for df := range jobs {
+				start := time.Now()
 				filters, err := ix.index(ctx, df)
-				results <- fileResult{file: df, filters: filters, err: err}
+				results <- fileResult{file: df, filters: filters, err: err, elapsed: time.Since(start)}
 			}
 		}()
 	}
@@ -268,11 +294,28 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 	}()
 	go func() { workers.Wait(); close(results) }()
 
+	// Progress is reported here, where results are collected one at a
+	// time, rather than in the workers: that is what serializes the calls.
+	progress := Progress{FilesTotal: len(files)}
+	report := func(df *dataFile) { // nil: the start
+		if j.o.Progress == nil {
+			return
+		}
+		if df != nil {
+			progress.FilesDone++
+			progress.Bytes += df.size
+			progress.File = df.path
+		}
+		j.o.Progress(progress)
+	}
+	report(nil)
+
 	var failure error
 	for r := range results {
 		if failure != nil {
 			continue // drain so the workers can stop
 		}
+		j.sum.ReadTime += r.elapsed
 		if r.err != nil {
 			if j.o.FailFast || parent.Err() != nil {
 				failure = fmt.Errorf("index %s: %w", r.file.path, r.err)
@@ -280,6 +323,7 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 				continue
 			}
 			j.sum.FilesFailed = append(j.sum.FilesFailed, FileFailure{Path: r.file.path, Error: r.err.Error()})
+			report(&r.file)
 			continue
 		}
 		for _, f := range r.filters {
@@ -298,6 +342,9 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 			j.sum.DistinctValues += f.ndv
 		}
 		j.sum.FilesIndexed++
+		if failure == nil {
+			report(&r.file)
+		}
 	}
 	if failure == nil {
 		failure = parent.Err() // cancelled: the files not yet read were never sent
