@@ -294,7 +294,12 @@ func open(ctx context.Context, name string, o Options, props iceberg.Properties)
 				opts = append(opts, rest.WithSigV4RegionSvc(r.SigningRegion, r.SigningName))
 			}
 		}
-		return rest.NewCatalog(ctx, name, o.URI, opts...)
+		cat, err := rest.NewCatalog(ctx, name, o.URI, opts...)
+		if errors.Is(err, rest.ErrOAuthError) {
+			// iceberg-go reports it as a failure of the config request.
+			return nil, fmt.Errorf("rest catalog %s: OAuth token request refused (check --credential or --token): %w", o.URI, err)
+		}
+		return cat, err
 	case icecat.Glue:
 		var load []func(*awsconfig.LoadOptions) error
 		if o.AWSProfile != "" {
