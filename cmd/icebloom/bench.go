@@ -278,7 +278,7 @@ func (b *bencher) build(ctx context.Context, o build.Options) (*build.Summary, t
 func (b *bencher) checkDictionary(ctx context.Context) error {
 	var chunks, dict int
 	for _, path := range b.files {
-		err := b.withParquet(path, func(rdr *file.Reader) error {
+		err := b.withParquet(path, nil, func(rdr *file.Reader) error {
 			ci := rdr.MetaData().Schema.ColumnIndexByName(benchCatCol)
 			if ci < 0 {
 				return fmt.Errorf("%s: no column %s", path, benchCatCol)
@@ -323,13 +323,17 @@ func allDictionary(stats []metadata.PageEncodingStats) bool {
 	return data > 0
 }
 
-func (b *bencher) withParquet(path string, fn func(*file.Reader) error) error {
+func (b *bencher) withParquet(path string, props *parquet.ReaderProperties, fn func(*file.Reader) error) error {
 	f, err := b.fs.Open(path)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	defer f.Close()
-	rdr, err := file.NewParquetReader(f)
+	var opts []file.ReadOption
+	if props != nil {
+		opts = append(opts, file.WithReadProps(props))
+	}
+	rdr, err := file.NewParquetReader(f, opts...)
 	if err != nil {
 		return fmt.Errorf("read Parquet footer of %s: %w", path, err)
 	}
@@ -417,15 +421,17 @@ func (b *bencher) buildVsFloor(ctx context.Context) error {
 // floor reads the named columns' chunks of every data file with arrow-go's
 // typed readers into reused buffers and does nothing with the values. It
 // reads as the build does, with ReadBatchInPage, the cheapest way arrow-go
-// has: byte array values alias the page instead of being copied.
+// has: byte array values alias the page instead of being copied, and page
+// buffers are reused from chunk to chunk (build.ReaderProperties).
 func (b *bencher) floor(cols []string) (time.Duration, error) {
 	const batch = 4096
 	i64 := make([]int64, batch)
 	ba := make([]parquet.ByteArray, batch)
 	defs := make([]int16, batch)
+	props := build.ReaderProperties()
 	start := time.Now()
 	for _, path := range b.files {
-		err := b.withParquet(path, func(rdr *file.Reader) error {
+		err := b.withParquet(path, props, func(rdr *file.Reader) error {
 			for rg := range rdr.NumRowGroups() {
 				g := rdr.RowGroup(rg)
 				for _, name := range cols {
@@ -434,6 +440,7 @@ func (b *bencher) floor(cols []string) (time.Duration, error) {
 					if err != nil {
 						return err
 					}
+					defer cr.(interface{ Close() error }).Close()
 					for cr.HasNext() {
 						switch r := cr.(type) {
 						case *file.Int64ColumnChunkReader:

@@ -44,7 +44,8 @@ type fileIndexer struct {
 	// instead, and ReadBatch calls of the normal path.
 	dictChunks, dictFallbacks, readBatches int
 
-	hashes   []uint64 // hashes not yet in distinct
+	props    *parquet.ReaderProperties // of a page buffer pool of its own (ReaderProperties)
+	hashes   []uint64                  // hashes not yet in distinct
 	distinct distinctSet
 	defs     []int16
 	i32      []int32
@@ -60,7 +61,7 @@ type fileIndexer struct {
 func newFileIndexer(fs icebergio.IO, cols []Column, nm iceberg.NameMapping, maxBytes int, noDictShortcut bool) *fileIndexer {
 	return &fileIndexer{
 		fs: fs, cols: cols, nameMapping: nm, maxBytes: maxBytes, noDictShortcut: noDictShortcut,
-		defs: make([]int16, batchSize),
+		defs: make([]int16, batchSize), props: ReaderProperties(),
 	}
 }
 
@@ -72,7 +73,7 @@ func (x *fileIndexer) index(ctx context.Context, df dataFile) ([]filterOf, error
 		return nil, err
 	}
 	defer f.Close()
-	rdr, err := file.NewParquetReader(f)
+	rdr, err := file.NewParquetReader(f, file.WithReadProps(x.props))
 	if err != nil {
 		return nil, fmt.Errorf("read Parquet footer: %w", err)
 	}
@@ -183,7 +184,13 @@ func (x *fileIndexer) readColumn(rdr *file.Reader, leaf int, col Column) error {
 		if err != nil {
 			return fmt.Errorf("row group %d: %w", rg, err)
 		}
-		if err := x.readChunk(cr, hc); err != nil {
+		err = x.readChunk(cr, hc)
+		// Closing releases the chunk's page buffers to x.props's pool for
+		// the next chunk.
+		if cerr := cr.(interface{ Close() error }).Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
 			return fmt.Errorf("row group %d: %w", rg, err)
 		}
 	}
