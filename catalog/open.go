@@ -66,9 +66,9 @@ type Options struct {
 	ConfigPath string `arg:"--config" help:"config file [default: ~/.iceberg-go.yaml]"`
 	// SQLDriver is the database/sql driver of a SQL catalog; "" means
 	// sqliteshim, the SQLite driver built into icebloom.
-	SQLDriver string `arg:"--sql-driver" help:"database/sql driver of the sql catalog [default: sqliteshim]"`
+	SQLDriver string `arg:"--sql-driver" help:"database/sql driver of the sql catalog: sqliteshim (SQLite) or pgx (PostgreSQL) [default: sqliteshim]"`
 	// SQLDialect is the SQL dialect of a SQL catalog; "" means sqlite.
-	SQLDialect string `arg:"--sql-dialect" help:"SQL dialect of the sql catalog [default: sqlite]"`
+	SQLDialect string `arg:"--sql-dialect" help:"SQL dialect of the sql catalog: sqlite or postgres [default: sqlite]"`
 	// Credential is the REST catalog's OAuth client credential
 	// (client-id:client-secret).
 	Credential string `arg:"--credential" help:"REST catalog OAuth credential (client-id:client-secret)"`
