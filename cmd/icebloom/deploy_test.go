@@ -1,0 +1,1069 @@
+package main
+
+// Tests of the deployment files: docker-compose.yml, docs/kubernetes/cronjob.yaml
+// and the Dockerfile. Docker and Kubernetes are not needed: the files are
+// parsed, the command lines they give icebloom are parsed by icebloom's own
+// CLI parser, and the binary is built as the Dockerfile builds it and checked
+// to be static.
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"debug/elf"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alexflint/go-arg"
+	"gopkg.in/yaml.v3"
+)
+
+// deployRepoRoot returns the repository root: two levels up from this package.
+func deployRepoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("repository root: %v", err)
+	}
+	return root
+}
+
+// deployParseArgs parses argv with icebloom's parser, configured as run
+// configures it, without running the command.
+func deployParseArgs(t *testing.T, what string, argv []string) *Args {
+	t.Helper()
+	var args Args
+	p, err := arg.NewParser(arg.Config{Program: "icebloom", Exit: func(int) {}}, &args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Parse(argv); err != nil {
+		t.Fatalf("%s: icebloom %s: %v", what, strings.Join(argv, " "), err)
+	}
+	return &args
+}
+
+// deployProperties returns the --property values of args as a map.
+func deployProperties(t *testing.T, what string, args *Args) map[string]string {
+	t.Helper()
+	props := map[string]string{}
+	for _, kv := range args.Properties {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			t.Errorf("%s: --property %q: want key=value", what, kv)
+			continue
+		}
+		props[k] = v
+	}
+	return props
+}
+
+// deployCheckImage reports whether ref names an image by a fixed tag: a tag
+// that is not latest, and no registry host (images resolve against the
+// registry the user's container engine is configured with).
+func deployCheckImage(ref string) error {
+	if ref == "" {
+		return fmt.Errorf("no image")
+	}
+	name, _, _ := strings.Cut(ref, "@") // a digest may follow the tag
+	slash := strings.LastIndex(name, "/")
+	colon := strings.LastIndex(name, ":")
+	if colon <= slash {
+		return fmt.Errorf("image %q: not pinned by a tag", ref)
+	}
+	repo, tag := name[:colon], name[colon+1:]
+	if tag == "" || strings.EqualFold(tag, "latest") {
+		return fmt.Errorf("image %q: pin a release tag, not %q", ref, tag)
+	}
+	if first, _, more := strings.Cut(repo, "/"); more && (strings.ContainsAny(first, ".:") || first == "localhost") {
+		return fmt.Errorf("image %q: names registry host %q", ref, first)
+	}
+	return nil
+}
+
+// deployImageRepo returns the repository of an image reference: ref without its
+// tag and digest.
+func deployImageRepo(ref string) string {
+	name, _, _ := strings.Cut(ref, "@")
+	if colon := strings.LastIndex(name, ":"); colon > strings.LastIndex(name, "/") {
+		name = name[:colon]
+	}
+	return name
+}
+
+// deployHostPort returns the host and port of a URL.
+func deployHostPort(t *testing.T, what, rawURL string) (host, port string) {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		t.Fatalf("%s: %q is not a URL with a host (%v)", what, rawURL, err)
+	}
+	return u.Hostname(), u.Port()
+}
+
+// The compose file is read with yaml.v3 into the part of the Compose
+// specification the deployment uses. (compose-go, the loader docker compose
+// uses, needs modules go.mod does not list.) Its keys are checked against the
+// specification's, so a misspelt key fails here as it would in docker
+// compose, and the short and long forms of the attributes read are accepted.
+
+// composeTopKeys are the top-level keys of the Compose specification.
+var composeTopKeys = []string{"version", "name", "include", "services", "networks", "volumes", "configs", "secrets", "models"}
+
+// composeServiceKeys are the service keys of the Compose specification.
+var composeServiceKeys = []string{
+	"annotations", "attach", "blkio_config", "build", "cap_add", "cap_drop", "cgroup", "cgroup_parent",
+	"command", "configs", "container_name", "cpu_count", "cpu_percent", "cpu_period", "cpu_quota",
+	"cpu_rt_period", "cpu_rt_runtime", "cpu_shares", "cpus", "cpuset", "credential_spec", "depends_on",
+	"deploy", "develop", "device_cgroup_rules", "devices", "dns", "dns_opt", "dns_search", "domainname",
+	"entrypoint", "env_file", "environment", "expose", "extends", "external_links", "extra_hosts",
+	"gpus", "group_add", "healthcheck", "hostname", "image", "init", "ipc", "isolation", "labels",
+	"label_file", "links", "logging", "mac_address", "mem_limit", "mem_reservation", "mem_swappiness",
+	"memswap_limit", "models", "network_mode", "networks", "oom_kill_disable", "oom_score_adj", "pid",
+	"pids_limit", "platform", "ports", "post_start", "pre_stop", "privileged", "profiles", "provider",
+	"pull_policy", "read_only", "restart", "runtime", "scale", "secrets", "security_opt", "shm_size",
+	"stdin_open", "stop_grace_period", "stop_signal", "storage_opt", "sysctls", "tmpfs", "tty",
+	"ulimits", "use_api_socket", "user", "userns_mode", "uts", "volumes", "volumes_from", "working_dir",
+}
+
+// composeFile is the part of a compose file the test reads.
+type composeFile struct {
+	Services map[string]*composeService `yaml:"services"`
+	Volumes  map[string]any             `yaml:"volumes"`
+}
+
+type composeService struct {
+	Name        string              `yaml:"-"`
+	Image       string              `yaml:"image"`
+	Build       *composeBuild       `yaml:"build"`
+	Command     composeCommand      `yaml:"command"`
+	Entrypoint  composeCommand      `yaml:"entrypoint"`
+	Environment composeEnvironment  `yaml:"environment"`
+	DependsOn   composeDependencies `yaml:"depends_on"`
+	HealthCheck *struct {
+		Test    composeCommand `yaml:"test"`
+		Disable bool           `yaml:"disable"`
+	} `yaml:"healthcheck"`
+	Restart string   `yaml:"restart"`
+	Volumes []string `yaml:"volumes"` // the short syntax
+}
+
+// composeBuild is build: a context path, or a mapping.
+type composeBuild struct {
+	Context    string `yaml:"context"`
+	Dockerfile string `yaml:"dockerfile"`
+}
+
+func (b *composeBuild) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		b.Context = n.Value
+		return nil
+	}
+	type plain composeBuild
+	return n.Decode((*plain)(b))
+}
+
+// composeCommand is a command: a list, or a string split into words.
+type composeCommand []string
+
+func (c *composeCommand) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		if strings.ContainsAny(n.Value, `"'\`) {
+			return fmt.Errorf("line %d: write command %q as a list: this test does not split quoted strings", n.Line, n.Value)
+		}
+		*c = strings.Fields(n.Value)
+		return nil
+	}
+	return n.Decode((*[]string)(c))
+}
+
+// composeEnvironment is environment: a mapping, or a list of KEY=VALUE.
+type composeEnvironment map[string]string
+
+func (e *composeEnvironment) UnmarshalYAML(n *yaml.Node) error {
+	*e = composeEnvironment{}
+	if n.Kind == yaml.SequenceNode {
+		var list []string
+		if err := n.Decode(&list); err != nil {
+			return err
+		}
+		for _, kv := range list {
+			k, v, _ := strings.Cut(kv, "=")
+			(*e)[k] = v
+		}
+		return nil
+	}
+	var m map[string]yaml.Node
+	if err := n.Decode(&m); err != nil {
+		return err
+	}
+	for k, v := range m {
+		if v.Kind != yaml.ScalarNode {
+			return fmt.Errorf("line %d: environment %s: not a scalar", v.Line, k)
+		}
+		switch v.Tag {
+		case "!!null":
+			// A variable without a value is taken from the environment
+			// of docker compose.
+			return fmt.Errorf("line %d: environment %s: no value", v.Line, k)
+		case "!!bool":
+			// The Compose specification asks for quotes: YAML readers do
+			// not agree on the text of a boolean.
+			return fmt.Errorf("line %d: environment %s: quote the value %s", v.Line, k, v.Value)
+		}
+		(*e)[k] = v.Value
+	}
+	return nil
+}
+
+// composeDependencies is depends_on: a list of services (condition
+// service_started), or a mapping to their conditions.
+type composeDependencies map[string]string
+
+func (d *composeDependencies) UnmarshalYAML(n *yaml.Node) error {
+	*d = composeDependencies{}
+	if n.Kind == yaml.SequenceNode {
+		var list []string
+		if err := n.Decode(&list); err != nil {
+			return err
+		}
+		for _, s := range list {
+			(*d)[s] = "service_started"
+		}
+		return nil
+	}
+	var m map[string]struct {
+		Condition string `yaml:"condition"`
+	}
+	if err := n.Decode(&m); err != nil {
+		return err
+	}
+	for s, dep := range m {
+		(*d)[s] = cmp.Or(dep.Condition, "service_started")
+	}
+	return nil
+}
+
+// loadCompose reads a compose file, checking its keys against the
+// specification's.
+func loadCompose(data []byte) (*composeFile, error) {
+	var top map[string]any
+	if err := yaml.Unmarshal(data, &top); err != nil {
+		return nil, err
+	}
+	for k := range top {
+		if !slices.Contains(composeTopKeys, k) && !strings.HasPrefix(k, "x-") {
+			return nil, fmt.Errorf("unknown top-level key %q", k)
+		}
+	}
+	var keys struct {
+		Services map[string]map[string]any `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(data, &keys); err != nil {
+		return nil, err
+	}
+	for name, svc := range keys.Services {
+		for k := range svc {
+			if !slices.Contains(composeServiceKeys, k) && !strings.HasPrefix(k, "x-") {
+				return nil, fmt.Errorf("service %s: unknown key %q", name, k)
+			}
+		}
+	}
+	var f composeFile
+	if err := yaml.Unmarshal(data, &f); err != nil {
+		return nil, err
+	}
+	for name, svc := range f.Services {
+		if svc == nil {
+			return nil, fmt.Errorf("service %s: empty", name)
+		}
+		svc.Name = name
+	}
+	return &f, nil
+}
+
+func TestDeployCompose(t *testing.T) {
+	root := deployRepoRoot(t)
+	path := filepath.Join(root, "docker-compose.yml")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What is checked here must be what runs, whatever the environment of
+	// `docker compose up`: no ${VAR} in the file.
+	if i := bytes.IndexByte(raw, '$'); i >= 0 {
+		line := bytes.Count(raw[:i], []byte("\n")) + 1
+		t.Fatalf("docker-compose.yml:%d: variable interpolation: the file is checked without an environment, so pin values in the file", line)
+	}
+	project, err := loadCompose(raw)
+	if err != nil {
+		t.Fatalf("load docker-compose.yml: %v", err)
+	}
+
+	// The services by role, found by image so that renaming one keeps the
+	// test meaningful.
+	var icebloom, minio, bucketJob, rest *composeService
+	for _, name := range slices.Sorted(maps.Keys(project.Services)) {
+		svc := project.Services[name]
+		if svc.Build != nil {
+			ctxDir := svc.Build.Context
+			if !filepath.IsAbs(ctxDir) {
+				ctxDir = filepath.Join(root, ctxDir)
+			}
+			if filepath.Clean(ctxDir) != root {
+				t.Errorf("service %s: built from %s, want the repository root", name, svc.Build.Context)
+			}
+			if df := cmp.Or(svc.Build.Dockerfile, "Dockerfile"); df != "Dockerfile" {
+				t.Errorf("service %s: built from %s, want the Dockerfile", name, df)
+			}
+			if svc.Image != "" {
+				if err := deployCheckImage(svc.Image); err != nil {
+					t.Errorf("service %s: %v", name, err)
+				}
+			}
+			if icebloom != nil {
+				t.Errorf("services %s and %s are both built from the Dockerfile", icebloom.Name, name)
+			}
+			icebloom = svc
+			continue
+		}
+		if err := deployCheckImage(svc.Image); err != nil {
+			t.Errorf("service %s: %v", name, err)
+		}
+		switch deployImageRepo(svc.Image) {
+		case "minio/minio":
+			minio = svc
+		case "minio/mc":
+			bucketJob = svc
+		case "apache/iceberg-rest-fixture":
+			rest = svc
+		}
+	}
+	for role, svc := range map[string]*composeService{
+		"icebloom (built from the Dockerfile)": icebloom, "MinIO (minio/minio)": minio,
+		"bucket creation (minio/mc)": bucketJob, "REST catalog (apache/iceberg-rest-fixture)": rest,
+	} {
+		if svc == nil {
+			t.Fatalf("no %s service", role)
+		}
+	}
+	if !strings.HasPrefix(minio.Image, "minio/minio:RELEASE.") || !strings.HasPrefix(bucketJob.Image, "minio/mc:RELEASE.") {
+		t.Errorf("MinIO images %s, %s: pin MinIO's RELEASE.* tags", minio.Image, bucketJob.Image)
+	}
+
+	// Named volumes are declared; a dependency waiting for health needs a
+	// health check to wait for.
+	for _, name := range slices.Sorted(maps.Keys(project.Services)) {
+		svc := project.Services[name]
+		for _, v := range svc.Volumes {
+			src, _, bind := strings.Cut(v, ":")
+			named := bind && src != "" && !strings.ContainsAny(src[:1], "./~$")
+			if _, declared := project.Volumes[src]; named && !declared {
+				t.Errorf("service %s: volume %s is not declared under volumes", name, src)
+			}
+		}
+		for dep, condition := range svc.DependsOn {
+			target, ok := project.Services[dep]
+			switch {
+			case !ok:
+				t.Errorf("service %s depends on unknown service %s", name, dep)
+			case !slices.Contains([]string{"service_started", "service_healthy", "service_completed_successfully"}, condition):
+				t.Errorf("service %s: depends_on %s: unknown condition %q", name, dep, condition)
+			case condition == "service_healthy" && (target.HealthCheck == nil || target.HealthCheck.Disable || len(target.HealthCheck.Test) == 0):
+				t.Errorf("service %s waits for %s to be healthy, but %s has no health check", name, dep, dep)
+			}
+		}
+		if hc := svc.HealthCheck; hc != nil && len(hc.Test) > 0 && !slices.Contains([]string{"CMD", "CMD-SHELL", "NONE"}, hc.Test[0]) {
+			t.Errorf("service %s: healthcheck test %q: want CMD, CMD-SHELL or NONE first", name, hc.Test)
+		}
+	}
+	wantDependency := func(from, to *composeService, condition string) {
+		t.Helper()
+		if c, ok := from.DependsOn[to.Name]; !ok || c != condition {
+			t.Errorf("service %s: want depends_on %s with condition %s, have %v", from.Name, to.Name, condition, from.DependsOn)
+		}
+	}
+	wantDependency(bucketJob, minio, "service_healthy")
+	wantDependency(rest, bucketJob, "service_completed_successfully")
+	wantDependency(icebloom, rest, "service_healthy")
+	if bucketJob.Restart != "" && bucketJob.Restart != "no" {
+		t.Errorf("service %s is one-shot: restart %q", bucketJob.Name, bucketJob.Restart)
+	}
+
+	// icebloom's command line, parsed by its own parser.
+	if len(icebloom.Entrypoint) > 0 {
+		t.Errorf("service %s overrides the image's entrypoint: %q", icebloom.Name, icebloom.Entrypoint)
+	}
+	what := "docker-compose.yml service " + icebloom.Name
+	args := deployParseArgs(t, what, icebloom.Command)
+	if args.Maintain == nil {
+		t.Fatalf("%s: command %q is not maintain", what, icebloom.Command)
+	}
+	if args.Maintain.Every == nil || args.Maintain.Every.d < time.Minute {
+		t.Errorf("%s: maintain needs --every of a minute or more to keep running, have %q", what, icebloom.Command)
+	} else {
+		t.Logf("%s: maintain --every %s", what, args.Maintain.Every.d)
+	}
+	if args.Type != "rest" {
+		t.Errorf("%s: --catalog %q, want rest", what, args.Type)
+	}
+	restPort := cmp.Or(rest.Environment["REST_PORT"], "8181") // the fixture's default
+	if host, port := deployHostPort(t, what+" --uri", args.URI); host != rest.Name || port != restPort {
+		t.Errorf("%s: --uri %s, want the REST catalog service at %s:%s", what, args.URI, rest.Name, restPort)
+	}
+
+	// Storage: MinIO's endpoint, credentials and path-style addressing.
+	props := deployProperties(t, what, args)
+	endpoint := props["s3.endpoint"]
+	if endpoint == "" {
+		t.Fatalf("%s: no --property s3.endpoint=...", what)
+	}
+	if host, port := deployHostPort(t, what+" s3.endpoint", endpoint); host != minio.Name || port != "9000" {
+		t.Errorf("%s: s3.endpoint %s, want the MinIO service at %s:9000", what, endpoint, minio.Name)
+	}
+	if props["s3.region"] == "" {
+		t.Errorf("%s: no --property s3.region=...", what)
+	}
+	if v, ok := props["s3.force-virtual-addressing"]; ok {
+		if b, err := strconv.ParseBool(v); err != nil || b {
+			t.Errorf("%s: s3.force-virtual-addressing=%s: MinIO needs path-style addressing", what, v)
+		}
+	}
+	user, password := minio.Environment["MINIO_ROOT_USER"], minio.Environment["MINIO_ROOT_PASSWORD"]
+	if len(user) < 3 || len(password) < 8 {
+		t.Errorf("service %s: MinIO wants a MINIO_ROOT_USER of 3 characters or more and a MINIO_ROOT_PASSWORD of 8 or more", minio.Name)
+	}
+	keyID := cmp.Or(props["s3.access-key-id"], icebloom.Environment["AWS_ACCESS_KEY_ID"])
+	secret := cmp.Or(props["s3.secret-access-key"], icebloom.Environment["AWS_SECRET_ACCESS_KEY"])
+	if keyID != user || secret != password {
+		t.Errorf("%s: S3 credentials %q/%q are not MinIO's %q/%q", what, keyID, secret, user, password)
+	}
+
+	// One warehouse: the bucket created, the catalog's warehouse, icebloom's.
+	// The bucket job runs `mc mb [flags] ALIAS/BUCKET` with the alias from
+	// MC_HOST_<alias>.
+	var bucket string
+	cmd := bucketJob.Command
+	if len(cmd) == 0 || cmd[0] != "mb" || len(bucketJob.Entrypoint) > 0 {
+		t.Fatalf("service %s: command %q: want mc's mb ALIAS/BUCKET", bucketJob.Name, cmd)
+	}
+	for _, a := range cmd[1:] {
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		alias, b, _ := strings.Cut(a, "/")
+		bucket = b
+		hostURL := bucketJob.Environment["MC_HOST_"+alias]
+		if hostURL == "" {
+			t.Errorf("service %s: no MC_HOST_%s for alias %s", bucketJob.Name, alias, alias)
+			continue
+		}
+		u, err := url.Parse(hostURL)
+		if err != nil || u.Hostname() != minio.Name || u.User.Username() != user {
+			t.Errorf("service %s: MC_HOST_%s %s: want MinIO's user at %s", bucketJob.Name, alias, hostURL, minio.Name)
+		} else if p, _ := u.User.Password(); p != password {
+			t.Errorf("service %s: MC_HOST_%s: not MinIO's password", bucketJob.Name, alias)
+		}
+	}
+	if bucket == "" {
+		t.Fatalf("service %s: command %q creates no bucket", bucketJob.Name, cmd)
+	}
+	warehouse := rest.Environment["CATALOG_WAREHOUSE"]
+	if u, err := url.Parse(warehouse); err != nil || u.Scheme != "s3" || u.Host != bucket {
+		t.Errorf("service %s: CATALOG_WAREHOUSE %q, want s3://%s/...", rest.Name, warehouse, bucket)
+	}
+	if args.Warehouse != "" && args.Warehouse != warehouse {
+		t.Errorf("%s: --warehouse %s, but the catalog's is %s", what, args.Warehouse, warehouse)
+	}
+	if v := rest.Environment["CATALOG_IO__IMPL"]; v != "org.apache.iceberg.aws.s3.S3FileIO" {
+		t.Errorf("service %s: CATALOG_IO__IMPL %q, want S3FileIO", rest.Name, v)
+	}
+	if host, _ := deployHostPort(t, rest.Name+" CATALOG_S3_ENDPOINT", rest.Environment["CATALOG_S3_ENDPOINT"]); host != minio.Name {
+		t.Errorf("service %s: CATALOG_S3_ENDPOINT points at %s, want %s", rest.Name, host, minio.Name)
+	}
+	if v := rest.Environment["CATALOG_S3_PATH__STYLE__ACCESS"]; v != "true" {
+		t.Errorf("service %s: CATALOG_S3_PATH__STYLE__ACCESS %q, want true (MinIO)", rest.Name, v)
+	}
+	if rest.Environment["CATALOG_S3_ACCESS__KEY__ID"] != user || rest.Environment["CATALOG_S3_SECRET__ACCESS__KEY"] != password {
+		t.Errorf("service %s: S3 credentials are not MinIO's", rest.Name)
+	}
+	if rest.Environment["AWS_REGION"] == "" {
+		t.Errorf("service %s: no AWS_REGION (the AWS SDK of S3FileIO needs one)", rest.Name)
+	}
+}
+
+// kubeCronJob is the part of a Kubernetes CronJob the test reads.
+type kubeCronJob struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	Spec       struct {
+		Schedule          string `yaml:"schedule"`
+		TimeZone          string `yaml:"timeZone"`
+		ConcurrencyPolicy string `yaml:"concurrencyPolicy"`
+		JobTemplate       struct {
+			Spec struct {
+				Template struct {
+					Spec struct {
+						RestartPolicy   string              `yaml:"restartPolicy"`
+						SecurityContext kubeSecurityContext `yaml:"securityContext"`
+						Containers      []kubeContainer     `yaml:"containers"`
+					} `yaml:"spec"`
+				} `yaml:"template"`
+			} `yaml:"spec"`
+		} `yaml:"jobTemplate"`
+	} `yaml:"spec"`
+}
+
+type kubeSecurityContext struct {
+	RunAsNonRoot             *bool  `yaml:"runAsNonRoot"`
+	RunAsUser                *int64 `yaml:"runAsUser"`
+	ReadOnlyRootFilesystem   *bool  `yaml:"readOnlyRootFilesystem"`
+	AllowPrivilegeEscalation *bool  `yaml:"allowPrivilegeEscalation"`
+	Capabilities             struct {
+		Drop []string `yaml:"drop"`
+	} `yaml:"capabilities"`
+}
+
+type kubeContainer struct {
+	Name    string   `yaml:"name"`
+	Image   string   `yaml:"image"`
+	Command []string `yaml:"command"`
+	Args    []string `yaml:"args"`
+	Env     []struct {
+		Name      string  `yaml:"name"`
+		Value     *string `yaml:"value"`
+		ValueFrom *struct {
+			SecretKeyRef *struct {
+				Name string `yaml:"name"`
+				Key  string `yaml:"key"`
+			} `yaml:"secretKeyRef"`
+		} `yaml:"valueFrom"`
+	} `yaml:"env"`
+	Resources struct {
+		Requests map[string]string `yaml:"requests"`
+		Limits   map[string]string `yaml:"limits"`
+	} `yaml:"resources"`
+	SecurityContext kubeSecurityContext `yaml:"securityContext"`
+}
+
+// kubeVar is a $(VAR) reference Kubernetes expands in a container's args.
+var kubeVar = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+func TestDeployKubernetesCronJob(t *testing.T) {
+	path := filepath.Join(deployRepoRoot(t), "docs", "kubernetes", "cronjob.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job kubeCronJob
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&job); err != nil {
+		t.Fatalf("parse %s: %v", path, err)
+	}
+	var more any
+	if err := dec.Decode(&more); err == nil {
+		t.Fatalf("%s: more than one document", path)
+	}
+	if job.APIVersion != "batch/v1" || job.Kind != "CronJob" {
+		t.Fatalf("%s: %s %s, want batch/v1 CronJob", path, job.APIVersion, job.Kind)
+	}
+	if err := checkCronSchedule(job.Spec.Schedule); err != nil {
+		t.Errorf("schedule %q: %v", job.Spec.Schedule, err)
+	}
+	if tz := job.Spec.TimeZone; tz != "" {
+		if _, err := time.LoadLocation(tz); err != nil {
+			t.Errorf("timeZone %q: %v", tz, err)
+		}
+	}
+	if job.Spec.ConcurrencyPolicy != "Forbid" {
+		t.Errorf("concurrencyPolicy %q: want Forbid, so that runs never overlap", job.Spec.ConcurrencyPolicy)
+	}
+	pod := job.Spec.JobTemplate.Spec.Template.Spec
+	if pod.RestartPolicy != "Never" && pod.RestartPolicy != "OnFailure" {
+		t.Errorf("restartPolicy %q: a Job's pods need Never or OnFailure", pod.RestartPolicy)
+	}
+	if len(pod.Containers) != 1 {
+		t.Fatalf("%d containers, want icebloom alone", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	if err := deployCheckImage(c.Image); err != nil {
+		t.Errorf("container %s: %v", c.Name, err)
+	}
+
+	// Non-root, read-only, no capabilities.
+	nonRoot := pod.SecurityContext.RunAsNonRoot
+	if c.SecurityContext.RunAsNonRoot != nil {
+		nonRoot = c.SecurityContext.RunAsNonRoot
+	}
+	if nonRoot == nil || !*nonRoot {
+		t.Errorf("container %s: runAsNonRoot is not true", c.Name)
+	}
+	for _, u := range []*int64{pod.SecurityContext.RunAsUser, c.SecurityContext.RunAsUser} {
+		if u != nil && *u == 0 {
+			t.Errorf("container %s: runAsUser 0", c.Name)
+		}
+	}
+	sc := c.SecurityContext
+	if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		t.Errorf("container %s: readOnlyRootFilesystem is not true", c.Name)
+	}
+	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Errorf("container %s: allowPrivilegeEscalation is not false", c.Name)
+	}
+	if !slices.Contains(sc.Capabilities.Drop, "ALL") {
+		t.Errorf("container %s: capabilities drop %q, want ALL", c.Name, sc.Capabilities.Drop)
+	}
+	for _, r := range []string{"cpu", "memory"} {
+		if c.Resources.Requests[r] == "" {
+			t.Errorf("container %s: no %s request", c.Name, r)
+		}
+	}
+	if c.Resources.Limits["memory"] == "" {
+		t.Errorf("container %s: no memory limit", c.Name)
+	}
+
+	// Credentials come from a Secret, never a literal value.
+	defined := map[string]bool{}
+	fromSecret := 0
+	for _, e := range c.Env {
+		defined[e.Name] = true
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			fromSecret++
+			continue
+		}
+		upper := strings.ToUpper(e.Name)
+		for _, s := range []string{"SECRET", "PASSWORD", "TOKEN", "CREDENTIAL", "ACCESS_KEY"} {
+			if strings.Contains(upper, s) && e.Value != nil {
+				t.Errorf("container %s: env %s is a literal value; take it from a Secret", c.Name, e.Name)
+			}
+		}
+	}
+	if fromSecret == 0 {
+		t.Errorf("container %s: no env from a Secret", c.Name)
+	}
+
+	// The image's entrypoint is icebloom; the args are its command line once
+	// Kubernetes has expanded $(VAR) references, each of which must be an
+	// env var of the container (else it is passed on literally).
+	if len(c.Command) > 0 && filepath.Base(c.Command[0]) != "icebloom" {
+		t.Errorf("container %s: command %q does not run icebloom", c.Name, c.Command)
+	}
+	argv := make([]string, len(c.Args))
+	for i, a := range c.Args {
+		argv[i] = kubeVar.ReplaceAllStringFunc(a, func(ref string) string {
+			name := kubeVar.FindStringSubmatch(ref)[1]
+			if !defined[name] {
+				t.Errorf("container %s: arg %q refers to $(%s), which is not in its env", c.Name, a, name)
+			}
+			return "value-of-" + name
+		})
+		if strings.ContainsAny(a, "\n") {
+			t.Errorf("container %s: arg %q spans lines", c.Name, a)
+		}
+		for _, p := range []string{"s3.secret-access-key=", "s3.session-token=", "--token=", "--credential="} {
+			if strings.Contains(a, p) && !kubeVar.MatchString(a) {
+				t.Errorf("container %s: arg %q holds a secret; take it from a Secret", c.Name, a)
+			}
+		}
+	}
+	what := "cronjob.yaml container " + c.Name
+	args := deployParseArgs(t, what, argv)
+	if args.Maintain == nil {
+		t.Fatalf("%s: args %q are not maintain", what, c.Args)
+	}
+	if args.Maintain.Every != nil {
+		t.Errorf("%s: maintain --every keeps running; a CronJob runs it once per schedule", what)
+	}
+	if args.Type == "" && args.URI == "" && args.ConfigPath == "" {
+		t.Errorf("%s: no catalog configured: it would maintain an embedded catalog in the pod's ephemeral storage", what)
+	}
+	deployProperties(t, what, args)
+}
+
+// cronFields are the fields of a standard cron schedule: name, range, and
+// the names allowed for values.
+var cronFields = []struct {
+	name     string
+	min, max int
+	names    []string
+}{
+	{"minute", 0, 59, nil},
+	{"hour", 0, 23, nil},
+	{"day of month", 1, 31, nil},
+	{"month", 1, 12, []string{"JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"}},
+	{"day of week", 0, 6, []string{"SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"}},
+}
+
+// checkCronSchedule checks a five-field cron schedule as Kubernetes reads
+// it (with robfig/cron's standard parser, whose day of week is 0-6): each
+// field a list of *, values and ranges, with optional steps; ? for * in the
+// day fields. Macros such as @hourly are refused: the file keeps the fields.
+func checkCronSchedule(s string) error {
+	fields := strings.Fields(s)
+	if len(fields) != len(cronFields) {
+		return fmt.Errorf("%d fields, want 5 (minute hour day-of-month month day-of-week)", len(fields))
+	}
+	for i, f := range fields {
+		spec := cronFields[i]
+		value := func(v string) (int, error) {
+			if j := slices.Index(spec.names, strings.ToUpper(v)); j >= 0 {
+				return spec.min + j, nil
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < spec.min || n > spec.max {
+				return 0, fmt.Errorf("%s %q: want %d-%d", spec.name, v, spec.min, spec.max)
+			}
+			return n, nil
+		}
+		for item := range strings.SplitSeq(f, ",") {
+			rng, step, hasStep := strings.Cut(item, "/")
+			if hasStep {
+				if n, err := strconv.Atoi(step); err != nil || n < 1 {
+					return fmt.Errorf("%s %q: bad step", spec.name, item)
+				}
+			}
+			if rng == "*" || (rng == "?" && (i == 2 || i == 4)) {
+				continue
+			}
+			lo, hi, isRange := strings.Cut(rng, "-")
+			a, err := value(lo)
+			if err != nil {
+				return err
+			}
+			if isRange {
+				b, err := value(hi)
+				if err != nil {
+					return err
+				}
+				if b < a {
+					return fmt.Errorf("%s %q: empty range", spec.name, item)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// dockerInstruction is one instruction of a Dockerfile: its keyword,
+// upper-cased, and its arguments, continuation lines joined.
+type dockerInstruction struct {
+	line    int
+	keyword string
+	args    string
+}
+
+// parseDockerfile splits a Dockerfile into instructions: comment lines
+// dropped (also inside continued instructions), lines ending in a backslash
+// joined to the next.
+func parseDockerfile(data []byte) []dockerInstruction {
+	var out []dockerInstruction
+	var cur strings.Builder
+	start := 0
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "#") || (line == "" && cur.Len() == 0) {
+			continue
+		}
+		if cur.Len() == 0 {
+			start = n
+		}
+		continued := strings.HasSuffix(line, `\`)
+		cur.WriteString(strings.TrimSuffix(line, `\`))
+		if continued {
+			cur.WriteByte(' ')
+			continue
+		}
+		keyword, args, _ := strings.Cut(cur.String(), " ")
+		out = append(out, dockerInstruction{line: start, keyword: strings.ToUpper(keyword), args: strings.TrimSpace(args)})
+		cur.Reset()
+	}
+	return out
+}
+
+// deployGoVersion returns the Go version go.mod builds with: its toolchain line,
+// else its go line.
+func deployGoVersion(t *testing.T, root string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var goLine, toolchain string
+	for line := range strings.Lines(string(data)) {
+		switch f := strings.Fields(line); {
+		case len(f) == 2 && f[0] == "go":
+			goLine = f[1]
+		case len(f) == 2 && f[0] == "toolchain":
+			toolchain = strings.TrimPrefix(f[1], "go")
+		}
+	}
+	if v := cmp.Or(toolchain, goLine); v != "" {
+		return v
+	}
+	t.Fatal("go.mod: no go line")
+	return ""
+}
+
+func TestDeployDockerfile(t *testing.T) {
+	root := deployRepoRoot(t)
+	data, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	instructions := parseDockerfile(data)
+	goVer := deployGoVersion(t, root)
+
+	type stage struct {
+		image, name string
+		instr       []dockerInstruction
+	}
+	var stages []*stage
+	sawGolang := false
+	for _, in := range instructions {
+		if in.keyword != "FROM" {
+			if len(stages) == 0 {
+				if in.keyword != "ARG" {
+					t.Errorf("Dockerfile:%d: %s before the first FROM", in.line, in.keyword)
+				}
+				continue
+			}
+			st := stages[len(stages)-1]
+			st.instr = append(st.instr, in)
+			continue
+		}
+		var f []string
+		for _, w := range strings.Fields(in.args) {
+			if !strings.HasPrefix(w, "--") { // --platform=...
+				f = append(f, w)
+			}
+		}
+		st := &stage{}
+		switch {
+		case len(f) == 1:
+			st.image = f[0]
+		case len(f) == 3 && strings.EqualFold(f[1], "AS"):
+			st.image, st.name = f[0], f[2]
+		default:
+			t.Fatalf("Dockerfile:%d: FROM %s: want FROM IMAGE [AS NAME]", in.line, in.args)
+		}
+		earlier := slices.ContainsFunc(stages, func(s *stage) bool { return s.name != "" && s.name == st.image })
+		switch {
+		case st.image == "scratch" || earlier:
+		case strings.Contains(st.image, "$"):
+			t.Errorf("Dockerfile:%d: FROM %s: the image is a build argument, so not pinned", in.line, st.image)
+		default:
+			if err := deployCheckImage(st.image); err != nil {
+				t.Errorf("Dockerfile:%d: %v", in.line, err)
+			}
+			if deployImageRepo(st.image) == "golang" {
+				sawGolang = true
+				tag := st.image[strings.LastIndex(st.image, ":")+1:]
+				if tag != goVer && !strings.HasPrefix(tag, goVer+"-") {
+					t.Errorf("Dockerfile:%d: FROM %s: go.mod builds with Go %s", in.line, st.image, goVer)
+				}
+			}
+		}
+		stages = append(stages, st)
+	}
+	if len(stages) < 2 {
+		t.Fatalf("Dockerfile: %d stages, want a build stage and a runtime stage", len(stages))
+	}
+	if !sawGolang {
+		t.Errorf("Dockerfile: no build stage on the golang image")
+	}
+
+	// The build: static, trimmed, of ./cmd/icebloom.
+	var built bool
+	for _, st := range stages[:len(stages)-1] {
+		cgoOff := false
+		for _, in := range st.instr {
+			if (in.keyword == "ENV" || in.keyword == "RUN") && strings.Contains(in.args, "CGO_ENABLED=0") {
+				cgoOff = true
+			}
+			if in.keyword == "RUN" && strings.Contains(in.args, "go build") {
+				for _, want := range []string{"-trimpath", `-ldflags "-s -w"`, "./cmd/icebloom"} {
+					if !strings.Contains(in.args, want) {
+						t.Errorf("Dockerfile:%d: go build without %s", in.line, want)
+					}
+				}
+				if !cgoOff {
+					t.Errorf("Dockerfile:%d: go build without CGO_ENABLED=0 (a static binary for scratch)", in.line)
+				}
+				built = true
+			}
+		}
+	}
+	if !built {
+		t.Errorf("Dockerfile: no go build in a build stage")
+	}
+
+	// The runtime stage: scratch, CA certificates, HOME, a numeric non-root
+	// user, the binary as entrypoint.
+	final := stages[len(stages)-1]
+	if final.image != "scratch" {
+		t.Errorf("Dockerfile: the runtime stage is FROM %s, want scratch", final.image)
+	}
+	var user, entrypoint string
+	var copied, home bool
+	for _, in := range final.instr {
+		switch in.keyword {
+		case "USER":
+			user = in.args
+		case "ENTRYPOINT":
+			entrypoint = in.args
+		case "COPY":
+			copied = copied || strings.HasPrefix(in.args, "--from=")
+		case "ENV":
+			home = home || strings.Contains(in.args, "HOME=")
+		}
+	}
+	uid, gid, _ := strings.Cut(user, ":")
+	gid = cmp.Or(gid, uid)
+	for _, id := range []string{uid, gid} {
+		if n, err := strconv.Atoi(id); err != nil || n <= 0 {
+			t.Errorf("Dockerfile: runtime USER %q: want a numeric non-root uid:gid (Kubernetes' runAsNonRoot checks numbers)", user)
+			break
+		}
+	}
+	// The scratch stage has what it copies from the build stage: CA
+	// certificates, and a passwd entry for the user.
+	if !copied {
+		t.Errorf("Dockerfile: the runtime stage copies nothing from the build stage")
+	}
+	if !bytes.Contains(data, []byte("/etc/ssl/certs/ca-certificates.crt")) {
+		t.Errorf("Dockerfile: no CA certificates (/etc/ssl/certs/ca-certificates.crt) for HTTPS to catalogs and storage")
+	}
+	if !bytes.Contains(data, []byte("etc/passwd")) || !bytes.Contains(data, []byte(":x:"+uid+":"+gid+":")) {
+		t.Errorf("Dockerfile: no /etc/passwd entry for the runtime user %s:%s", uid, gid)
+	}
+	if !home {
+		t.Errorf("Dockerfile: the runtime stage sets no HOME (icebloom resolves ~/.iceberg-go.yaml and fails without one)")
+	}
+	var ep []string
+	if err := json.Unmarshal([]byte(entrypoint), &ep); err != nil || len(ep) == 0 || filepath.Base(ep[0]) != "icebloom" {
+		t.Errorf("Dockerfile: ENTRYPOINT %s: want the exec form running icebloom (it handles SIGTERM itself)", entrypoint)
+	}
+}
+
+// TestDeployStaticBinary builds ./cmd/icebloom as the Dockerfile does and
+// checks that the binary is static, so that it runs FROM scratch, and that
+// its embedded SQLite catalog works without cgo.
+func TestDeployStaticBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	goTool, err := exec.LookPath("go") // go test puts its GOROOT/bin first
+	if err != nil {
+		t.Fatalf("no go command: %v", err)
+	}
+	root := deployRepoRoot(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "icebloom")
+	buildCmd := exec.CommandContext(t.Context(), goTool, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/icebloom")
+	buildCmd.Dir = root
+	buildCmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	start := time.Now()
+	if out, err := buildCmd.CombinedOutput(); err != nil {
+		t.Fatalf("CGO_ENABLED=0 go build: %v\n%s", err, out)
+	}
+	t.Logf("built in %s", time.Since(start).Round(time.Millisecond))
+
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Errorf("the binary has a PT_INTERP program header: it needs a dynamic loader")
+		}
+	}
+	libs, err := f.ImportedLibraries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(libs) > 0 {
+		t.Errorf("the binary needs shared libraries %q", libs)
+	}
+
+	if runtime.GOOS != "linux" {
+		return
+	}
+	// In an empty environment, as in the image: maintain on the embedded
+	// catalog (no tables) opens SQLite through sqliteshim.
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runCmd := exec.CommandContext(t.Context(), bin, "maintain")
+	runCmd.Dir = work
+	runCmd.Env = []string{"HOME=" + work}
+	if out, err := runCmd.CombinedOutput(); err != nil {
+		t.Fatalf("static icebloom maintain on the embedded catalog: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(work, "warehouse", "catalog.db")); err != nil {
+		t.Errorf("the embedded catalog was not created: %v", err)
+	}
+}
+
+// TestDeployValidators checks the checkers the tests above rely on.
+func TestDeployValidators(t *testing.T) {
+	for ref, ok := range map[string]bool{
+		"minio/minio:RELEASE.2025-09-07T16-13-09Z":         true,
+		"golang:1.26.8-bookworm":                           true,
+		"icebloom:0.1.0@sha256:" + strings.Repeat("a", 64): true,
+		"golang":        false,
+		"golang:latest": false,
+		"golang@sha256:" + strings.Repeat("a", 64): false,
+		"library/golang:LATEST":                    false,
+		"registry.example:5000/icebloom:0.1.0":     false,
+		"example.com/team/icebloom:0.1.0":          false,
+		"localhost/icebloom:0.1.0":                 false,
+	} {
+		if err := deployCheckImage(ref); (err == nil) != ok {
+			t.Errorf("deployCheckImage(%q) = %v, want ok %v", ref, err, ok)
+		}
+	}
+	for schedule, ok := range map[string]bool{
+		"17 * * * *":                 true,
+		"*/15 1-5 * JAN-MAR MON-FRI": true,
+		"0 0 1,15 * ?":               true,
+		"0 0 * * 6":                  true,
+		"0 0 * * 7":                  false, // robfig/cron, which Kubernetes uses, has 0-6
+		"@hourly":                    false,
+		"17 * * *":                   false,
+		"60 * * * *":                 false,
+		"0 24 * * *":                 false,
+		"0 0 0 * *":                  false,
+		"0 0 * 13 *":                 false,
+		"*/0 * * * *":                false,
+		"5-1 * * * *":                false,
+		"0 0 * * MON-XYZ":            false,
+		"? * * * *":                  false,
+	} {
+		if err := checkCronSchedule(schedule); (err == nil) != ok {
+			t.Errorf("checkCronSchedule(%q) = %v, want ok %v", schedule, err, ok)
+		}
+	}
+	got := parseDockerfile([]byte("# c\nFROM a:1 AS b\nRUN x \\\n  # inner comment\n  y\n\nUSER 1:1\n"))
+	want := []dockerInstruction{{2, "FROM", "a:1 AS b"}, {3, "RUN", "x  y"}, {7, "USER", "1:1"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("parseDockerfile = %+v, want %+v", got, want)
+	}
+}
