@@ -30,7 +30,6 @@ import (
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/build"
-	"github.com/icebloom/icebloom/index/lookup"
 	"github.com/icebloom/icebloom/maintenance"
 )
 
@@ -136,22 +135,6 @@ func appendResidue(t *testing.T, tbl *table.Table, k int64) *table.Table {
 	return catalogtest.AppendIDs(t, tbl, ids...)
 }
 
-// dataFiles returns the locations of the live data files of tbl's current
-// snapshot.
-func dataFiles(t *testing.T, tbl *table.Table) []string {
-	t.Helper()
-	tasks, err := tbl.Scan().PlanFiles(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var paths []string
-	for _, task := range tasks {
-		paths = append(paths, task.File.FilePath())
-	}
-	slices.Sort(paths)
-	return slices.Compact(paths)
-}
-
 // newestFile returns the one live data file of tbl that is not in known.
 func newestFile(t *testing.T, tbl *table.Table, known []string) string {
 	t.Helper()
@@ -167,32 +150,11 @@ func newestFile(t *testing.T, tbl *table.Table, known []string) string {
 	return added[0]
 }
 
-// candidates plans id = v on tbl with its index and returns the candidate
-// files, sorted, checking that statistics alone kept every file.
-func candidates(t *testing.T, tbl *table.Table, v int64) (files, unindexed []string) {
-	t.Helper()
-	res, err := lookup.Plan(t.Context(), tbl, iceberg.EqualTo(iceberg.Reference("id"), v), lookup.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.IndexErrors) > 0 {
-		t.Fatalf("lookup id = %d: index errors %v", v, res.IndexErrors)
-	}
-	if live := dataFiles(t, tbl); len(res.AfterStats) != len(live) {
-		t.Fatalf("lookup id = %d: statistics kept %d of the %d files; the test wants them to keep all", v, len(res.AfterStats), len(live))
-	}
-	for _, task := range res.Candidates {
-		files = append(files, task.File.FilePath())
-	}
-	slices.Sort(files)
-	return files, res.Unindexed
-}
-
 // checkCandidates fails the test unless the lookup id = v on tbl leaves
 // exactly the files want and reports the files unindexed unindexed.
 func checkCandidates(t *testing.T, tbl *table.Table, v int64, want []string, unindexed ...string) {
 	t.Helper()
-	got, gotUnindexed := candidates(t, tbl, v)
+	got, gotUnindexed := candidates(t, tbl, "id", v)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("lookup id = %d: candidates %v, want %v", v, got, want)
@@ -202,16 +164,6 @@ func checkCandidates(t *testing.T, tbl *table.Table, v int64, want []string, uni
 	if !slices.Equal(gotUnindexed, unindexed) {
 		t.Errorf("lookup id = %d: unindexed %v, want %v", v, gotUnindexed, unindexed)
 	}
-}
-
-// statisticsPaths returns the statistics files of tbl's metadata.
-func statisticsPaths(tbl *table.Table) []string {
-	var paths []string
-	for f := range tbl.Metadata().Statistics() {
-		paths = append(paths, f.StatisticsPath)
-	}
-	slices.Sort(paths)
-	return paths
 }
 
 // load loads db.events through cat.

@@ -29,7 +29,6 @@ import (
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/build"
-	"github.com/icebloom/icebloom/index/lookup"
 )
 
 var restEvents = table.Identifier{"db", "events"}
@@ -68,7 +67,7 @@ func restTable(t *testing.T, cat icecat.Catalog) *table.Table {
 // are in none.
 func restAppend(t *testing.T, tbl *table.Table, k int64) (*table.Table, string) {
 	t.Helper()
-	before := restFiles(t, tbl)
+	before := dataFiles(t, tbl)
 	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +83,7 @@ func restAppend(t *testing.T, tbl *table.Table, k int64) (*table.Table, string) 
 	defer rec.Release()
 	tbl = catalogtest.Append(t, tbl, rec)
 	var added []string
-	for _, f := range restFiles(t, tbl) {
+	for _, f := range dataFiles(t, tbl) {
 		if !slices.Contains(before, f) {
 			added = append(added, f)
 		}
@@ -93,24 +92,6 @@ func restAppend(t *testing.T, tbl *table.Table, k int64) (*table.Table, string) 
 		t.Fatalf("the append added data files %v, want one", added)
 	}
 	return tbl, added[0]
-}
-
-// restFiles returns the live data files of tbl's current snapshot, sorted.
-func restFiles(t *testing.T, tbl *table.Table) []string {
-	t.Helper()
-	if tbl.CurrentSnapshot() == nil {
-		return nil
-	}
-	tasks, err := tbl.Scan().PlanFiles(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var files []string
-	for _, task := range tasks {
-		files = append(files, task.File.FilePath())
-	}
-	slices.Sort(files)
-	return slices.Compact(files)
 }
 
 // restLoad loads db.events through cat.
@@ -124,38 +105,18 @@ func restLoad(t *testing.T, cat icecat.Catalog) *table.Table {
 }
 
 // checkLookup fails the test unless the lookup col = v on tbl, planned with
-// its index, leaves exactly the files want, after statistics kept them all.
+// its index, leaves exactly the files want, after statistics kept them all,
+// and no candidate is unindexed.
 func checkLookup(t *testing.T, tbl *table.Table, col string, v int64, want ...string) {
 	t.Helper()
-	res, err := lookup.Plan(t.Context(), tbl, iceberg.EqualTo(iceberg.Reference(col), v), lookup.Options{})
-	if err != nil {
-		t.Fatal(err)
+	got, unindexed := candidates(t, tbl, col, v)
+	if len(unindexed) > 0 {
+		t.Fatalf("lookup %s = %d: unindexed %v", col, v, unindexed)
 	}
-	if len(res.IndexErrors) > 0 || len(res.Unindexed) > 0 {
-		t.Fatalf("lookup %s = %d: index errors %v, unindexed %v", col, v, res.IndexErrors, res.Unindexed)
-	}
-	if live := restFiles(t, tbl); len(res.AfterStats) != len(live) {
-		t.Fatalf("lookup %s = %d: statistics kept %d of %d files; the test wants them to keep all", col, v, len(res.AfterStats), len(live))
-	}
-	var got []string
-	for _, task := range res.Candidates {
-		got = append(got, task.File.FilePath())
-	}
-	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("lookup %s = %d: candidates %v, want %v", col, v, got, want)
 	}
-}
-
-// statisticsFiles returns the statistics file paths of tbl, sorted.
-func statisticsFiles(tbl *table.Table) []string {
-	var paths []string
-	for f := range tbl.Metadata().Statistics() {
-		paths = append(paths, f.StatisticsPath)
-	}
-	slices.Sort(paths)
-	return paths
 }
 
 // checkWire fails the test unless every request srv got but those of the
@@ -218,7 +179,7 @@ func TestRESTIndexLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := statisticsFiles(backing); len(got) != 1 || got[0] != sum.StatisticsPath {
+	if got := statisticsPaths(backing); len(got) != 1 || got[0] != sum.StatisticsPath {
 		t.Fatalf("the server's catalog has statistics files %v, want the build's %s", got, sum.StatisticsPath)
 	}
 
@@ -482,14 +443,14 @@ func TestRESTCommitStatisticsConflict(t *testing.T) {
 	if _, err := os.Stat(a.paths[0]); !os.IsNotExist(err) {
 		t.Errorf("A's refused attempt left its file: %v", err)
 	}
-	if !slices.Contains(statisticsFiles(a.tables[1]), b.paths[0]) {
+	if !slices.Contains(statisticsPaths(a.tables[1]), b.paths[0]) {
 		t.Error("A's retry did not get the table with B's statistics")
 	}
 	backing, err := srv.Catalog.LoadTable(t.Context(), restEvents)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := statisticsFiles(backing), []string{b.paths[0], a.paths[1]}; !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+	if got, want := statisticsPaths(backing), []string{b.paths[0], a.paths[1]}; !slices.Equal(got, slices.Sorted(slices.Values(want))) {
 		t.Errorf("statistics files %v, want B's and A's retry's %v", got, want)
 	}
 }
@@ -530,7 +491,7 @@ func TestRESTConcurrentSyncs(t *testing.T) {
 		t.Errorf("commit statuses %v, want A's refused, B's and A's retry committed", got)
 	}
 	tbl = restLoad(t, catA)
-	if n := len(statisticsFiles(tbl)); n != 1 {
+	if n := len(statisticsPaths(tbl)); n != 1 {
 		t.Fatalf("%d statistics files, want the snapshot's one", n)
 	}
 	checkLookup(t, tbl, "id", 4, files[0])
