@@ -130,6 +130,9 @@ func (c *MaintainCmd) run(ctx context.Context, e *env) error {
 			return err
 		}
 		reports := c.maintain(ctx, e, cat, tables, o, round)
+		if len(reports) == 0 && len(tables) > 0 {
+			break // stopped before the round's first table: nothing to report
+		}
 		out := MaintainOutput{Round: round, Tables: reports}
 		for _, r := range reports {
 			if r.Failed() {
