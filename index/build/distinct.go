@@ -32,25 +32,30 @@ func (s *distinctSet) reset() {
 	s.values, s.zero = s.values[:0], false
 }
 
-// addAll adds every hash of hs.
+// addAll adds every hash of hs. The table is grown first to hold all of
+// them, so the loop over them is the probing alone, on locals.
 func (s *distinctSet) addAll(hs []uint64) {
+	for 2*(len(s.values)+len(hs)) > len(s.slots) {
+		s.grow()
+	}
+	slots, shift, mask := s.slots, s.shift, len(s.slots)-1
+	values := s.values
 	for _, h := range hs {
 		if h == 0 {
 			s.zero = true
 			continue
 		}
-		if 2*(len(s.values)+1) > len(s.slots) {
-			s.grow()
+		for i := int(h >> shift); ; i = (i + 1) & mask {
+			if v := slots[i]; v == h {
+				break
+			} else if v == 0 {
+				slots[i] = h
+				values = append(values, h)
+				break
+			}
 		}
-		s.insert(h)
 	}
-}
-
-// insert adds a non-zero hash to a set with room for it.
-func (s *distinctSet) insert(h uint64) {
-	if s.place(h) {
-		s.values = append(s.values, h)
-	}
+	s.values = values
 }
 
 // place puts a non-zero hash into its slot and reports whether it was new.
