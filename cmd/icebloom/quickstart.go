@@ -129,7 +129,9 @@ func (c *QuickstartCmd) createTable(ctx context.Context, cat icecat.Catalog) (ne
 		iceberg.NestedField{ID: 3, Name: "order_id", Type: iceberg.PrimitiveTypes.UUID, Required: true},
 		iceberg.NestedField{ID: 4, Name: "amount", Type: iceberg.PrimitiveTypes.Float64, Required: true},
 	)
-	props := iceberg.Properties{quickstartMarker: "true"}
+	// Manifests are merged as Java and Spark writers do by default, so that
+	// planning reads a few manifests, not one per append.
+	props := iceberg.Properties{quickstartMarker: "true", table.ManifestMergeEnabledKey: "true"}
 	for _, col := range []string{"user_id", "email", "order_id"} {
 		props[build.PropBloomEnabledPrefix+col] = "true"
 	}
