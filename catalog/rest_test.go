@@ -183,7 +183,7 @@ func TestRESTIndexLifecycle(t *testing.T) {
 		t.Fatalf("the server's catalog has statistics files %v, want the build's %s", got, sum.StatisticsPath)
 	}
 
-	tbl, f := restAppend(t, tbl, 2)
+	_, f := restAppend(t, tbl, 2)
 	files = append(files, f)
 	sum, err = build.Sync(ctx, cat, restEvents, build.Options{Columns: []string{"id"}})
 	if err != nil {
@@ -226,11 +226,11 @@ func TestRESTIndexLifecycle(t *testing.T) {
 func TestRESTTokenAndPrefix(t *testing.T) {
 	srv := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{Prefix: "wh1"})
 	cat := openREST(t, catalog.Options{URI: srv.URL, Token: srv.Token, Prefix: "wh1"})
-	tbl, f := restAppend(t, restTable(t, cat), 0)
+	_, f := restAppend(t, restTable(t, cat), 0)
 	if _, err := build.Build(t.Context(), cat, restEvents, build.Options{Columns: []string{"id2"}}); err != nil {
 		t.Fatal(err)
 	}
-	tbl = restLoad(t, cat)
+	tbl := restLoad(t, cat)
 	checkLookup(t, tbl, "id2", 1004, f)
 	checkLookup(t, tbl, "id2", 1005)
 	if tokens := checkWire(t, srv, "/v1/wh1/"); tokens != 0 {
