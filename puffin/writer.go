@@ -95,7 +95,10 @@ func (w *Writer) AddBlob(in BlobInput, data []byte) (BlobMetadata, error) {
 		codec := in.Codec
 		b.CompressionCodec = &codec
 	}
-	return w.add(b, bytes.NewReader(stored), int64(len(stored)))
+	return w.add(b, int64(len(stored)), func(dst io.Writer) (int64, error) {
+		n, err := dst.Write(stored) // one Write: no copy buffer
+		return int64(n), err
+	})
 }
 
 // CopyBlob copies blob i of src as it is stored, compressed or not, with all
@@ -106,12 +109,12 @@ func (w *Writer) CopyBlob(src *Reader, i int) (BlobMetadata, error) {
 	if err != nil {
 		return BlobMetadata{}, err
 	}
-	return w.add(b, r, b.Length)
+	return w.add(b, b.Length, func(dst io.Writer) (int64, error) { return io.CopyN(dst, r, b.Length) })
 }
 
-// add writes a blob of n stored bytes from r and records b, at the blob's
-// offset, for the footer.
-func (w *Writer) add(b BlobMetadata, r io.Reader, n int64) (BlobMetadata, error) {
+// add writes a blob of n stored bytes with writeTo and records b, at the
+// blob's offset, for the footer.
+func (w *Writer) add(b BlobMetadata, n int64, writeTo func(io.Writer) (int64, error)) (BlobMetadata, error) {
 	if w.err != nil {
 		return BlobMetadata{}, w.err
 	}
@@ -119,8 +122,11 @@ func (w *Writer) add(b BlobMetadata, r io.Reader, n int64) (BlobMetadata, error)
 		b.Fields = []int32{}
 	}
 	b.Offset, b.Length = w.offset, n
-	written, err := io.CopyN(w.w, r, n)
+	written, err := writeTo(w.w)
 	w.offset += written
+	if err == nil && written < n {
+		err = io.ErrShortWrite
+	}
 	if err != nil {
 		w.err = fmt.Errorf("puffin: add blob %d (%s): %w", len(w.blobs), b.Type, err)
 		return BlobMetadata{}, w.err

@@ -1,6 +1,7 @@
 package build
 
 import (
+	"bufio"
 	"fmt"
 	"slices"
 	"strconv"
@@ -146,6 +147,7 @@ func (s segmentFile) statisticsFile(snap *table.Snapshot, replaced *table.Statis
 type segmentWriter struct {
 	fs      icebergio.WriteFileIO
 	out     icebergio.FileWriter
+	buf     *bufio.Writer // over out: blobs are a few KiB, written one by one
 	w       *puffin.Writer
 	seg     segmentFile
 	blobs   int // blobs written so far
@@ -168,14 +170,15 @@ func createSegment(fs icebergio.WriteFileIO, path string) (*segmentWriter, error
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	w, err := puffin.NewWriter(out)
+	buf := bufio.NewWriterSize(out, 1<<20)
+	w, err := puffin.NewWriter(buf)
 	if err != nil {
 		out.Close()
 		fs.Remove(path)
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	w.SetProperty(puffin.CreatedBy, CreatedBy)
-	return &segmentWriter{fs: fs, out: out, w: w, seg: segmentFile{path: path, entries: map[int32]int{}}}, nil
+	return &segmentWriter{fs: fs, out: out, buf: buf, w: w, seg: segmentFile{path: path, entries: map[int32]int{}}}, nil
 }
 
 // copyFrom copies the blobs of src (at srcPath) the segment carries over,
@@ -238,6 +241,9 @@ func (s *segmentWriter) copyBlob(src *puffin.Reader, i int) error {
 // finish completes the file; on error the partial file is removed.
 func (s *segmentWriter) finish() (segmentFile, error) {
 	stats, err := s.w.Finish()
+	if err == nil {
+		err = s.buf.Flush()
+	}
 	if cerr := s.out.Close(); err == nil {
 		err = cerr
 	}
