@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -34,6 +35,7 @@ type CommitOption func(*commitConfig)
 type commitConfig struct {
 	attempts int
 	sleep    func(context.Context, time.Duration) error
+	log      *slog.Logger // nil: retries are not logged
 }
 
 // DefaultCommitAttempts is how many times CommitStatistics tries a commit
@@ -51,6 +53,13 @@ const (
 // (DefaultCommitAttempts unless set; at least 1).
 func WithAttempts(n int) CommitOption {
 	return func(c *commitConfig) { c.attempts = max(n, 1) }
+}
+
+// WithLogger logs each retry after a conflict to l, as a warning with the
+// table, the attempt, the wait and the conflict, so that an operator sees a
+// table whose commits keep racing others.
+func WithLogger(l *slog.Logger) CommitOption {
+	return func(c *commitConfig) { c.log = l }
 }
 
 // WithSleep replaces how CommitStatistics waits between attempts, for tests.
@@ -87,7 +96,12 @@ func CommitStatistics(ctx context.Context, cat icecat.Catalog, ident table.Ident
 	var conflict error
 	for attempt := range cfg.attempts {
 		if attempt > 0 {
-			if err := cfg.sleep(ctx, backoff(attempt)); err != nil {
+			wait := backoff(attempt)
+			if cfg.log != nil {
+				cfg.log.Warn("statistics commit conflicted with another commit; retrying",
+					"table", strings.Join(ident, "."), "attempt", attempt+1, "of", cfg.attempts, "wait", wait, "error", conflict.Error())
+			}
+			if err := cfg.sleep(ctx, wait); err != nil {
 				return nil, fmt.Errorf("commit statistics of %s: %w", strings.Join(ident, "."), err)
 			}
 		}

@@ -1,11 +1,13 @@
 package catalog
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -316,12 +318,21 @@ func TestCommitStatisticsConflict(t *testing.T) {
 	})
 	w := &writer{dir: f.dir, snapshot: f.s1}
 	var waits []time.Duration
+	var logged bytes.Buffer
 	_, err := CommitStatistics(t.Context(), raced, events, w.prepare, WithSleep(func(_ context.Context, d time.Duration) error {
 		waits = append(waits, d)
 		return nil
-	}))
+	}), WithLogger(slog.New(slog.NewJSONHandler(&logged, nil))))
 	if err != nil {
 		t.Fatal(err)
+	}
+	var rec struct {
+		Level, Table, Error string
+		Attempt, Of         int
+	}
+	if err := json.Unmarshal(logged.Bytes(), &rec); err != nil || rec.Level != "WARN" || rec.Table != strings.Join(events, ".") ||
+		rec.Attempt != 2 || rec.Of != DefaultCommitAttempts || rec.Error == "" {
+		t.Errorf("retry logged as %q (%v), want one warning naming the table, attempt 2 and the conflict", logged.String(), err)
 	}
 
 	if w.calls != 2 || w.discards != 1 {

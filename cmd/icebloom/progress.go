@@ -146,13 +146,15 @@ type tracker struct {
 	last build.Progress
 }
 
-// track makes o report its progress to a new tracker labelled table.
+// track makes o report its progress to a new tracker labelled table, and
+// its warnings (commit retries) to the log.
 func (e *env) track(o *build.Options, table string) *tracker {
 	t := &tracker{log: e.log.With("table", table)}
 	if e.status != nil && !e.json {
 		t.bar = newProgressBar(e.status, table, e.now)
 	}
 	o.Progress = t.progress
+	o.Logger = e.log // not t.log: CommitStatistics names the table itself
 	return t
 }
 

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"slices"
 	"strings"
@@ -56,6 +57,9 @@ type Options struct {
 	// collection of the workers' results, so it must return quickly. A run
 	// that reads no data file (a sync with nothing new) never calls it.
 	Progress func(Progress)
+	// Logger, when set, gets the run's warnings that are not errors:
+	// commits retried after conflicting with other commits.
+	Logger *slog.Logger
 }
 
 // Progress is how far a run is through the data files it reads.
@@ -366,6 +370,10 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 func (j *job) commit(ctx context.Context, seg segmentFile) (segmentFile, *table.Table, error) {
 	id := j.snap.SnapshotID
 	var committed segmentFile
+	var opts []catalog.CommitOption
+	if j.o.Logger != nil {
+		opts = append(opts, catalog.WithLogger(j.o.Logger))
+	}
 	tbl, err := catalog.CommitStatistics(ctx, j.cat, j.ident, func(ctx context.Context, tbl *table.Table) (catalog.StatisticsChange, func(), error) {
 		snap := tbl.SnapshotByID(id)
 		if snap == nil {
@@ -387,7 +395,7 @@ func (j *job) commit(ctx context.Context, seg segmentFile) (segmentFile, *table.
 		}
 		change := catalog.StatisticsChange{Set: []table.StatisticsFile{committed.statisticsFile(snap, replaced)}}
 		return change, discard, nil
-	})
+	}, opts...)
 	if err != nil {
 		// Only a refused commit surely left the file unreferenced; after
 		// another error the catalog may have applied it, and gc removes a
