@@ -20,8 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -128,26 +126,7 @@ func newEventsTable(t *testing.T, cat icecat.Catalog) (*table.Table, []string) {
 // appendResidue appends a data file of the ids 8j+k, j < 100.
 func appendResidue(t *testing.T, tbl *table.Table, k int64) *table.Table {
 	t.Helper()
-	ids := make([]int64, 100)
-	for j := range ids {
-		ids[j] = 8*int64(j) + k
-	}
-	return catalogtest.AppendIDs(t, tbl, ids...)
-}
-
-// newestFile returns the one live data file of tbl that is not in known.
-func newestFile(t *testing.T, tbl *table.Table, known []string) string {
-	t.Helper()
-	var added []string
-	for _, p := range dataFiles(t, tbl) {
-		if !slices.Contains(known, p) {
-			added = append(added, p)
-		}
-	}
-	if len(added) != 1 {
-		t.Fatalf("data files added by the last append: %v, want one", added)
-	}
-	return added[0]
+	return catalogtest.AppendIDs(t, tbl, residues(8, k, 100)...)
 }
 
 // checkCandidates fails the test unless the lookup id = v on tbl leaves
@@ -463,7 +442,7 @@ func TestPostgresConcurrentSyncs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k := range int64(3) {
-		tbl = appendPairs(t, tbl, k)
+		tbl = appendPairs(t, tbl, residues(8, k, 50))
 	}
 
 	lock := lockRow(t, srv)
@@ -503,26 +482,6 @@ func TestPostgresConcurrentSyncs(t *testing.T) {
 			}
 		}
 	}
-}
-
-// appendPairs appends a data file of rows (8j+k, 8j+k+1000), j < 50.
-func appendPairs(t *testing.T, tbl *table.Table, k int64) *table.Table {
-	t.Helper()
-	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := make([]string, 50)
-	for j := range rows {
-		id := 8*int64(j) + k
-		rows[j] = fmt.Sprintf(`{"id": %d, "id2": %d}`, id, id+1000)
-	}
-	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, sc, strings.NewReader("["+strings.Join(rows, ",")+"]"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Release()
-	return catalogtest.Append(t, tbl, rec)
 }
 
 func mustPlan(t *testing.T, tbl *table.Table) []table.FileScanTask {

@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
@@ -68,30 +66,8 @@ func restTable(t *testing.T, cat icecat.Catalog) *table.Table {
 func restAppend(t *testing.T, tbl *table.Table, k int64) (*table.Table, string) {
 	t.Helper()
 	before := dataFiles(t, tbl)
-	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := make([]string, 100)
-	for j := range rows {
-		rows[j] = fmt.Sprintf(`{"id": %d, "id2": %d}`, 4*j+int(k), 4*j+int(k)+1000)
-	}
-	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, sc, strings.NewReader("["+strings.Join(rows, ",")+"]"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Release()
-	tbl = catalogtest.Append(t, tbl, rec)
-	var added []string
-	for _, f := range dataFiles(t, tbl) {
-		if !slices.Contains(before, f) {
-			added = append(added, f)
-		}
-	}
-	if len(added) != 1 {
-		t.Fatalf("the append added data files %v, want one", added)
-	}
-	return tbl, added[0]
+	tbl = appendPairs(t, tbl, residues(4, k, 100))
+	return tbl, newestFile(t, tbl, before)
 }
 
 // restLoad loads db.events through cat.

@@ -1,12 +1,17 @@
 package catalog_test
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index/lookup"
 )
 
@@ -60,4 +65,48 @@ func statisticsPaths(tbl *table.Table) []string {
 	}
 	slices.Sort(paths)
 	return paths
+}
+
+// newestFile returns the one live data file of tbl that is not in known.
+func newestFile(t *testing.T, tbl *table.Table, known []string) string {
+	t.Helper()
+	var added []string
+	for _, p := range dataFiles(t, tbl) {
+		if !slices.Contains(known, p) {
+			added = append(added, p)
+		}
+	}
+	if len(added) != 1 {
+		t.Fatalf("data files added by the last append: %v, want one", added)
+	}
+	return added[0]
+}
+
+// residues returns the n ids step·j+k, j < n.
+func residues(step, k int64, n int) []int64 {
+	ids := make([]int64, n)
+	for j := range ids {
+		ids[j] = step*int64(j) + k
+	}
+	return ids
+}
+
+// appendPairs appends a data file of the rows (id, id+1000), one for each
+// of ids, to a table of the long columns id and id2.
+func appendPairs(t *testing.T, tbl *table.Table, ids []int64) *table.Table {
+	t.Helper()
+	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]string, len(ids))
+	for j, id := range ids {
+		rows[j] = fmt.Sprintf(`{"id": %d, "id2": %d}`, id, id+1000)
+	}
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, sc, strings.NewReader("["+strings.Join(rows, ",")+"]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	return catalogtest.Append(t, tbl, rec)
 }
