@@ -15,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/build"
@@ -25,28 +27,26 @@ import (
 // measured is the index's, whatever the files hold.
 const pruneRows = 20
 
-// pruneStep measures the pruning step alone for a table of --prune-files
-// data files from a warm footer cache: Result.IndexTime of lookup.Plan
-// (loading the index from the cache and pruning), without iceberg-go's
-// planning. Every file holds random even ids and spans the whole id range,
-// so min/max statistics keep them all and the index decides; the files are
-// written with arrow-go and added in one add_files commit, then indexed by
-// the real build.
-func (b *bencher) pruneStep(ctx context.Context) error {
-	n := b.c.PruneFiles
-	if n == 0 {
-		b.note("pruning step for many files skipped (--prune-files 0)")
-		return nil
-	}
-	ident := []string{"bench", "wide"}
-	tbl, err := b.cat.CreateTable(ctx, ident, iceberg.NewSchema(0,
+// pruneAbsentID is an id no file of a pruning table holds (it is odd),
+// though every file's min/max range spans it.
+const pruneAbsentID = 12345677
+
+// newPruneTable creates table ident (its namespace must exist) of n data
+// files, each holding pruneRows random even ids and spanning the whole id
+// range, so that min/max statistics keep every file for any id and the
+// index decides. The files are written with arrow-go and added in one
+// add_files commit (n appends through iceberg-go would take far longer),
+// then indexed by the real build at fpp; it returns the indexed table.
+func newPruneTable(ctx context.Context, cat icecat.Catalog, ident table.Identifier, n int, fpp float64) (*table.Table, error) {
+	name := strings.Join(ident, ".")
+	tbl, err := cat.CreateTable(ctx, ident, iceberg.NewSchema(0,
 		iceberg.NestedField{ID: 1, Name: benchIDCol, Type: iceberg.PrimitiveTypes.Int64, Required: true}))
 	if err != nil {
-		return fmt.Errorf("create bench.wide: %w", err)
+		return nil, fmt.Errorf("create %s: %w", name, err)
 	}
 	dir := filepath.Join(strings.TrimPrefix(tbl.Location(), "file://"), "data")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(10_000, pruneRows))
 	paths := make([]string, n)
@@ -58,25 +58,39 @@ func (b *bencher) pruneStep(ctx context.Context) error {
 		ids[0], ids[1] = 0, 2<<40 // every file spans the whole range
 		path := filepath.Join(dir, fmt.Sprintf("f%06d.parquet", i))
 		if err := writeIDFile(path, ids); err != nil {
-			return err
+			return nil, err
 		}
 		paths[i] = "file://" + path
 	}
 	txn := tbl.NewTransaction()
 	if err := txn.AddFiles(ctx, paths, nil, false); err != nil {
-		return fmt.Errorf("add %d files to bench.wide: %w", n, err)
+		return nil, fmt.Errorf("add %d files to %s: %w", n, name, err)
 	}
 	if _, err := txn.Commit(ctx); err != nil {
-		return fmt.Errorf("commit bench.wide: %w", err)
+		return nil, fmt.Errorf("commit %s: %w", name, err)
 	}
-	if _, err := build.Build(ctx, b.cat, ident, build.Options{Columns: []string{benchIDCol}, FPP: b.c.FPP, FailFast: true}); err != nil {
-		return fmt.Errorf("build bench.wide: %w", err)
+	if _, err := build.Build(ctx, cat, ident, build.Options{Columns: []string{benchIDCol}, FPP: fpp, FailFast: true}); err != nil {
+		return nil, fmt.Errorf("build %s: %w", name, err)
 	}
-	if tbl, err = b.cat.LoadTable(ctx, ident); err != nil {
+	return cat.LoadTable(ctx, ident)
+}
+
+// pruneStep measures the pruning step alone for a table of --prune-files
+// data files (newPruneTable) from a warm footer cache: Result.IndexTime of
+// lookup.Plan (loading the index from the cache and pruning), without
+// iceberg-go's planning.
+func (b *bencher) pruneStep(ctx context.Context) error {
+	n := b.c.PruneFiles
+	if n == 0 {
+		b.note("pruning step for many files skipped (--prune-files 0)")
+		return nil
+	}
+	tbl, err := newPruneTable(ctx, b.cat, table.Identifier{"bench", "wide"}, n, b.c.FPP)
+	if err != nil {
 		return err
 	}
 
-	absent := iceberg.EqualTo(iceberg.Reference(benchIDCol), int64(12345677))
+	absent := iceberg.EqualTo(iceberg.Reference(benchIDCol), int64(pruneAbsentID))
 	cache := index.NewFooterCache(16)
 	res, err := lookup.Plan(ctx, tbl, absent, lookup.Options{Cache: cache}) // warms the cache
 	if err != nil {
