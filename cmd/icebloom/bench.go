@@ -240,6 +240,7 @@ type bencher struct {
 	fs    icebergio.IO
 	files []string
 	out   *BenchOutput
+	chunk []byte // the column chunk buffer of the floor's build.ChunkReader
 }
 
 func (b *bencher) add(l BenchLine) { b.out.Measurements = append(b.out.Measurements, l) }
@@ -278,7 +279,7 @@ func (b *bencher) build(ctx context.Context, o build.Options) (*build.Summary, t
 func (b *bencher) checkDictionary(ctx context.Context) error {
 	var chunks, dict int
 	for _, path := range b.files {
-		err := b.withParquet(path, nil, func(rdr *file.Reader) error {
+		err := b.withParquet(path, build.ReaderProperties(), func(rdr *file.Reader, _ *build.ChunkReader) error {
 			ci := rdr.MetaData().Schema.ColumnIndexByName(benchCatCol)
 			if ci < 0 {
 				return fmt.Errorf("%s: no column %s", path, benchCatCol)
@@ -323,22 +324,21 @@ func allDictionary(stats []metadata.PageEncodingStats) bool {
 	return data > 0
 }
 
-func (b *bencher) withParquet(path string, props *parquet.ReaderProperties, fn func(*file.Reader) error) error {
+// withParquet opens the data file at path as a build worker does, through
+// a build.ChunkReader, and calls fn with its Parquet reader.
+func (b *bencher) withParquet(path string, props *parquet.ReaderProperties, fn func(*file.Reader, *build.ChunkReader) error) error {
 	f, err := b.fs.Open(path)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	defer f.Close()
-	var opts []file.ReadOption
-	if props != nil {
-		opts = append(opts, file.WithReadProps(props))
-	}
-	rdr, err := file.NewParquetReader(f, opts...)
+	cr := build.NewChunkReader(f, props, &b.chunk)
+	rdr, err := file.NewParquetReader(cr, file.WithReadProps(props))
 	if err != nil {
 		return fmt.Errorf("read Parquet footer of %s: %w", path, err)
 	}
 	defer rdr.Close()
-	return fn(rdr)
+	return fn(rdr, cr)
 }
 
 // dictionaryShortcut times the build of the low-cardinality column alone
@@ -431,11 +431,16 @@ func (b *bencher) floor(cols []string) (time.Duration, error) {
 	props := build.ReaderProperties()
 	start := time.Now()
 	for _, path := range b.files {
-		err := b.withParquet(path, props, func(rdr *file.Reader) error {
+		err := b.withParquet(path, props, func(rdr *file.Reader, chunks *build.ChunkReader) error {
 			for rg := range rdr.NumRowGroups() {
 				g := rdr.RowGroup(rg)
 				for _, name := range cols {
 					ci := rdr.MetaData().Schema.ColumnIndexByName(name)
+					md, err := g.MetaData().ColumnChunk(ci)
+					if err != nil {
+						return err
+					}
+					chunks.Fetch(md, false)
 					cr, err := g.Column(ci)
 					if err != nil {
 						return err

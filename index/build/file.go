@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
@@ -45,6 +46,8 @@ type fileIndexer struct {
 	dictChunks, dictFallbacks, readBatches int
 
 	props    *parquet.ReaderProperties // of a page buffer pool of its own (ReaderProperties)
+	chunk    []byte                    // the fetched column chunk (ChunkReader)
+	file     *ChunkReader              // the data file being read
 	hashes   []uint64                  // hashes not yet in distinct
 	distinct distinctSet
 	defs     []int16
@@ -73,7 +76,8 @@ func (x *fileIndexer) index(ctx context.Context, df dataFile) ([]filterOf, error
 		return nil, err
 	}
 	defer f.Close()
-	rdr, err := file.NewParquetReader(f, file.WithReadProps(x.props))
+	x.file = NewChunkReader(f, x.props, &x.chunk)
+	rdr, err := file.NewParquetReader(x.file, file.WithReadProps(x.props))
 	if err != nil {
 		return nil, fmt.Errorf("read Parquet footer: %w", err)
 	}
@@ -176,10 +180,15 @@ func (x *fileIndexer) readColumn(rdr *file.Reader, leaf int, col Column) error {
 	}
 	for rg := range rdr.NumRowGroups() {
 		rgr := rdr.RowGroup(rg)
-		if x.tryDictionary(rgr, leaf, descr, hc) {
+		md, err := rgr.MetaData().ColumnChunk(leaf)
+		if err != nil {
+			return fmt.Errorf("row group %d: %w", rg, err)
+		}
+		if x.tryDictionary(rgr, md, leaf, descr, hc) {
 			x.flush() // dictionaries of many row groups repeat each other
 			continue
 		}
+		x.file.Fetch(md, false)
 		cr, err := rgr.Column(leaf)
 		if err != nil {
 			return fmt.Errorf("row group %d: %w", rg, err)
@@ -201,14 +210,11 @@ func (x *fileIndexer) readColumn(rdr *file.Reader, leaf int, col Column) error {
 // when the shortcut is enabled and the chunk's metadata allows it, and
 // reports whether it did. A failure is not an error: the caller decodes the
 // chunk, which reports any real damage.
-func (x *fileIndexer) tryDictionary(rg *file.RowGroupReader, leaf int, descr *schema.Column, hc *hashing.Column) bool {
-	if x.noDictShortcut {
+func (x *fileIndexer) tryDictionary(rg *file.RowGroupReader, md *metadata.ColumnChunkMetaData, leaf int, descr *schema.Column, hc *hashing.Column) bool {
+	if x.noDictShortcut || !dictionaryOnly(md) {
 		return false
 	}
-	md, err := rg.MetaData().ColumnChunk(leaf)
-	if err != nil || !dictionaryOnly(md) {
-		return false
-	}
+	x.file.Fetch(md, true)
 	if err := x.hashDictionary(rg, leaf, descr, hc); err != nil {
 		x.dictFallbacks++
 		return false

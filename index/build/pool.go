@@ -80,9 +80,14 @@ func (p *bufferPool) Free(b []byte) {
 
 // ReaderProperties returns Parquet reader properties as a build worker
 // reads with: page buffers from a pool of their own, reused from one column
-// chunk to the next when the chunk reader is closed. Tools that measure
-// against the build's reading (the bench command's floor) read with them
-// too. The properties are for one goroutine's readers at a time.
+// chunk to the next when the chunk reader is closed, and buffered streams,
+// because without them arrow-go reads every column chunk whole into a
+// freshly made slice (about a build's worth of garbage per build), while a
+// buffered stream reads page by page through one reused buffer. Tools that
+// measure against the build's reading (the bench command's floor) read with
+// them too. The properties are for one goroutine's readers at a time.
 func ReaderProperties() *parquet.ReaderProperties {
-	return parquet.NewReaderProperties(&bufferPool{})
+	props := parquet.NewReaderProperties(&bufferPool{})
+	props.BufferedStreamEnabled = true
+	return props
 }
