@@ -137,6 +137,8 @@ type job struct {
 	// statistics file into the new one (sync adds to them; a build
 	// replaces them).
 	keepEntries bool
+	// prepared is the table the last commit attempt was prepared on.
+	prepared *table.Table
 }
 
 func newJob(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*job, error) {
@@ -370,11 +372,13 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 func (j *job) commit(ctx context.Context, seg segmentFile) (segmentFile, *table.Table, error) {
 	id := j.snap.SnapshotID
 	var committed segmentFile
+	j.prepared = nil
 	var opts []catalog.CommitOption
 	if j.o.Logger != nil {
 		opts = append(opts, catalog.WithLogger(j.o.Logger))
 	}
 	tbl, err := catalog.CommitStatistics(ctx, j.cat, j.ident, func(ctx context.Context, tbl *table.Table) (catalog.StatisticsChange, func(), error) {
+		j.prepared = tbl
 		snap := tbl.SnapshotByID(id)
 		if snap == nil {
 			return catalog.StatisticsChange{}, nil, fmt.Errorf("snapshot %d was expired while it was being indexed", id)
@@ -446,7 +450,7 @@ func (j *job) commitVerified(ctx context.Context, seg segmentFile) (segmentFile,
 // commit producing tbl replaced and that the committed segment should have
 // carried over but did not, or nil.
 func (j *job) replacedUnseen(ctx context.Context, tbl *table.Table, committed segmentFile) (*table.StatisticsFile, error) {
-	meta, err := previousMetadata(j.fs, tbl)
+	meta, err := previousMetadata(j.fs, tbl, j.prepared)
 	if err != nil || meta == nil {
 		return nil, err
 	}
@@ -477,14 +481,20 @@ func (j *job) newSegment(base *table.StatisticsFile, replaces string) (*segmentW
 }
 
 // previousMetadata reads the metadata the latest commit of tbl replaced (the
-// last of its metadata log), nil if there is none.
-func previousMetadata(fs icebergio.IO, tbl *table.Table) (table.Metadata, error) {
+// last of its metadata log), nil if there is none. When that is the
+// metadata file of seen, the table the commit was prepared on (nil: none),
+// no commit came between, and as metadata files are never rewritten its
+// metadata is returned without reading the file again.
+func previousMetadata(fs icebergio.IO, tbl, seen *table.Table) (table.Metadata, error) {
 	var previous string
 	for entry := range tbl.Metadata().PreviousFiles() {
 		previous = entry.MetadataFile
 	}
 	if previous == "" {
 		return nil, nil
+	}
+	if seen != nil && seen.MetadataLocation() == previous {
+		return seen.Metadata(), nil
 	}
 	f, err := fs.Open(previous)
 	if err != nil {

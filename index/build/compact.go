@@ -153,7 +153,9 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 	}
 	planned[snap.SnapshotID] = (&job{snap: snap}).current(tbl.Metadata())
 	var merged segmentFile
+	var prepared *table.Table
 	committed, err := catalog.CommitStatistics(ctx, cat, ident, func(ctx context.Context, now *table.Table) (catalog.StatisticsChange, func(), error) {
+		prepared = now
 		for id, path := range planned {
 			if sf, _ := catalog.StatisticsFileOf(now.Metadata(), id); sf.StatisticsPath != path {
 				return catalog.StatisticsChange{}, nil, errStatisticsMoved
@@ -188,17 +190,18 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 			sum.SegmentsAfter++
 		}
 	}
-	if sum.replaced, err = replacedSegments(fs, committed, planned); err != nil {
+	if sum.replaced, err = replacedSegments(fs, committed, prepared, planned); err != nil {
 		return nil, err
 	}
 	return sum, nil
 }
 
-// replacedSegments reads the metadata the commit producing tbl replaced and
-// returns the segments it listed, for the snapshots the commit set or
-// removed statistics of, that the plan did not know.
-func replacedSegments(fs icebergio.IO, tbl *table.Table, planned map[int64]string) ([]index.Segment, error) {
-	meta, err := previousMetadata(fs, tbl)
+// replacedSegments reads the metadata the commit producing tbl (prepared on
+// the table prepared) replaced and returns the segments it listed, for the
+// snapshots the commit set or removed statistics of, that the plan did not
+// know.
+func replacedSegments(fs icebergio.IO, tbl, prepared *table.Table, planned map[int64]string) ([]index.Segment, error) {
+	meta, err := previousMetadata(fs, tbl, prepared)
 	if err != nil || meta == nil {
 		return nil, err
 	}
