@@ -83,7 +83,8 @@ func (p *bufferPool) Free(b []byte) {
 // chunk to the next when the chunk reader is closed, and buffered streams,
 // because without them arrow-go reads every column chunk whole into a
 // freshly made slice (about a build's worth of garbage per build), while a
-// buffered stream reads page by page through one reused buffer. Tools that
+// buffered stream reads through a buffer of at most 16 KiB, from the chunk
+// a ChunkReader fetched into memory it reuses. Tools that
 // measure against the build's reading (the bench command's floor) read with
 // them too. The properties are for one goroutine's readers at a time.
 func ReaderProperties() *parquet.ReaderProperties {
