@@ -45,6 +45,7 @@ type fileIndexer struct {
 	// instead, and ReadBatch calls of the normal path.
 	dictChunks, dictFallbacks, readBatches int
 
+	filters  *filterPool               // the job's, shared by its workers; nil: none
 	props    *parquet.ReaderProperties // of a page buffer pool of its own (ReaderProperties)
 	chunk    []byte                    // the fetched column chunk (ChunkReader)
 	file     *ChunkReader              // the data file being read
@@ -108,7 +109,7 @@ func (x *fileIndexer) index(ctx context.Context, df dataFile) ([]filterOf, error
 		if err != nil {
 			return nil, fmt.Errorf("column %s: %w", col.Name, err)
 		}
-		filter := sbbf.New(blocks)
+		filter := x.filters.get(blocks)
 		filter.InsertMany(unique)
 		out = append(out, filterOf{col: ci, ndv: int64(len(unique)), filter: filter})
 	}

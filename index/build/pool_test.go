@@ -3,6 +3,8 @@ package build
 import (
 	"bytes"
 	"testing"
+
+	"github.com/icebloom/icebloom/index/sbbf"
 )
 
 // TestBufferPool checks the allocator contract arrow-go relies on: buffers
@@ -39,4 +41,38 @@ func TestBufferPool(t *testing.T) {
 	if e := p.Allocate(0); len(e) != 0 {
 		t.Errorf("Allocate(0): len %d", len(e))
 	}
+}
+
+// TestFilterPool checks that a returned bitset is handed out again, cleared
+// (a filter must never carry bits of another file's), and only when large
+// enough.
+func TestFilterPool(t *testing.T) {
+	var p filterPool
+	reused := false
+	for range 100 { // sync.Pool may drop what it is given (it does at random under -race)
+		f := p.get(4)
+		f.InsertMany([]uint64{1, 2, 3, 0xdeadbeefcafe})
+		p.put(f)
+		g := p.get(3)
+		if len(g.Bytes()) != 3*sbbf.BlockBytes || !bytes.Equal(g.Bytes(), make([]byte, 3*sbbf.BlockBytes)) {
+			t.Fatalf("get(3): %d bytes, not all zero", len(g.Bytes()))
+		}
+		if &g.Bytes()[0] == &f.Bytes()[0] {
+			reused = true
+			break
+		}
+	}
+	if !reused {
+		t.Error("a returned bitset was never reused")
+	}
+	small := p.get(1)
+	p.put(small)
+	if big := p.get(64); len(big.Bytes()) != 64*sbbf.BlockBytes {
+		t.Errorf("get(64) after a 1-block bitset came back: %d bytes", len(big.Bytes()))
+	}
+	var none *filterPool // no pool: plain sbbf.New
+	if f := none.get(2); len(f.Bytes()) != 2*sbbf.BlockBytes {
+		t.Errorf("nil pool: %d bytes", len(f.Bytes()))
+	}
+	none.put(small)
 }
