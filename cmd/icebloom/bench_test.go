@@ -28,9 +28,11 @@ func TestBenchJSON(t *testing.T) {
 	counts := map[string]bool{"lookup_needle_files_after_index": true, "lookup_miss_files_after_index": true}
 	noTarget := map[string]bool{"index_bits_per_distinct_value": true,
 		"lookup_needle_files_after_index": true, "lookup_miss_files_after_index": true, "plan_needle_warm_cache": true,
-		"plan_miss_warm_cache": true, "build_peak_heap_vs_8B_per_value": true, "prune_step_warm_cache": true, "dictionary_shortcut_whole_build": true}
+		"plan_miss_warm_cache": true, "build_peak_heap_vs_8B_per_value": true, "prune_step_warm_cache": true, "dictionary_shortcut_whole_build": true,
+		"build_vs_hash_floor_1core": true, "floor_parallel2_speedup": true}
 	want := []string{
-		"dictionary_shortcut_speedup", "dictionary_shortcut_whole_build", "build_vs_floor_1core", "build_parallel2_speedup",
+		"dictionary_shortcut_speedup", "dictionary_shortcut_whole_build", "build_vs_floor_1core", "build_vs_hash_floor_1core",
+		"build_parallel2_speedup", "floor_parallel2_speedup",
 		"index_size_vs_sbbf_optimum", "index_bits_per_distinct_value", "measured_fpp_vs_target",
 		"lookup_needle_files_after_index", "scan_needle_speedup", "plan_needle_warm_cache", "index_bytes_per_file_value_needle",
 		"lookup_miss_files_after_index", "scan_miss_speedup", "plan_miss_warm_cache", "index_bytes_per_file_value_miss",
