@@ -482,9 +482,9 @@ func (b *bencher) floor(cols []string, workers int, hash bool) (time.Duration, e
 // floorReader is one goroutine of the floor, with its buffers.
 type floorReader struct {
 	props  *parquet.ReaderProperties
-	chunk  []byte // of its build.ChunkReader
-	hash   bool
-	types  map[string]iceberg.PrimitiveType
+	chunk  []byte                           // of its build.ChunkReader
+	hash   bool                             // hash the values, as the hash floor does
+	types  map[string]iceberg.PrimitiveType // of the columns, to hash them as
 	i64    [4096]int64
 	ba     [4096]parquet.ByteArray
 	defs   [4096]int16
@@ -495,9 +495,12 @@ func (r *floorReader) read(fs icebergio.IO, path string, cols []string) error {
 	return withParquet(fs, path, r.props, &r.chunk, func(rdr *file.Reader, chunks *build.ChunkReader) error {
 		for _, name := range cols {
 			ci := rdr.MetaData().Schema.ColumnIndexByName(name)
-			hc, err := hashing.NewColumn(r.types[name], rdr.MetaData().Schema.Column(ci))
-			if err != nil {
-				return err
+			var hc *hashing.Column // nil: the values are not hashed
+			if r.hash {
+				var err error
+				if hc, err = hashing.NewColumn(r.types[name], rdr.MetaData().Schema.Column(ci)); err != nil {
+					return err
+				}
 			}
 			for rg := range rdr.NumRowGroups() {
 				g := rdr.RowGroup(rg)
@@ -527,11 +530,11 @@ func (r *floorReader) readChunk(cr file.ColumnChunkReader, hc *hashing.Column) e
 		var n int
 		switch c := cr.(type) {
 		case *file.Int64ColumnChunkReader:
-			if _, n, err = c.ReadBatchInPage(int64(len(r.i64)), r.i64[:], r.defs[:], nil); err == nil && r.hash {
+			if _, n, err = c.ReadBatchInPage(int64(len(r.i64)), r.i64[:], r.defs[:], nil); err == nil && hc != nil {
 				r.hashes, err = hc.Int64s(r.hashes[:0], r.i64[:n])
 			}
 		case *file.ByteArrayColumnChunkReader:
-			if _, n, err = c.ReadBatchInPage(int64(len(r.ba)), r.ba[:], r.defs[:], nil); err == nil && r.hash {
+			if _, n, err = c.ReadBatchInPage(int64(len(r.ba)), r.ba[:], r.defs[:], nil); err == nil && hc != nil {
 				r.hashes, err = hc.ByteArrays(r.hashes[:0], r.ba[:n])
 			}
 		default:
