@@ -7,6 +7,7 @@ package maintenance
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -24,6 +25,9 @@ import (
 type ExpireOptions struct {
 	OlderThan  time.Duration
 	RetainLast int
+	// Logger, when set, gets the warnings of the index fold's commit that
+	// are not errors (build.CompactOptions.Logger).
+	Logger *slog.Logger
 }
 
 // ExpireSummary reports an expiry.
@@ -55,7 +59,7 @@ func Expire(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 			return sum, nil
 		}
 		if segmentOn(tbl, expiring) {
-			if sum.Folded, err = build.Compact(ctx, cat, ident, build.CompactOptions{Retained: retained}); err != nil {
+			if sum.Folded, err = build.Compact(ctx, cat, ident, build.CompactOptions{Retained: retained, Logger: o.Logger}); err != nil {
 				return nil, fmt.Errorf("fold the index of %s before expiry: %w", name, err)
 			}
 			continue // re-plan on the table as the fold left it

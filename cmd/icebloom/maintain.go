@@ -26,7 +26,7 @@ func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
 		if err != nil {
 			return nil, err
 		}
-		return build.Compact(ctx, cat, ident, build.CompactOptions{})
+		return build.Compact(ctx, cat, ident, build.CompactOptions{Logger: e.log})
 	}()
 	if e.metrics != nil {
 		end := e.now()
@@ -73,7 +73,7 @@ func (c *ExpireCmd) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	sum, err := maintenance.Expire(ctx, cat, ident, maintenance.ExpireOptions{OlderThan: c.OlderThan.d, RetainLast: c.RetainLast})
+	sum, err := maintenance.Expire(ctx, cat, ident, maintenance.ExpireOptions{OlderThan: c.OlderThan.d, RetainLast: c.RetainLast, Logger: e.log})
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func (c *MaintainCmd) run(ctx context.Context, e *env) error {
 	}
 	o := maintenance.MaintainOptions{Index: build.Options{Parallel: c.Parallel}, CompactAbove: c.CompactAbove}
 	if c.ExpireOlderThan != nil {
-		o.Expire = &maintenance.ExpireOptions{OlderThan: c.ExpireOlderThan.d, RetainLast: c.RetainLast}
+		o.Expire = &maintenance.ExpireOptions{OlderThan: c.ExpireOlderThan.d, RetainLast: c.RetainLast, Logger: e.log}
 	}
 	o.GC.OlderThan = c.GCOlderThan.grace()
 	failedRounds := 0

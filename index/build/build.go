@@ -376,10 +376,6 @@ func (j *job) commit(ctx context.Context, seg segmentFile) (segmentFile, *table.
 	id := j.snap.SnapshotID
 	var committed segmentFile
 	j.prepared = nil
-	var opts []catalog.CommitOption
-	if j.o.Logger != nil {
-		opts = append(opts, catalog.WithLogger(j.o.Logger))
-	}
 	tbl, err := catalog.CommitStatistics(ctx, j.cat, j.ident, func(ctx context.Context, tbl *table.Table) (catalog.StatisticsChange, func(), error) {
 		j.prepared = tbl
 		snap := tbl.SnapshotByID(id)
@@ -402,7 +398,7 @@ func (j *job) commit(ctx context.Context, seg segmentFile) (segmentFile, *table.
 		}
 		change := catalog.StatisticsChange{Set: []table.StatisticsFile{committed.statisticsFile(snap, replaced)}}
 		return change, discard, nil
-	}, opts...)
+	}, commitOptions(j.o.Logger)...)
 	if err != nil {
 		// Only a refused commit surely left the file unreferenced; after
 		// another error the catalog may have applied it, and gc removes a
@@ -416,6 +412,15 @@ func (j *job) commit(ctx context.Context, seg segmentFile) (segmentFile, *table.
 		j.fs.Remove(seg.path)
 	}
 	return committed, tbl, nil
+}
+
+// commitOptions are the options of a run's commits: its logger, if any,
+// gets the retries.
+func commitOptions(log *slog.Logger) []catalog.CommitOption {
+	if log == nil {
+		return nil
+	}
+	return []catalog.CommitOption{catalog.WithLogger(log)}
 }
 
 // maxOverwrites bounds how often a run recommits after finding that its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -27,6 +28,9 @@ type CompactOptions struct {
 	// OnlyFrom, when set, keeps only the entries of the segment at this
 	// statistics path (a rebuild's fresh segment) and drops the others'.
 	OnlyFrom string
+	// Logger, when set, gets the warnings that are not errors, as a
+	// build's (Options.Logger): commits retried after conflicting.
+	Logger *slog.Logger
 }
 
 // CompactSummary reports what Compact did.
@@ -176,7 +180,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 				fs.Remove(p)
 			}
 		}, nil
-	})
+	}, commitOptions(o.Logger)...)
 	if err != nil {
 		if errors.Is(err, errStatisticsMoved) {
 			return nil, errStatisticsMoved

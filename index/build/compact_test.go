@@ -2,6 +2,10 @@ package build_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +13,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
@@ -300,4 +305,65 @@ func TestSyncCompactsPastThreshold(t *testing.T) {
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 	coveredByAll(t, tbl, 1)
+}
+
+// conflicting is a catalog whose commit number failAt (from 1) fails as a
+// commit that lost a race to another writer does.
+type conflicting struct {
+	icecat.Catalog
+	commits, failAt int
+}
+
+func (c *conflicting) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+	if c.commits++; c.commits == c.failAt {
+		return nil, "", fmt.Errorf("injected conflict: %w", table.ErrCommitFailed)
+	}
+	return c.Catalog.CommitTable(ctx, ident, reqs, updates)
+}
+
+// TestCompactLogsRetries: a compaction's commit that conflicts is retried
+// and logged as a warning to the compaction's logger, whether the
+// compaction is run on its own or by a sync past its threshold.
+func TestCompactLogsRetries(t *testing.T) {
+	warnings := func(t *testing.T, logged *bytes.Buffer, ident table.Identifier) {
+		t.Helper()
+		var rec struct{ Level, Msg, Table string }
+		if err := json.Unmarshal(logged.Bytes(), &rec); err != nil || rec.Level != "WARN" || rec.Table != strings.Join(ident, ".") ||
+			!strings.Contains(rec.Msg, "retrying") {
+			t.Errorf("logged %q (%v), want one warning of a retried commit naming the table", logged.String(), err)
+		}
+	}
+	segments := func(t *testing.T) (*catalogtest.Catalog, table.Identifier) {
+		cat, tbl, _ := eventsTable(t, 1, 20, nil)
+		opts := build.Options{Columns: []string{"id"}, CompactAbove: -1}
+		for range 3 {
+			if _, err := build.Sync(ctx, cat, tbl.Identifier(), opts); err != nil {
+				t.Fatal(err)
+			}
+			tbl = appendRows(t, tbl, 20)
+		}
+		return cat, tbl.Identifier()
+	}
+
+	t.Run("compact", func(t *testing.T) {
+		cat, ident := segments(t)
+		var logged bytes.Buffer
+		raced := &conflicting{Catalog: cat, failAt: 1}
+		sum, err := build.Compact(ctx, raced, ident, build.CompactOptions{Logger: slog.New(slog.NewJSONHandler(&logged, nil))})
+		if err != nil || sum.SegmentsAfter != 1 || raced.commits != 2 {
+			t.Fatalf("compact: %+v, %d commits, %v; want 1 segment after 2 commits", sum, raced.commits, err)
+		}
+		warnings(t, &logged, ident)
+	})
+	t.Run("sync", func(t *testing.T) {
+		cat, ident := segments(t)
+		var logged bytes.Buffer
+		raced := &conflicting{Catalog: cat, failAt: 2} // the sync's own commit succeeds, its compaction's conflicts
+		sum, err := build.Sync(ctx, raced, ident, build.Options{Columns: []string{"id"}, CompactAbove: 1,
+			Logger: slog.New(slog.NewJSONHandler(&logged, nil))})
+		if err != nil || sum.Compacted == nil || sum.Segments != 1 || raced.commits != 3 {
+			t.Fatalf("sync: %+v, %d commits, %v; want a compaction to 1 segment, 3 commits", sum, raced.commits, err)
+		}
+		warnings(t, &logged, ident)
+	})
 }

@@ -29,7 +29,7 @@ func Sync(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o
 		limit = DefaultCompactAbove
 	}
 	if limit > 0 && sum.Segments > limit {
-		if sum.Compacted, err = Compact(ctx, cat, ident, CompactOptions{}); err != nil {
+		if sum.Compacted, err = Compact(ctx, cat, ident, CompactOptions{Logger: o.Logger}); err != nil {
 			return nil, err
 		}
 		sum.Segments = sum.Compacted.SegmentsAfter
@@ -81,7 +81,7 @@ func Rebuild(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier
 	if err != nil || sum.StatisticsPath == "" {
 		return sum, err
 	}
-	cs, err := Compact(ctx, cat, ident, CompactOptions{OnlyFrom: sum.StatisticsPath})
+	cs, err := Compact(ctx, cat, ident, CompactOptions{OnlyFrom: sum.StatisticsPath, Logger: o.Logger})
 	if err != nil {
 		return nil, err
 	}
