@@ -275,14 +275,14 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 	}
 	jobs := make(chan dataFile)
 	results := make(chan fileResult, parallel)
-	var filters filterPool
+	var bitsets filterPool // the filters' bitsets, from the collector back to the workers
 	var workers sync.WaitGroup
 	for range parallel {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
 			ix := newFileIndexer(j.fs, j.cols, j.tbl.Metadata().NameMapping(), maxBytes, j.o.DisableDictionaryShortcut)
-			ix.filters = &filters
+			ix.filters = &bitsets
 			for df := range jobs {
 				start := time.Now()
 				filters, err := ix.index(ctx, df)
@@ -346,7 +346,7 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 				cancel()
 				break
 			}
-			filters.put(f.filter) // written: the bitset is free for the next file
+			bitsets.put(f.filter) // written: the bitset is free for the next file
 			j.sum.Blobs++
 			j.sum.DistinctValues += f.ndv
 		}
