@@ -97,7 +97,7 @@ func ReaderProperties() *parquet.ReaderProperties {
 
 // filterPool recycles the bitsets of filters once they are written to the
 // segment. A build makes one per data file and column; without reuse they
-// are about half of what it allocates, and collecting that garbage takes
+// are about a third of what it allocates, and collecting that garbage takes
 // CPU from the workers. Workers take bitsets, the collector returns them;
 // a nil pool allocates every filter.
 type filterPool struct{ free sync.Pool } // of *[]byte
