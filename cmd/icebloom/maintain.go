@@ -113,7 +113,7 @@ func (c *MaintainCmd) run(ctx context.Context, e *env) error {
 		c.failedBeforeTables(e, e.now())
 		return err
 	}
-	o := maintenance.MaintainOptions{Index: build.Options{Parallel: c.Parallel}, CompactAbove: c.CompactAbove}
+	o := maintenance.MaintainOptions{Index: build.Options{Parallel: c.Parallel, Logger: e.log}, CompactAbove: c.CompactAbove}
 	if c.ExpireOlderThan != nil {
 		o.Expire = &maintenance.ExpireOptions{OlderThan: c.ExpireOlderThan.d, RetainLast: c.RetainLast, Logger: e.log}
 	}
