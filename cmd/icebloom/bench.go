@@ -445,20 +445,23 @@ func (b *bencher) buildVsFloor(ctx context.Context) error {
 // has: byte array values alias the page instead of being copied, and page
 // buffers are reused from chunk to chunk (build.ReaderProperties).
 func (b *bencher) floor(cols []string, workers int, hash bool) (time.Duration, error) {
-	types := make(map[string]iceberg.PrimitiveType, len(cols))
-	for _, name := range cols {
-		f, ok := b.tbl.Schema().FindFieldByName(name)
-		if !ok {
-			return 0, fmt.Errorf("%s: no column %s", benchName, name)
+	var types map[string]iceberg.PrimitiveType // nil: the values are not hashed
+	if hash {
+		types = make(map[string]iceberg.PrimitiveType, len(cols))
+		for _, name := range cols {
+			f, ok := b.tbl.Schema().FindFieldByName(name)
+			if !ok {
+				return 0, fmt.Errorf("%s: no column %s", benchName, name)
+			}
+			types[name] = f.Type.(iceberg.PrimitiveType)
 		}
-		types[name] = f.Type.(iceberg.PrimitiveType)
 	}
 	paths := make(chan string)
 	errs := make(chan error, workers)
 	start := time.Now()
 	for range workers {
 		go func() {
-			r := floorReader{props: build.ReaderProperties(), hash: hash, types: types}
+			r := floorReader{props: build.ReaderProperties(), types: types}
 			var err error
 			for path := range paths {
 				if err == nil {
@@ -483,8 +486,7 @@ func (b *bencher) floor(cols []string, workers int, hash bool) (time.Duration, e
 type floorReader struct {
 	props  *parquet.ReaderProperties
 	chunk  []byte                           // of its build.ChunkReader
-	hash   bool                             // hash the values, as the hash floor does
-	types  map[string]iceberg.PrimitiveType // of the columns, to hash them as
+	types  map[string]iceberg.PrimitiveType // of the columns, to hash them as; nil: no hashing
 	i64    [4096]int64
 	ba     [4096]parquet.ByteArray
 	defs   [4096]int16
@@ -496,7 +498,7 @@ func (r *floorReader) read(fs icebergio.IO, path string, cols []string) error {
 		for _, name := range cols {
 			ci := rdr.MetaData().Schema.ColumnIndexByName(name)
 			var hc *hashing.Column // nil: the values are not hashed
-			if r.hash {
+			if r.types != nil {
 				var err error
 				if hc, err = hashing.NewColumn(r.types[name], rdr.MetaData().Schema.Column(ci)); err != nil {
 					return err

@@ -86,9 +86,9 @@ func (p *bufferPool) Free(b []byte) {
 // because without them arrow-go reads every column chunk whole into a
 // freshly made slice (about a build's worth of garbage per build), while a
 // buffered stream reads through a buffer of at most 16 KiB, from the chunk
-// a ChunkReader fetched into memory it reuses. Tools that
-// measure against the build's reading (the bench command's floor) read with
-// them too. The properties are for one goroutine's readers at a time.
+// a ChunkReader fetched into memory it reuses. Tools that measure against
+// the build's reading (the bench command's floor) read with them too. The
+// properties are for one goroutine's readers at a time.
 func ReaderProperties() *parquet.ReaderProperties {
 	props := parquet.NewReaderProperties(&bufferPool{})
 	props.BufferedStreamEnabled = true
