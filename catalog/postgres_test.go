@@ -27,7 +27,7 @@ import (
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/maintenance"
 )
 
@@ -170,8 +170,8 @@ func TestPostgresIndexLifecycle(t *testing.T) {
 		t.Fatalf("PostgreSQL's catalog row has %s, the last append committed %s", got, tbl.MetadataLocation())
 	}
 
-	opts := build.Options{Columns: []string{"id"}, Parallel: 2}
-	sum, err := build.Build(ctx, cat, pgEvents, opts)
+	opts := indexer.Options{Columns: []string{"id"}, Parallel: 2}
+	sum, err := indexer.Build(ctx, cat, pgEvents, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestPostgresIndexLifecycle(t *testing.T) {
 	tbl = appendResidue(t, load(t, cat), 5)
 	files = append(files, newestFile(t, tbl, files))
 	checkCandidates(t, tbl, 8*25+5, files[4:5], files[4])
-	synced, err := build.Sync(ctx, other, pgEvents, opts)
+	synced, err := indexer.Sync(ctx, other, pgEvents, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestPostgresIndexLifecycle(t *testing.T) {
 	checkCandidates(t, tbl, 8*25+5, files[4:5])
 	checkCandidates(t, tbl, 8*25+1, files[1:2])
 	checkCandidates(t, tbl, 8*25+6, nil)
-	if again, err := build.Sync(ctx, cat, pgEvents, opts); err != nil || again.FilesIndexed != 0 || again.StatisticsPath != "" {
+	if again, err := indexer.Sync(ctx, cat, pgEvents, opts); err != nil || again.FilesIndexed != 0 || again.StatisticsPath != "" {
 		t.Fatalf("second sync %+v, %v: want nothing to do", again, err)
 	}
 	if got := srv.metadataLocation(t, pgEvents); got != tbl.MetadataLocation() {
@@ -217,7 +217,7 @@ func TestPostgresIndexLifecycle(t *testing.T) {
 	// it replaced, and whatever else the rebuild wrote on the way, keeping
 	// the one the table references.
 	before := statisticsPaths(tbl)
-	rebuilt, err := build.Rebuild(ctx, cat, pgEvents, opts)
+	rebuilt, err := indexer.Rebuild(ctx, cat, pgEvents, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,10 +447,10 @@ func TestPostgresConcurrentSyncs(t *testing.T) {
 
 	lock := lockRow(t, srv)
 	handles := []icecat.Catalog{srv.open(t), srv.open(t)}
-	sums := make([]*build.Summary, 2)
+	sums := make([]*indexer.Summary, 2)
 	sync := func(i int, column string) func() error {
 		return func() (err error) {
-			sums[i], err = build.Sync(ctx, handles[i], pgEvents, build.Options{Columns: []string{column}, Parallel: 1})
+			sums[i], err = indexer.Sync(ctx, handles[i], pgEvents, indexer.Options{Columns: []string{column}, Parallel: 1})
 			return err
 		}
 	}

@@ -26,7 +26,7 @@ import (
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 )
 
 var restEvents = table.Identifier{"db", "events"}
@@ -140,7 +140,7 @@ func TestRESTIndexLifecycle(t *testing.T) {
 		files = append(files, f)
 	}
 
-	sum, err := build.Build(ctx, cat, restEvents, build.Options{Columns: []string{"id"}})
+	sum, err := indexer.Build(ctx, cat, restEvents, indexer.Options{Columns: []string{"id"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestRESTIndexLifecycle(t *testing.T) {
 
 	_, f := restAppend(t, tbl, 2)
 	files = append(files, f)
-	sum, err = build.Sync(ctx, cat, restEvents, build.Options{Columns: []string{"id"}})
+	sum, err = indexer.Sync(ctx, cat, restEvents, indexer.Options{Columns: []string{"id"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestRESTTokenAndPrefix(t *testing.T) {
 	srv := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{Prefix: "wh1"})
 	cat := openREST(t, catalog.Options{URI: srv.URL, Token: srv.Token, Prefix: "wh1"})
 	_, f := restAppend(t, restTable(t, cat), 0)
-	if _, err := build.Build(t.Context(), cat, restEvents, build.Options{Columns: []string{"id2"}}); err != nil {
+	if _, err := indexer.Build(t.Context(), cat, restEvents, indexer.Options{Columns: []string{"id2"}}); err != nil {
 		t.Fatal(err)
 	}
 	tbl := restLoad(t, cat)
@@ -450,13 +450,13 @@ func TestRESTConcurrentSyncs(t *testing.T) {
 	var raced atomic.Bool
 	srv.BeforeCommit = func(table.Identifier) {
 		if raced.CompareAndSwap(false, true) {
-			if _, err := build.Sync(t.Context(), catB, restEvents, build.Options{Columns: []string{"id2"}}); err != nil {
+			if _, err := indexer.Sync(t.Context(), catB, restEvents, indexer.Options{Columns: []string{"id2"}}); err != nil {
 				t.Error(err)
 			}
 		}
 	}
 	from := len(srv.Requests())
-	sum, err := build.Sync(t.Context(), catA, restEvents, build.Options{Columns: []string{"id"}})
+	sum, err := indexer.Sync(t.Context(), catA, restEvents, indexer.Options{Columns: []string{"id"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 // Package maintenance keeps a table's index true and cheap as the table
 // lives: expiring snapshots without losing coverage, deleting orphan index
 // files, and the scheduled run that does it all (with sync and index
-// compaction from index/build) for many tables.
+// compaction from index/indexer) for many tables.
 package maintenance
 
 import (
@@ -16,7 +16,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/index"
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 )
 
 // ExpireOptions choose the snapshots to expire, as iceberg-go's
@@ -26,14 +26,14 @@ type ExpireOptions struct {
 	OlderThan  time.Duration
 	RetainLast int
 	// Logger, when set, gets the warnings of the index fold's commit that
-	// are not errors (build.CompactOptions.Logger).
+	// are not errors (indexer.CompactOptions.Logger).
 	Logger *slog.Logger
 }
 
 // ExpireSummary reports an expiry.
 type ExpireSummary struct {
-	SnapshotsExpired []int64               `json:"snapshots_expired"`
-	Folded           *build.CompactSummary `json:"folded,omitempty"`
+	SnapshotsExpired []int64                 `json:"snapshots_expired"`
+	Folded           *indexer.CompactSummary `json:"folded,omitempty"`
 }
 
 const maxExpireAttempts = 5
@@ -59,7 +59,7 @@ func Expire(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 			return sum, nil
 		}
 		if segmentOn(tbl, expiring) {
-			if sum.Folded, err = build.Compact(ctx, cat, ident, build.CompactOptions{Retained: retained, Logger: o.Logger}); err != nil {
+			if sum.Folded, err = indexer.Compact(ctx, cat, ident, indexer.CompactOptions{Retained: retained, Logger: o.Logger}); err != nil {
 				return nil, fmt.Errorf("fold the index of %s before expiry: %w", name, err)
 			}
 			continue // re-plan on the table as the fold left it

@@ -12,7 +12,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/maintenance"
 )
 
@@ -67,10 +67,10 @@ func overwrite(t *testing.T, tbl *table.Table, ids ...int64) *table.Table {
 func TestExpireFoldsSegments(t *testing.T) {
 	cat := catalogtest.NewCatalog(t)
 	tbl := cat.NewTable(t, "events", catalogtest.IDSchema, nil)
-	opts := build.Options{Columns: []string{"id"}}
+	opts := indexer.Options{Columns: []string{"id"}}
 	sync := func() {
 		t.Helper()
-		if _, err := build.Sync(bg, cat, tbl.Identifier(), opts); err != nil {
+		if _, err := indexer.Sync(bg, cat, tbl.Identifier(), opts); err != nil {
 			t.Fatal(err)
 		}
 		tbl, _ = cat.LoadTable(bg, tbl.Identifier())
@@ -129,14 +129,14 @@ func TestExpireFoldsSegments(t *testing.T) {
 func TestSyncAfterForeignExpiry(t *testing.T) {
 	cat := catalogtest.NewCatalog(t)
 	tbl := cat.NewTable(t, "events", catalogtest.IDSchema, nil)
-	opts := build.Options{Columns: []string{"id"}}
+	opts := indexer.Options{Columns: []string{"id"}}
 	tbl = catalogtest.AppendIDs(t, tbl, 1, 2)
-	if _, err := build.Sync(bg, cat, tbl.Identifier(), opts); err != nil {
+	if _, err := indexer.Sync(bg, cat, tbl.Identifier(), opts); err != nil {
 		t.Fatal(err)
 	}
 	tbl, _ = cat.LoadTable(bg, tbl.Identifier())
 	tbl = catalogtest.AppendIDs(t, tbl, 3)
-	if _, err := build.Sync(bg, cat, tbl.Identifier(), opts); err != nil {
+	if _, err := indexer.Sync(bg, cat, tbl.Identifier(), opts); err != nil {
 		t.Fatal(err)
 	}
 	tbl, _ = cat.LoadTable(bg, tbl.Identifier())
@@ -157,7 +157,7 @@ func TestSyncAfterForeignExpiry(t *testing.T) {
 	if lost != 1 {
 		t.Fatalf("%d files uncovered after a plain expiry, want the first one", lost)
 	}
-	sum, err := build.Sync(bg, cat, tbl.Identifier(), opts)
+	sum, err := indexer.Sync(bg, cat, tbl.Identifier(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ type GCSummary struct {
 	DryRun       bool  `json:"dry_run"`
 }
 
-// indexFileName is how index/build names the Puffin files it writes:
+// indexFileName is how index/indexer names the Puffin files it writes:
 // icebloom-<snapshot-id>-<uuid>.puffin. Nothing else is GC's to delete.
 var indexFileName = regexp.MustCompile(`^icebloom-\d+-[0-9a-f-]{36}\.puffin$`)
 
@@ -214,11 +214,11 @@ func classify(ctx context.Context, files []indexFile, refs *references, cutoff t
 }
 
 // metadataProbe is a file name whose metadata location gives the directory
-// index/build writes index files in.
+// index/indexer writes index files in.
 const metadataProbe = "icebloom-gc-probe"
 
 // metadataDir returns the directory of the table's metadata location, where
-// index/build writes its files, as the location provider spells it.
+// index/indexer writes its files, as the location provider spells it.
 func metadataDir(tbl *table.Table) (string, error) {
 	lp, err := tbl.LocationProvider()
 	if err != nil {

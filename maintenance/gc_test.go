@@ -20,7 +20,7 @@ import (
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 )
 
 var ctx = context.Background()
@@ -57,7 +57,7 @@ func newTable(t *testing.T) *sqlcat.Catalog {
 // buildIndex runs the real job and returns the statistics file it committed.
 func buildIndex(t *testing.T, cat *sqlcat.Catalog) table.StatisticsFile {
 	t.Helper()
-	sum, err := build.Build(ctx, cat, ident, build.Options{Columns: []string{"id"}})
+	sum, err := indexer.Build(ctx, cat, ident, indexer.Options{Columns: []string{"id"}})
 	if err != nil {
 		t.Fatal(err)
 	}

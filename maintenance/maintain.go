@@ -9,16 +9,16 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 )
 
 // MaintainOptions configure a maintenance run.
 type MaintainOptions struct {
 	// Index configures the sync (parallelism, fail-fast); its columns come
 	// from each table's properties.
-	Index build.Options
+	Index indexer.Options
 	// CompactAbove compacts the index when the sync leaves more segments
-	// than this; 0 means build.DefaultCompactAbove.
+	// than this; 0 means indexer.DefaultCompactAbove.
 	CompactAbove int
 	// Expire, when set, expires snapshots (folding their segments first).
 	Expire *ExpireOptions
@@ -28,13 +28,13 @@ type MaintainOptions struct {
 
 // TableReport is what a run did to one table.
 type TableReport struct {
-	Table   string                `json:"table"`
-	Skipped string                `json:"skipped,omitempty"`
-	Sync    *build.Summary        `json:"sync,omitempty"`
-	Compact *build.CompactSummary `json:"compact,omitempty"`
-	Expire  *ExpireSummary        `json:"expire,omitempty"`
-	GC      *GCSummary            `json:"gc,omitempty"`
-	Error   string                `json:"error,omitempty"`
+	Table   string                  `json:"table"`
+	Skipped string                  `json:"skipped,omitempty"`
+	Sync    *indexer.Summary        `json:"sync,omitempty"`
+	Compact *indexer.CompactSummary `json:"compact,omitempty"`
+	Expire  *ExpireSummary          `json:"expire,omitempty"`
+	GC      *GCSummary              `json:"gc,omitempty"`
+	Error   string                  `json:"error,omitempty"`
 }
 
 // Failed reports whether a step failed.
@@ -124,14 +124,14 @@ func MaintainTable(ctx context.Context, cat icecatalog.Catalog, ident table.Iden
 	if err != nil {
 		return fail(fmt.Errorf("load table %s: %w", r.Table, err))
 	}
-	if _, err := build.ResolveColumns(tbl.Schema(), tbl.Properties(), nil, 0); err != nil {
+	if _, err := indexer.ResolveColumns(tbl.Schema(), tbl.Properties(), nil, 0); err != nil {
 		r.Skipped = "no indexed columns configured"
 		return r
 	}
 	if tbl.CurrentSnapshot() != nil {
 		idx := o.Index
 		idx.Columns, idx.FPP, idx.CompactAbove = nil, 0, o.CompactAbove
-		if r.Sync, err = build.Sync(ctx, cat, ident, idx); err != nil {
+		if r.Sync, err = indexer.Sync(ctx, cat, ident, idx); err != nil {
 			return fail(err)
 		}
 		r.Compact = r.Sync.Compacted

@@ -10,7 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/lookup"
 	"github.com/icebloom/icebloom/maintenance"
 )
@@ -26,7 +26,7 @@ type scenario struct {
 
 func newScenario(t *testing.T) *scenario {
 	cat := catalogtest.NewCatalog(t)
-	tbl := cat.NewTable(t, "events", catalogtest.IDSchema, iceberg.Properties{build.PropBloomEnabledPrefix + "id": "true"})
+	tbl := cat.NewTable(t, "events", catalogtest.IDSchema, iceberg.Properties{indexer.PropBloomEnabledPrefix + "id": "true"})
 	return &scenario{t: t, cat: cat, ident: tbl.Identifier(), nextID: 1}
 }
 
@@ -175,7 +175,7 @@ func TestMaintainSkipsTablesWithoutColumns(t *testing.T) {
 	cat := catalogtest.NewCatalog(t)
 	plain := cat.NewTable(t, "plain", catalogtest.IDSchema, nil)
 	catalogtest.AppendIDs(t, plain, 1, 2)
-	indexed := cat.NewTable(t, "indexed", catalogtest.IDSchema, iceberg.Properties{build.PropBloomEnabledPrefix + "id": "true"})
+	indexed := cat.NewTable(t, "indexed", catalogtest.IDSchema, iceberg.Properties{indexer.PropBloomEnabledPrefix + "id": "true"})
 	catalogtest.AppendIDs(t, indexed, 1, 2)
 	tables, err := maintenance.Tables(bg, cat, nil)
 	if err != nil {

@@ -29,8 +29,8 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
-	"github.com/icebloom/icebloom/index/build"
 	"github.com/icebloom/icebloom/index/hashing"
+	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/lookup"
 	"github.com/icebloom/icebloom/index/sbbf"
 )
@@ -259,14 +259,14 @@ func atLeast(v, limit float64, unit string) (string, *bool) {
 	return fmt.Sprintf(">= %g%s", limit, unit), &ok
 }
 
-// build runs build.Build on the benchmark table and times it.
-func (b *bencher) build(ctx context.Context, o build.Options) (*build.Summary, time.Duration, error) {
+// build runs indexer.Build on the benchmark table and times it.
+func (b *bencher) build(ctx context.Context, o indexer.Options) (*indexer.Summary, time.Duration, error) {
 	if o.FPP == 0 {
 		o.FPP = b.c.FPP
 	}
 	o.FailFast = true
 	start := time.Now()
-	sum, err := build.Build(ctx, b.cat, benchTable, o)
+	sum, err := indexer.Build(ctx, b.cat, benchTable, o)
 	if err != nil {
 		return nil, 0, fmt.Errorf("build %v: %w", o.Columns, err)
 	}
@@ -277,10 +277,10 @@ func (b *bencher) build(ctx context.Context, o build.Options) (*build.Summary, t
 // low-cardinality column is dictionary-encoded, from the files' metadata.
 func (b *bencher) checkDictionary(ctx context.Context) error {
 	var chunks, dict int
-	props := build.ReaderProperties()
+	props := indexer.ReaderProperties()
 	var chunk []byte // unused: only metadata is read
 	for _, path := range b.files {
-		err := withParquet(b.fs, path, props, &chunk, func(rdr *file.Reader, _ *build.ChunkReader) error {
+		err := withParquet(b.fs, path, props, &chunk, func(rdr *file.Reader, _ *indexer.ChunkReader) error {
 			ci := rdr.MetaData().Schema.ColumnIndexByName(benchCatCol)
 			if ci < 0 {
 				return fmt.Errorf("%s: no column %s", path, benchCatCol)
@@ -326,15 +326,15 @@ func allDictionary(stats []metadata.PageEncodingStats) bool {
 }
 
 // withParquet opens the data file at path as a build worker does, through
-// a build.ChunkReader fetching into chunk, and calls fn with its Parquet
+// a indexer.ChunkReader fetching into chunk, and calls fn with its Parquet
 // reader.
-func withParquet(fs icebergio.IO, path string, props *parquet.ReaderProperties, chunk *[]byte, fn func(*file.Reader, *build.ChunkReader) error) error {
+func withParquet(fs icebergio.IO, path string, props *parquet.ReaderProperties, chunk *[]byte, fn func(*file.Reader, *indexer.ChunkReader) error) error {
 	f, err := fs.Open(path)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	defer f.Close()
-	cr := build.NewChunkReader(f, props, chunk)
+	cr := indexer.NewChunkReader(f, props, chunk)
 	rdr, err := file.NewParquetReader(cr, file.WithReadProps(props))
 	if err != nil {
 		return fmt.Errorf("read Parquet footer of %s: %w", path, err)
@@ -349,11 +349,11 @@ func withParquet(fs icebergio.IO, path string, props *parquet.ReaderProperties, 
 // the dictionary page vs decoding the data pages); the whole build, with
 // its fixed costs of planning, writing and committing, is reported beside.
 func (b *bencher) dictionaryShortcut(ctx context.Context) error {
-	with := build.Options{Columns: []string{benchCatCol}, Parallel: 1}
+	with := indexer.Options{Columns: []string{benchCatCol}, Parallel: 1}
 	without := with
 	without.DisableDictionaryShortcut = true
 	var readWith, readWithout, tWith, tWithout []time.Duration
-	for _, o := range []build.Options{without, with} { // warm-up, untimed
+	for _, o := range []indexer.Options{without, with} { // warm-up, untimed
 		if _, _, err := b.build(ctx, o); err != nil {
 			return err
 		}
@@ -382,7 +382,7 @@ func (b *bencher) dictionaryShortcut(ctx context.Context) error {
 
 // buildVsFloor times the floor (reading the indexed chunks with arrow-go
 // and discarding the values) with one and two goroutines, the floor plus
-// hashing every value, and build.Build with Parallel 1 and 2, on the id and
+// hashing every value, and indexer.Build with Parallel 1 and 2, on the id and
 // string columns, interleaved. The floors beside the targets say what of a
 // miss is the machine's and the format's: the floor's own speedup on two
 // goroutines bounds the build's, and XXH64 of every value is work any
@@ -390,7 +390,7 @@ func (b *bencher) dictionaryShortcut(ctx context.Context) error {
 func (b *bencher) buildVsFloor(ctx context.Context) error {
 	cols := []string{benchIDCol, benchStrCol}
 	var floor, floor2, hashFloor, p1, p2, p1Files []time.Duration
-	if _, _, err := b.build(ctx, build.Options{Columns: cols, Parallel: 1}); err != nil { // warm-up, untimed
+	if _, _, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: 1}); err != nil { // warm-up, untimed
 		return err
 	}
 	for range b.c.Repeat {
@@ -406,7 +406,7 @@ func (b *bencher) buildVsFloor(ctx context.Context) error {
 			*f.into = append(*f.into, d)
 		}
 		for _, par := range []int{1, 2} {
-			sum, d, err := b.build(ctx, build.Options{Columns: cols, Parallel: par})
+			sum, d, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: par})
 			if err != nil {
 				return err
 			}
@@ -443,7 +443,7 @@ func (b *bencher) buildVsFloor(ctx context.Context) error {
 // a time, and does nothing with the values, or only hashes them (hash). It
 // reads as the build does, with ReadBatchInPage, the cheapest way arrow-go
 // has: byte array values alias the page instead of being copied, and page
-// buffers are reused from chunk to chunk (build.ReaderProperties).
+// buffers are reused from chunk to chunk (indexer.ReaderProperties).
 func (b *bencher) floor(cols []string, workers int, hash bool) (time.Duration, error) {
 	var types map[string]iceberg.PrimitiveType // nil: the values are not hashed
 	if hash {
@@ -461,7 +461,7 @@ func (b *bencher) floor(cols []string, workers int, hash bool) (time.Duration, e
 	start := time.Now()
 	for range workers {
 		go func() {
-			r := floorReader{props: build.ReaderProperties(), types: types}
+			r := floorReader{props: indexer.ReaderProperties(), types: types}
 			var err error
 			for path := range paths {
 				if err == nil {
@@ -485,7 +485,7 @@ func (b *bencher) floor(cols []string, workers int, hash bool) (time.Duration, e
 // floorReader is one goroutine of the floor, with its buffers.
 type floorReader struct {
 	props  *parquet.ReaderProperties
-	chunk  []byte                           // of its build.ChunkReader
+	chunk  []byte                           // of its indexer.ChunkReader
 	types  map[string]iceberg.PrimitiveType // of the columns, to hash them as; nil: no hashing
 	i64    [4096]int64
 	ba     [4096]parquet.ByteArray
@@ -494,7 +494,7 @@ type floorReader struct {
 }
 
 func (r *floorReader) read(fs icebergio.IO, path string, cols []string) error {
-	return withParquet(fs, path, r.props, &r.chunk, func(rdr *file.Reader, chunks *build.ChunkReader) error {
+	return withParquet(fs, path, r.props, &r.chunk, func(rdr *file.Reader, chunks *indexer.ChunkReader) error {
 		for _, name := range cols {
 			ci := rdr.MetaData().Schema.ColumnIndexByName(name)
 			var hc *hashing.Column // nil: the values are not hashed
@@ -583,7 +583,7 @@ func (b *bencher) indexSize(ctx context.Context) error {
 	}
 	var bytes, optimum, ndv int64
 	for _, en := range entries {
-		blocks, err := sbbf.NumBlocks(uint64(en.NDV), b.c.FPP, build.DefaultMaxFilterBytes)
+		blocks, err := sbbf.NumBlocks(uint64(en.NDV), b.c.FPP, indexer.DefaultMaxFilterBytes)
 		if err != nil {
 			return err
 		}
@@ -768,7 +768,7 @@ func (b *bencher) peakMemory(ctx context.Context) error {
 			}
 		}
 	}()
-	_, _, err = b.build(ctx, build.Options{Columns: []string{benchIDCol}, Parallel: 1})
+	_, _, err = b.build(ctx, indexer.Options{Columns: []string{benchIDCol}, Parallel: 1})
 	close(done)
 	<-stopped
 	if err != nil {

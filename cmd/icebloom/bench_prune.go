@@ -19,7 +19,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/index"
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/lookup"
 )
 
@@ -69,7 +69,7 @@ func newPruneTable(ctx context.Context, cat icecat.Catalog, ident table.Identifi
 	if _, err := txn.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("commit %s: %w", name, err)
 	}
-	if _, err := build.Build(ctx, cat, ident, build.Options{Columns: []string{benchIDCol}, FPP: fpp, FailFast: true}); err != nil {
+	if _, err := indexer.Build(ctx, cat, ident, indexer.Options{Columns: []string{benchIDCol}, FPP: fpp, FailFast: true}); err != nil {
 		return nil, fmt.Errorf("build %s: %w", name, err)
 	}
 	return cat.LoadTable(ctx, ident)

@@ -7,7 +7,7 @@ import (
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 )
 
 // indexFlags are the flags of the commands that index data files.
@@ -19,23 +19,23 @@ type indexFlags struct {
 	FailFast bool    `arg:"--fail-fast" help:"fail on a data file that cannot be read instead of leaving it unindexed"`
 }
 
-func (f indexFlags) options() build.Options {
+func (f indexFlags) options() indexer.Options {
 	var cols []string
 	for _, name := range strings.Split(f.Columns, ",") {
 		if name = strings.TrimSpace(name); name != "" {
 			cols = append(cols, name)
 		}
 	}
-	return build.Options{Columns: cols, FPP: f.FPP, Parallel: f.Parallel, FailFast: f.FailFast}
+	return indexer.Options{Columns: cols, FPP: f.FPP, Parallel: f.Parallel, FailFast: f.FailFast}
 }
 
 // runIndex runs build, sync or rebuild (command) with a progress bar on a
 // terminal, logs and records what it did, and prints its summary.
-func (f indexFlags) runIndex(ctx context.Context, e *env, command string, o build.Options,
-	job func(context.Context, icecat.Catalog, table.Identifier, build.Options) (*build.Summary, error)) error {
+func (f indexFlags) runIndex(ctx context.Context, e *env, command string, o indexer.Options,
+	job func(context.Context, icecat.Catalog, table.Identifier, indexer.Options) (*indexer.Summary, error)) error {
 	start := e.now()
 	tr := e.track(&o, f.Table)
-	sum, err := func() (*build.Summary, error) {
+	sum, err := func() (*indexer.Summary, error) {
 		cat, ident, err := e.tableRef(ctx, f.Table)
 		if err != nil {
 			return nil, err
@@ -67,7 +67,7 @@ type BuildCmd struct {
 func (c *BuildCmd) run(ctx context.Context, e *env) error {
 	o := c.options()
 	o.SnapshotID = c.Snapshot
-	return c.runIndex(ctx, e, "build", o, build.Build)
+	return c.runIndex(ctx, e, "build", o, indexer.Build)
 }
 
 // SyncCmd is `icebloom sync TABLE`: index the live data files no entry
@@ -80,10 +80,10 @@ type SyncCmd struct {
 func (c *SyncCmd) run(ctx context.Context, e *env) error {
 	o := c.options()
 	o.CompactAbove = c.CompactAbove
-	return c.runIndex(ctx, e, "sync", o, build.Sync)
+	return c.runIndex(ctx, e, "sync", o, indexer.Sync)
 }
 
-func printBuildSummary(e *env, table string, sum *build.Summary) {
+func printBuildSummary(e *env, table string, sum *indexer.Summary) {
 	e.printf("indexed %d of %d data files of %s (snapshot %d), columns %s\n",
 		sum.FilesIndexed, sum.FilesTotal, table, sum.SnapshotID, strings.Join(sum.Columns, ", "))
 	if sum.FilesCovered > 0 {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/maintenance"
 )
 
@@ -46,7 +46,7 @@ func newLogger(stderr io.Writer, level slog.Level, terminal bool) *slog.Logger {
 
 // logIndexed logs what a build, sync or rebuild of table did: a warning per
 // data file it could not read, then the summary.
-func logIndexed(log *slog.Logger, command, table string, sum *build.Summary) {
+func logIndexed(log *slog.Logger, command, table string, sum *indexer.Summary) {
 	for _, f := range sum.FilesFailed {
 		log.Warn("data file not indexed; it is never pruned",
 			"command", command, "table", table, "snapshot", sum.SnapshotID, "file", f.Path, "error", f.Error)

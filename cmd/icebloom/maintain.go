@@ -10,7 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/maintenance"
 )
 
@@ -21,12 +21,12 @@ type CompactIndexCmd struct {
 
 func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
 	start := e.now()
-	sum, err := func() (*build.CompactSummary, error) {
+	sum, err := func() (*indexer.CompactSummary, error) {
 		cat, ident, err := e.tableRef(ctx, c.Table)
 		if err != nil {
 			return nil, err
 		}
-		return build.Compact(ctx, cat, ident, build.CompactOptions{Logger: e.log})
+		return indexer.Compact(ctx, cat, ident, indexer.CompactOptions{Logger: e.log})
 	}()
 	if e.metrics != nil {
 		end := e.now()
@@ -58,7 +58,7 @@ type RebuildCmd struct {
 }
 
 func (c *RebuildCmd) run(ctx context.Context, e *env) error {
-	return c.runIndex(ctx, e, "rebuild", c.options(), build.Rebuild)
+	return c.runIndex(ctx, e, "rebuild", c.options(), indexer.Rebuild)
 }
 
 // ExpireCmd is `icebloom expire TABLE`.
@@ -113,7 +113,7 @@ func (c *MaintainCmd) run(ctx context.Context, e *env) error {
 		c.failedBeforeTables(e, e.now())
 		return err
 	}
-	o := maintenance.MaintainOptions{Index: build.Options{Parallel: c.Parallel, Logger: e.log}, CompactAbove: c.CompactAbove}
+	o := maintenance.MaintainOptions{Index: indexer.Options{Parallel: c.Parallel, Logger: e.log}, CompactAbove: c.CompactAbove}
 	if c.ExpireOlderThan != nil {
 		o.Expire = &maintenance.ExpireOptions{OlderThan: c.ExpireOlderThan.d, RetainLast: c.RetainLast, Logger: e.log}
 	}

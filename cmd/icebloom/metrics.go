@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/maintenance"
 )
 
@@ -136,7 +136,7 @@ func (m *runMetrics) run(l runLabels, dur time.Duration, end time.Time, failed b
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 // indexed records a build, sync or rebuild; sum is nil when it failed.
-func (m *runMetrics) indexed(l runLabels, sum *build.Summary, dataBytes int64, dur time.Duration, end time.Time) {
+func (m *runMetrics) indexed(l runLabels, sum *indexer.Summary, dataBytes int64, dur time.Duration, end time.Time) {
 	m.run(l, dur, end, sum == nil)
 	m.add(metricDataBytes, l, float64(dataBytes))
 	if sum == nil {
@@ -154,7 +154,7 @@ func (m *runMetrics) indexed(l runLabels, sum *build.Summary, dataBytes int64, d
 }
 
 // compacted records a compact-index run; sum is nil when it failed.
-func (m *runMetrics) compacted(l runLabels, sum *build.CompactSummary, dur time.Duration, end time.Time) {
+func (m *runMetrics) compacted(l runLabels, sum *indexer.CompactSummary, dur time.Duration, end time.Time) {
 	m.run(l, dur, end, sum == nil)
 	if sum == nil {
 		return

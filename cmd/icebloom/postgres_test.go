@@ -13,7 +13,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/maintenance"
 )
 
@@ -82,7 +82,7 @@ func TestPostgresCatalog(t *testing.T) {
 		}
 	}
 
-	var sum build.Summary
+	var sum indexer.Summary
 	pg(&sum, "build", "db.events", "--columns", "id")
 	if sum.FilesIndexed != 4 || sum.Segments != 1 {
 		t.Fatalf("build %+v", sum)

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 )
 
 // terminal reports whether w is a terminal, and its width in columns (80
@@ -91,7 +91,7 @@ func newProgressBar(out *statusLine, label string, now func() time.Time) *progre
 
 // update redraws the bar unless it was redrawn less than redrawEvery ago;
 // the first and the last state (all files done) are always drawn.
-func (b *progressBar) update(p build.Progress) {
+func (b *progressBar) update(p indexer.Progress) {
 	now := b.now()
 	if !b.drawn.IsZero() && now.Sub(b.drawn) < redrawEvery && p.FilesDone < p.FilesTotal {
 		return
@@ -112,7 +112,7 @@ const barWidth = 24
 //	db.events [=========>              ] 37/96 files  1.2 GiB  12s  98.5 MiB/s
 //
 // The bytes are those of the data files done (their size in the manifests).
-func renderProgress(label string, p build.Progress, elapsed time.Duration) string {
+func renderProgress(label string, p indexer.Progress, elapsed time.Duration) string {
 	filled := 0
 	if p.FilesTotal > 0 {
 		filled = barWidth * p.FilesDone / p.FilesTotal
@@ -143,12 +143,12 @@ func renderProgress(label string, p build.Progress, elapsed time.Duration) strin
 type tracker struct {
 	bar  *progressBar // nil: no bar
 	log  *slog.Logger
-	last build.Progress
+	last indexer.Progress
 }
 
 // track makes o report its progress to a new tracker labelled table, and
 // its warnings (commit retries) to the log.
-func (e *env) track(o *build.Options, table string) *tracker {
+func (e *env) track(o *indexer.Options, table string) *tracker {
 	t := &tracker{log: e.log.With("table", table)}
 	if e.status != nil && !e.json {
 		t.bar = newProgressBar(e.status, table, e.now)
@@ -158,7 +158,7 @@ func (e *env) track(o *build.Options, table string) *tracker {
 	return t
 }
 
-func (t *tracker) progress(p build.Progress) {
+func (t *tracker) progress(p indexer.Progress) {
 	t.last = p
 	if p.File != "" {
 		t.log.Debug("data file done", "file", p.File, "files_done", p.FilesDone, "files_total", p.FilesTotal)

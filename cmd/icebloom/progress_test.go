@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 )
 
 // fakeClock is a clock a test moves by hand.
@@ -19,15 +19,15 @@ func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
 func TestRenderProgress(t *testing.T) {
 	cases := []struct {
-		p       build.Progress
+		p       indexer.Progress
 		elapsed time.Duration
 		want    string
 	}{
-		{build.Progress{FilesTotal: 96}, 0,
+		{indexer.Progress{FilesTotal: 96}, 0,
 			"db.events [                        ] 0/96 files  0 B  0s  -"},
-		{build.Progress{FilesDone: 37, FilesTotal: 96, Bytes: 37 << 30}, 12*time.Second + 400*time.Millisecond,
+		{indexer.Progress{FilesDone: 37, FilesTotal: 96, Bytes: 37 << 30}, 12*time.Second + 400*time.Millisecond,
 			"db.events [=========>              ] 37/96 files  37.0 GiB  12.4s  3.0 GiB/s"},
-		{build.Progress{FilesDone: 96, FilesTotal: 96, Bytes: 96 << 20}, 90 * time.Second,
+		{indexer.Progress{FilesDone: 96, FilesTotal: 96, Bytes: 96 << 20}, 90 * time.Second,
 			"db.events [========================] 96/96 files  96.0 MiB  1m30s  1.1 MiB/s"},
 	}
 	for _, c := range cases {
@@ -46,10 +46,10 @@ func TestProgressBarThrottled(t *testing.T) {
 	line := &statusLine{w: &out, width: 200}
 	bar := newProgressBar(line, "db.t", clock.now)
 	const files = 100
-	bar.update(build.Progress{FilesTotal: files})
+	bar.update(indexer.Progress{FilesTotal: files})
 	for i := 1; i <= files; i++ {
 		clock.advance(10 * time.Millisecond)
-		bar.update(build.Progress{FilesDone: i, FilesTotal: files, Bytes: int64(i) << 20})
+		bar.update(indexer.Progress{FilesDone: i, FilesTotal: files, Bytes: int64(i) << 20})
 	}
 	draws := strings.Count(out.String(), eraseLine)
 	if draws < 10 || draws > 12 {

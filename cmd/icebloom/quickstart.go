@@ -17,7 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icebloom/icebloom/catalog"
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 )
 
 // QuickstartCmd is `icebloom quickstart`: the end-to-end demo on an
@@ -36,11 +36,11 @@ var quickstartTable = table.Identifier{"demo", "events"}
 
 // QuickstartOutput is the JSON output of quickstart.
 type QuickstartOutput struct {
-	Catalog string         `json:"catalog"`
-	Table   string         `json:"table"`
-	Build   *build.Summary `json:"build"`
-	Present QuickLookup    `json:"present"`
-	Absent  QuickLookup    `json:"absent"`
+	Catalog string           `json:"catalog"`
+	Table   string           `json:"table"`
+	Build   *indexer.Summary `json:"build"`
+	Present QuickLookup      `json:"present"`
+	Absent  QuickLookup      `json:"absent"`
 }
 
 // QuickLookup is one demo lookup: how many files each step leaves, and the
@@ -75,7 +75,7 @@ func (c *QuickstartCmd) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	sum, err := build.Build(ctx, cat, quickstartTable, build.Options{})
+	sum, err := indexer.Build(ctx, cat, quickstartTable, indexer.Options{})
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func (c *QuickstartCmd) createTable(ctx context.Context, cat icecat.Catalog) (ne
 	// planning reads a few manifests, not one per append.
 	props := iceberg.Properties{quickstartMarker: "true", table.ManifestMergeEnabledKey: "true"}
 	for _, col := range []string{"user_id", "email", "order_id"} {
-		props[build.PropBloomEnabledPrefix+col] = "true"
+		props[indexer.PropBloomEnabledPrefix+col] = "true"
 	}
 	tbl, err := cat.CreateTable(ctx, quickstartTable, sc, icecat.WithProperties(props))
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 )
 
 // TestRESTCommands runs the commands against a REST catalog the global
@@ -64,7 +64,7 @@ func TestRESTCommands(t *testing.T) {
 		}
 	}
 
-	var sum build.Summary
+	var sum indexer.Summary
 	if err := json.Unmarshal([]byte(cli("build", "db.events")), &sum); err != nil || sum.FilesIndexed != 2 {
 		t.Fatalf("build: %+v, %v", sum, err)
 	}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/maintenance"
 )
 
@@ -158,7 +158,7 @@ func TestS3(t *testing.T) {
 	// then the id column chunk), after one HEAD for its size; the index is
 	// one PUT of a Puffin file next to the table's metadata.
 	s3.Reset()
-	var built build.Summary
+	var built indexer.Summary
 	e.icebloomJSON(t, &built, "build", s3Table, "--columns", "id")
 	if built.FilesIndexed != 3 || built.FilesTotal != 3 || built.Segments != 1 || len(built.FilesFailed) != 0 {
 		t.Fatalf("build %+v", built)
@@ -178,7 +178,7 @@ func TestS3(t *testing.T) {
 	// append, then sync: only the new file is read, as a second segment.
 	e.appendFile(t, 3, rows)
 	s3.Reset()
-	var synced build.Summary
+	var synced indexer.Summary
 	e.icebloomJSON(t, &synced, "sync", s3Table, "--columns", "id")
 	if synced.FilesIndexed != 1 || synced.FilesCovered != 3 || synced.Segments != 2 || synced.StatisticsPath == "" {
 		t.Fatalf("sync %+v", synced)
@@ -238,7 +238,7 @@ func TestS3(t *testing.T) {
 	// bytes: range GETs of the footers and blobs, never a whole object, and
 	// one PUT.
 	s3.Reset()
-	var compacted build.CompactSummary
+	var compacted indexer.CompactSummary
 	e.icebloomJSON(t, &compacted, "compact-index", s3Table)
 	if compacted.SegmentsBefore != 2 || compacted.SegmentsAfter != 1 || compacted.EntriesKept != 4 ||
 		compacted.EntriesDropped != 0 || compacted.BytesCopied == 0 {
@@ -450,7 +450,7 @@ func TestS3BadProperty(t *testing.T) {
 func TestS3GCListsEveryPage(t *testing.T) {
 	e := newS3Env(t)
 	e.appendFile(t, 0, 10)
-	var built build.Summary
+	var built indexer.Summary
 	e.icebloomJSON(t, &built, "build", s3Table, "--columns", "id")
 
 	const orphans = 1001

@@ -3,7 +3,7 @@ package lookup
 // Test fixture: real Iceberg tables in a SQLite catalog, written by
 // iceberg-go, and an index built for them here, directly from the Parquet
 // files with arrow-go's column readers. This builder is only a fixture for
-// the reading side; the real one is index/build.
+// the reading side; the real one is index/indexer.
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package build_test
+package indexer_test
 
 import (
 	"os"
@@ -6,15 +6,15 @@ import (
 	"testing"
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 )
 
 // progressLog records Options.Progress calls. It takes no lock: the calls
 // are documented as serialized, and the race detector checks that claim
 // while several workers read files at once.
-type progressLog []build.Progress
+type progressLog []indexer.Progress
 
-func (l *progressLog) record(p build.Progress) { *l = append(*l, p) }
+func (l *progressLog) record(p indexer.Progress) { *l = append(*l, p) }
 
 // check verifies the calls of one run over total data files: a first call
 // at 0, then done counts rising by one to the total, the total never
@@ -24,7 +24,7 @@ func (l progressLog) check(t *testing.T, total int, sizes map[string]int64) {
 	if len(l) != total+1 {
 		t.Fatalf("%d Progress calls for %d data files, want one at the start and one per file: %+v", len(l), total, l)
 	}
-	if first := l[0]; first != (build.Progress{FilesTotal: total}) {
+	if first := l[0]; first != (indexer.Progress{FilesTotal: total}) {
 		t.Fatalf("first call %+v, want 0 of %d", first, total)
 	}
 	seen := map[string]bool{}
@@ -65,7 +65,7 @@ func TestProgress(t *testing.T) {
 	}
 
 	var calls progressLog
-	sum, err := build.Build(ctx, cat, tbl.Identifier(), build.Options{Columns: []string{"id"}, Parallel: 4, Progress: calls.record})
+	sum, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, Parallel: 4, Progress: calls.record})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestProgress(t *testing.T) {
 		}
 	}
 	calls = nil
-	if _, err := build.Sync(ctx, cat, tbl.Identifier(), build.Options{Columns: []string{"id"}, Progress: calls.record}); err != nil {
+	if _, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, Progress: calls.record}); err != nil {
 		t.Fatal(err)
 	}
 	// The unreadable file is uncovered, so sync tries it again.
@@ -95,11 +95,11 @@ func TestProgress(t *testing.T) {
 
 	// A table whose files are all covered: sync reads nothing.
 	cat2, tbl2, _ := eventsTable(t, 2, 10, nil)
-	if _, err := build.Build(ctx, cat2, tbl2.Identifier(), build.Options{Columns: []string{"id"}}); err != nil {
+	if _, err := indexer.Build(ctx, cat2, tbl2.Identifier(), indexer.Options{Columns: []string{"id"}}); err != nil {
 		t.Fatal(err)
 	}
 	calls = nil
-	if _, err := build.Sync(ctx, cat2, tbl2.Identifier(), build.Options{Columns: []string{"id"}, Progress: calls.record}); err != nil {
+	if _, err := indexer.Sync(ctx, cat2, tbl2.Identifier(), indexer.Options{Columns: []string{"id"}, Progress: calls.record}); err != nil {
 		t.Fatal(err)
 	}
 	if len(calls) != 0 {

@@ -1,9 +1,9 @@
-// Package build is the batch job: it walks a snapshot's live data files,
+// Package indexer writes the index. It is the batch job: it walks a snapshot's live data files,
 // reads only the indexed columns, builds one Split Block Bloom Filter per
 // data file and column, streams them into one Puffin file under the table's
 // metadata location, and registers that file as the snapshot's statistics
 // file through the table's catalog.
-package build
+package indexer
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package build_test
+package indexer_test
 
 import (
 	"context"
@@ -19,8 +19,8 @@ import (
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
-	"github.com/icebloom/icebloom/index/build"
 	"github.com/icebloom/icebloom/index/hashing"
+	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/sbbf"
 	"github.com/icebloom/icebloom/puffin"
 )
@@ -213,7 +213,7 @@ func liveFiles(t *testing.T, tbl *table.Table) []iceberg.DataFile {
 // (including -0.0 as 0.0) and absent values rejected at about the target.
 func TestBuildEndToEnd(t *testing.T) {
 	cat, tbl, rowsByFile := eventsTable(t, 4, 500, nil)
-	sum, err := build.Build(ctx, cat, tbl.Identifier(), build.Options{
+	sum, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{
 		Columns: []string{"id", "email", "uid", "amount", "day", "ts", "score"}, Parallel: 2,
 	})
 	if err != nil {
@@ -234,7 +234,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		t.Fatalf("table metadata lists %d blob-metadata items, want one per column (7)", len(sf.BlobMetadata))
 	}
 	for _, bm := range sf.BlobMetadata {
-		if bm.Type != table.BlobType(index.BlobType) || len(bm.Fields) != 1 || bm.Properties[build.PropEntryCount] != "4" {
+		if bm.Type != table.BlobType(index.BlobType) || len(bm.Fields) != 1 || bm.Properties[indexer.PropEntryCount] != "4" {
 			t.Errorf("blob-metadata item %+v", bm)
 		}
 	}
@@ -331,12 +331,12 @@ func rowsOfFile(t *testing.T, byField map[int]indexed, rowsByFile [][]row) []row
 // the build refuses with an error saying what to do.
 func TestColumnsFromTableProperties(t *testing.T) {
 	cat, tbl, _ := eventsTable(t, 1, 50, iceberg.Properties{
-		build.PropBloomEnabledPrefix + "email": "true",
-		build.PropBloomEnabledPrefix + "id":    "true",
-		build.PropBloomEnabledPrefix + "score": "false",
-		build.PropBloomFPPPrefix + "email":     "0.001",
+		indexer.PropBloomEnabledPrefix + "email": "true",
+		indexer.PropBloomEnabledPrefix + "id":    "true",
+		indexer.PropBloomEnabledPrefix + "score": "false",
+		indexer.PropBloomFPPPrefix + "email":     "0.001",
 	})
-	sum, err := build.Build(ctx, cat, tbl.Identifier(), build.Options{})
+	sum, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,18 +346,18 @@ func TestColumnsFromTableProperties(t *testing.T) {
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 	_, entries := indexOf(t, tbl)
 	for _, byField := range entries {
-		if byField[2].entry.FPP != 0.001 || byField[1].entry.FPP != build.DefaultFPP {
+		if byField[2].entry.FPP != 0.001 || byField[1].entry.FPP != indexer.DefaultFPP {
 			t.Errorf("fpp %v and %v, want 0.001 and the default", byField[2].entry.FPP, byField[1].entry.FPP)
 		}
 	}
 
 	plainCat, plain, _ := eventsTable(t, 1, 10, nil)
-	_, err = build.Build(ctx, plainCat, plain.Identifier(), build.Options{})
-	if err == nil || !strings.Contains(err.Error(), build.PropBloomEnabledPrefix) {
+	_, err = indexer.Build(ctx, plainCat, plain.Identifier(), indexer.Options{})
+	if err == nil || !strings.Contains(err.Error(), indexer.PropBloomEnabledPrefix) {
 		t.Errorf("no columns: %v", err)
 	}
 	for _, cols := range [][]string{{"nope"}, {"id", "nope"}} {
-		if _, err := build.Build(ctx, cat, tbl.Identifier(), build.Options{Columns: cols}); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: cols}); err == nil || !strings.Contains(err.Error(), `"nope"`) {
 			t.Errorf("columns %v: %v", cols, err)
 		}
 	}
@@ -374,13 +374,13 @@ func TestCorruptDataFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := tbl.MetadataLocation()
-	if _, err := build.Build(ctx, cat, tbl.Identifier(), build.Options{Columns: []string{"id"}, FailFast: true}); err == nil || !strings.Contains(err.Error(), bad) {
+	if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, FailFast: true}); err == nil || !strings.Contains(err.Error(), bad) {
 		t.Fatalf("FailFast: %v, want an error naming %s", err, bad)
 	}
 	if tbl, _ := cat.LoadTable(ctx, tbl.Identifier()); tbl.MetadataLocation() != before {
 		t.Fatal("a failed build changed the table metadata")
 	}
-	sum, err := build.Build(ctx, cat, tbl.Identifier(), build.Options{Columns: []string{"id"}})
+	sum, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +400,7 @@ func TestFormatVersion1(t *testing.T) {
 	if v := tbl.Metadata().Version(); v != 1 {
 		t.Fatalf("table format version %d, want 1", v)
 	}
-	sum, err := build.Build(ctx, cat, tbl.Identifier(), build.Options{Columns: []string{"id", "email"}})
+	sum, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id", "email"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package build_test
+package indexer_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 )
 
 // TestSyncIndexesOnlyNewFiles: after a build and an append, sync reads only
@@ -18,8 +18,8 @@ import (
 // the earlier sync's entries, which set-statistics would otherwise replace.
 func TestSyncIndexesOnlyNewFiles(t *testing.T) {
 	cat, tbl, _ := eventsTable(t, 3, 100, nil)
-	opts := build.Options{Columns: []string{"id", "email"}}
-	if _, err := build.Build(ctx, cat, tbl.Identifier(), opts); err != nil {
+	opts := indexer.Options{Columns: []string{"id", "email"}}
+	if _, err := indexer.Build(ctx, cat, tbl.Identifier(), opts); err != nil {
 		t.Fatal(err)
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
@@ -27,7 +27,7 @@ func TestSyncIndexesOnlyNewFiles(t *testing.T) {
 	tbl = catalogtest.Append(t, tbl, rec)
 	rec.Release()
 
-	sum, err := build.Sync(ctx, cat, tbl.Identifier(), opts)
+	sum, err := indexer.Sync(ctx, cat, tbl.Identifier(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestSyncIndexesOnlyNewFiles(t *testing.T) {
 	coveredByAll(t, tbl, 1, 2)
 
 	before := tbl.MetadataLocation()
-	again, err := build.Sync(ctx, cat, tbl.Identifier(), opts)
+	again, err := indexer.Sync(ctx, cat, tbl.Identifier(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestSyncIndexesOnlyNewFiles(t *testing.T) {
 	}
 
 	// A column added to the configuration makes every file uncovered.
-	wider, err := build.Sync(ctx, cat, tbl.Identifier(), build.Options{Columns: []string{"id", "email", "day"}})
+	wider, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id", "email", "day"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,11 +122,11 @@ func (c *racingCatalog) CommitTable(ctx2 context.Context, ident table.Identifier
 func TestConcurrentSyncsKeepBothCommits(t *testing.T) {
 	cat, tbl, _ := eventsTable(t, 2, 50, nil)
 	racing := &racingCatalog{Catalog: cat, before: func() {
-		if _, err := build.Sync(ctx, cat, tbl.Identifier(), build.Options{Columns: []string{"email"}}); err != nil {
+		if _, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"email"}}); err != nil {
 			t.Error(err)
 		}
 	}}
-	sum, err := build.Sync(ctx, racing, tbl.Identifier(), build.Options{Columns: []string{"id"}})
+	sum, err := indexer.Sync(ctx, racing, tbl.Identifier(), indexer.Options{Columns: []string{"id"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package build
+package indexer
 
 // distinctSet is an exact set of 64-bit value hashes, the way the build
 // counts a file's distinct values: open addressing with linear probing,

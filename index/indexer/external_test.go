@@ -1,4 +1,4 @@
-package build_test
+package indexer_test
 
 import (
 	"encoding/hex"

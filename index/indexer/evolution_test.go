@@ -1,4 +1,4 @@
-package build_test
+package indexer_test
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/internal/testfixture"
 	"github.com/icebloom/icebloom/index/lookup"
 	"github.com/icebloom/icebloom/puffin"
@@ -36,7 +36,7 @@ func TestForeignBlobsSurvive(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if _, err := build.Build(ctx, cat, tbl.Identifier(), build.Options{Columns: []string{"id", "email"}}); err != nil {
+	if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id", "email"}}); err != nil {
 		t.Fatal(err)
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
@@ -113,7 +113,7 @@ func TestConcurrentAppend(t *testing.T) {
 	cat, tbl, _ := eventsTable(t, 2, 50, nil)
 	built := tbl.CurrentSnapshot().SnapshotID
 	ac := &appendingCatalog{Catalog: cat, t: t}
-	sum, err := build.Build(ctx, ac, tbl.Identifier(), build.Options{Columns: []string{"id"}})
+	sum, err := indexer.Build(ctx, ac, tbl.Identifier(), indexer.Options{Columns: []string{"id"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestSchemaEvolution(t *testing.T) {
 	}
 	tbl = catalogtest.Append(t, tbl, intRecord(t, tbl, []int32{3_000_000_000 - (1 << 31)}, []string{"x"}))
 
-	if _, err := build.Build(ctx, cat, tbl.Identifier(), build.Options{Columns: []string{"n", "tag"}}); err != nil {
+	if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"n", "tag"}}); err != nil {
 		t.Fatal(err)
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
@@ -244,7 +244,7 @@ func TestExternalTables(t *testing.T) {
 			for _, f := range tbl.Schema().Fields() {
 				cols = append(cols, f.Name)
 			}
-			sum, err := build.Build(ctx, cat, ident, build.Options{Columns: cols})
+			sum, err := indexer.Build(ctx, cat, ident, indexer.Options{Columns: cols})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -315,7 +315,7 @@ func TestInitialDefault(t *testing.T) {
 	if f, _ := tbl.Schema().FindFieldByName("region"); f.InitialDefault == nil {
 		t.Fatalf("region has no initial default: %+v", f)
 	}
-	if _, err := build.Build(ctx, cat, tbl.Identifier(), build.Options{Columns: []string{"region"}}); err != nil {
+	if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"region"}}); err != nil {
 		t.Fatal(err)
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
@@ -362,8 +362,8 @@ func TestFileWithoutFieldIDs(t *testing.T) {
 	if tbl.Metadata().NameMapping() == nil {
 		t.Fatal("add_files set no name mapping")
 	}
-	opts := build.Options{Columns: []string{"String"}}
-	sum, err := build.Build(ctx, cat, tbl.Identifier(), opts)
+	opts := indexer.Options{Columns: []string{"String"}}
+	sum, err := indexer.Build(ctx, cat, tbl.Identifier(), opts)
 	if err != nil || sum.FilesIndexed != 1 {
 		t.Fatalf("build with a name mapping: %+v, %v", sum, err)
 	}
@@ -387,7 +387,7 @@ func TestFileWithoutFieldIDs(t *testing.T) {
 	if _, err := txn.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	sum, err = build.Build(ctx, cat, tbl.Identifier(), opts)
+	sum, err = indexer.Build(ctx, cat, tbl.Identifier(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package build_test
+package indexer_test
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
-	"github.com/icebloom/icebloom/index/build"
+	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/internal/testfixture"
 	"github.com/icebloom/icebloom/puffin"
 )
@@ -45,22 +45,22 @@ func appendRows(t *testing.T, tbl *table.Table, n int) *table.Table {
 // compaction has nothing to do.
 func TestCompactBoundsSegments(t *testing.T) {
 	cat, tbl, _ := eventsTable(t, 1, 20, nil)
-	opts := build.Options{Columns: []string{"id", "email"}}
+	opts := indexer.Options{Columns: []string{"id", "email"}}
 	for range 6 {
-		if _, err := build.Sync(ctx, cat, tbl.Identifier(), opts); err != nil {
+		if _, err := indexer.Sync(ctx, cat, tbl.Identifier(), opts); err != nil {
 			t.Fatal(err)
 		}
 		tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 		tbl = appendRows(t, tbl, 20)
 	}
-	if _, err := build.Sync(ctx, cat, tbl.Identifier(), opts); err != nil {
+	if _, err := indexer.Sync(ctx, cat, tbl.Identifier(), opts); err != nil {
 		t.Fatal(err)
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 	if n := len(statisticsFiles(tbl)); n != 7 {
 		t.Fatalf("%d segments before compaction, want 7", n)
 	}
-	sum, err := build.Compact(ctx, cat, tbl.Identifier(), build.CompactOptions{})
+	sum, err := indexer.Compact(ctx, cat, tbl.Identifier(), indexer.CompactOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestCompactBoundsSegments(t *testing.T) {
 		t.Fatalf("statistics after compaction: %+v", files)
 	}
 	coveredByAll(t, tbl, 1, 2)
-	again, err := build.Compact(ctx, cat, tbl.Identifier(), build.CompactOptions{})
+	again, err := indexer.Compact(ctx, cat, tbl.Identifier(), indexer.CompactOptions{})
 	if err != nil || again.StatisticsPath != "" || again.SegmentsAfter != 1 {
 		t.Fatalf("second compaction %+v, %v: want nothing to do", again, err)
 	}
@@ -85,8 +85,8 @@ func TestCompactBoundsSegments(t *testing.T) {
 // files, while compacting for all snapshots keeps them for time travel.
 func TestCompactDropsEntriesOfRemovedFiles(t *testing.T) {
 	cat, tbl, rowsByFile := eventsTable(t, 3, 30, nil)
-	opts := build.Options{Columns: []string{"id"}}
-	if _, err := build.Build(ctx, cat, tbl.Identifier(), opts); err != nil {
+	opts := indexer.Options{Columns: []string{"id"}}
+	if _, err := indexer.Build(ctx, cat, tbl.Identifier(), opts); err != nil {
 		t.Fatal(err)
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
@@ -105,11 +105,11 @@ func TestCompactDropsEntriesOfRemovedFiles(t *testing.T) {
 	}
 	at.Release()
 	rec.Release()
-	if _, err := build.Sync(ctx, cat, tbl.Identifier(), opts); err != nil {
+	if _, err := indexer.Sync(ctx, cat, tbl.Identifier(), opts); err != nil {
 		t.Fatal(err)
 	}
 
-	keepAll, err := build.Compact(ctx, cat, tbl.Identifier(), build.CompactOptions{})
+	keepAll, err := indexer.Compact(ctx, cat, tbl.Identifier(), indexer.CompactOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestCompactDropsEntriesOfRemovedFiles(t *testing.T) {
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 	current := *tbl.CurrentSnapshot()
-	onlyCurrent, err := build.Compact(ctx, cat, tbl.Identifier(), build.CompactOptions{Retained: []table.Snapshot{current}})
+	onlyCurrent, err := indexer.Compact(ctx, cat, tbl.Identifier(), indexer.CompactOptions{Retained: []table.Snapshot{current}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,17 +135,17 @@ func TestCompactDropsEntriesOfRemovedFiles(t *testing.T) {
 func TestCompactKeepsForeignBlobs(t *testing.T) {
 	cat, tbl, _ := eventsTable(t, 2, 30, nil)
 	registerTheta(t, cat, tbl)
-	opts := build.Options{Columns: []string{"id"}}
-	if _, err := build.Build(ctx, cat, tbl.Identifier(), opts); err != nil {
+	opts := indexer.Options{Columns: []string{"id"}}
+	if _, err := indexer.Build(ctx, cat, tbl.Identifier(), opts); err != nil {
 		t.Fatal(err)
 	}
 	old := tbl.CurrentSnapshot().SnapshotID
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 	tbl = appendRows(t, tbl, 30)
-	if _, err := build.Sync(ctx, cat, tbl.Identifier(), opts); err != nil {
+	if _, err := indexer.Sync(ctx, cat, tbl.Identifier(), opts); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := build.Compact(ctx, cat, tbl.Identifier(), build.CompactOptions{}); err != nil {
+	if _, err := indexer.Compact(ctx, cat, tbl.Identifier(), indexer.CompactOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
@@ -220,15 +220,15 @@ func openStatistics(t *testing.T, tbl *table.Table, sf table.StatisticsFile) *pu
 // TestRebuild replaces every segment by one fresh one.
 func TestRebuild(t *testing.T) {
 	cat, tbl, _ := eventsTable(t, 2, 20, nil)
-	opts := build.Options{Columns: []string{"id"}}
+	opts := indexer.Options{Columns: []string{"id"}}
 	for range 3 {
-		if _, err := build.Sync(ctx, cat, tbl.Identifier(), opts); err != nil {
+		if _, err := indexer.Sync(ctx, cat, tbl.Identifier(), opts); err != nil {
 			t.Fatal(err)
 		}
 		tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 		tbl = appendRows(t, tbl, 20)
 	}
-	sum, err := build.Rebuild(ctx, cat, tbl.Identifier(), opts)
+	sum, err := indexer.Rebuild(ctx, cat, tbl.Identifier(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,21 +248,21 @@ func TestRebuild(t *testing.T) {
 // merges the sync's entries in another pass, so neither run's work is lost.
 func TestCompactDuringSync(t *testing.T) {
 	cat, tbl, _ := eventsTable(t, 2, 30, nil)
-	ids := build.Options{Columns: []string{"id"}}
-	if _, err := build.Sync(ctx, cat, tbl.Identifier(), ids); err != nil {
+	ids := indexer.Options{Columns: []string{"id"}}
+	if _, err := indexer.Sync(ctx, cat, tbl.Identifier(), ids); err != nil {
 		t.Fatal(err)
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 	tbl = appendRows(t, tbl, 30)
-	if _, err := build.Sync(ctx, cat, tbl.Identifier(), ids); err != nil {
+	if _, err := indexer.Sync(ctx, cat, tbl.Identifier(), ids); err != nil {
 		t.Fatal(err)
 	}
 	racing := &racingCatalog{Catalog: cat, before: func() {
-		if _, err := build.Sync(ctx, cat, tbl.Identifier(), build.Options{Columns: []string{"email"}}); err != nil {
+		if _, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"email"}}); err != nil {
 			t.Error(err)
 		}
 	}}
-	sum, err := build.Compact(ctx, racing, tbl.Identifier(), build.CompactOptions{})
+	sum, err := indexer.Compact(ctx, racing, tbl.Identifier(), indexer.CompactOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,10 +278,10 @@ func TestCompactDuringSync(t *testing.T) {
 // many small appends it follows.
 func TestSyncCompactsPastThreshold(t *testing.T) {
 	cat, tbl, _ := eventsTable(t, 1, 10, nil)
-	opts := build.Options{Columns: []string{"id"}, CompactAbove: 3}
+	opts := indexer.Options{Columns: []string{"id"}, CompactAbove: 3}
 	compactions := 0
 	for i := range 8 {
-		sum, err := build.Sync(ctx, cat, tbl.Identifier(), opts)
+		sum, err := indexer.Sync(ctx, cat, tbl.Identifier(), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,7 +300,7 @@ func TestSyncCompactsPastThreshold(t *testing.T) {
 	if compactions == 0 {
 		t.Fatal("no sync compacted")
 	}
-	if _, err := build.Sync(ctx, cat, tbl.Identifier(), opts); err != nil {
+	if _, err := indexer.Sync(ctx, cat, tbl.Identifier(), opts); err != nil {
 		t.Fatal(err)
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
@@ -335,9 +335,9 @@ func TestCompactLogsRetries(t *testing.T) {
 	}
 	segments := func(t *testing.T) (*catalogtest.Catalog, table.Identifier) {
 		cat, tbl, _ := eventsTable(t, 1, 20, nil)
-		opts := build.Options{Columns: []string{"id"}, CompactAbove: -1}
+		opts := indexer.Options{Columns: []string{"id"}, CompactAbove: -1}
 		for range 3 {
-			if _, err := build.Sync(ctx, cat, tbl.Identifier(), opts); err != nil {
+			if _, err := indexer.Sync(ctx, cat, tbl.Identifier(), opts); err != nil {
 				t.Fatal(err)
 			}
 			tbl = appendRows(t, tbl, 20)
@@ -349,7 +349,7 @@ func TestCompactLogsRetries(t *testing.T) {
 		cat, ident := segments(t)
 		var logged bytes.Buffer
 		raced := &conflicting{Catalog: cat, failAt: 1}
-		sum, err := build.Compact(ctx, raced, ident, build.CompactOptions{Logger: slog.New(slog.NewJSONHandler(&logged, nil))})
+		sum, err := indexer.Compact(ctx, raced, ident, indexer.CompactOptions{Logger: slog.New(slog.NewJSONHandler(&logged, nil))})
 		if err != nil || sum.SegmentsAfter != 1 || raced.commits != 2 {
 			t.Fatalf("compact: %+v, %d commits, %v; want 1 segment after 2 commits", sum, raced.commits, err)
 		}
@@ -359,7 +359,7 @@ func TestCompactLogsRetries(t *testing.T) {
 		cat, ident := segments(t)
 		var logged bytes.Buffer
 		raced := &conflicting{Catalog: cat, failAt: 2} // the sync's own commit succeeds, its compaction's conflicts
-		sum, err := build.Sync(ctx, raced, ident, build.Options{Columns: []string{"id"}, CompactAbove: 1,
+		sum, err := indexer.Sync(ctx, raced, ident, indexer.Options{Columns: []string{"id"}, CompactAbove: 1,
 			Logger: slog.New(slog.NewJSONHandler(&logged, nil))})
 		if err != nil || sum.Compacted == nil || sum.Segments != 1 || raced.commits != 3 {
 			t.Fatalf("sync: %+v, %d commits, %v; want a compaction to 1 segment, 3 commits", sum, raced.commits, err)

@@ -1,4 +1,4 @@
-package build
+package indexer
 
 import (
 	"bytes"
