@@ -41,6 +41,17 @@ var (
 	})
 )
 
+// Decompress returns the content of a blob stored with codec (zstd or lz4),
+// refusing content larger than limit, for a caller that read the blob's
+// bytes itself (one range read of a blob whose place it knew).
+func Decompress(codec string, data []byte, limit int64) ([]byte, error) {
+	c, err := lookupCodec(codec)
+	if err != nil {
+		return nil, err
+	}
+	return c.decompress(data, limit)
+}
+
 // compress returns the bytes that store data in a blob compressed with
 // codec, or data itself for no codec. Writing LZ4 is not offered because
 // Iceberg's Java reader cannot read LZ4 blobs.

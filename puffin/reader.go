@@ -226,6 +226,19 @@ func (r *Reader) Blobs() []BlobMetadata {
 	return cloneBlobs(r.footer.Blobs)
 }
 
+// NumBlobs returns the number of blobs the footer lists.
+func (r *Reader) NumBlobs() int { return len(r.footer.Blobs) }
+
+// Blob returns a copy of the metadata of blob i alone: cheaper than Blobs
+// for a caller that walks a large footer one blob at a time.
+func (r *Reader) Blob(i int) (BlobMetadata, error) {
+	b, err := r.blob(i)
+	if err != nil {
+		return BlobMetadata{}, err
+	}
+	return cloneBlob(b), nil
+}
+
 // Properties returns a copy of the file's properties, such as created-by.
 func (r *Reader) Properties() map[string]string {
 	return maps.Clone(r.footer.Properties)

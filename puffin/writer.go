@@ -112,6 +112,48 @@ func (w *Writer) CopyBlob(src *Reader, i int) (BlobMetadata, error) {
 	return w.add(b, b.Length, func(dst io.Writer) (int64, error) { return io.CopyN(dst, r, b.Length) })
 }
 
+// AddBlobStream writes an uncompressed blob of exactly n bytes that write
+// produces, streaming: a blob larger than memory (a merged index group)
+// goes straight to the file. Writing other than n bytes fails the Writer.
+func (w *Writer) AddBlobStream(in BlobInput, n int64, write func(io.Writer) error) (BlobMetadata, error) {
+	if in.Type == "" {
+		return BlobMetadata{}, errors.New("puffin: add blob: blob has no type")
+	}
+	if in.Codec != "" {
+		return BlobMetadata{}, fmt.Errorf("puffin: add blob (%s): a streamed blob cannot be compressed", in.Type)
+	}
+	b := BlobMetadata{
+		Type:           in.Type,
+		Fields:         slices.Clone(in.Fields),
+		SnapshotID:     in.SnapshotID,
+		SequenceNumber: in.SequenceNumber,
+		Properties:     maps.Clone(in.Properties),
+	}
+	return w.add(b, n, func(dst io.Writer) (int64, error) {
+		cw := &countingWriter{w: dst}
+		err := write(cw)
+		if err == nil && cw.n != n {
+			err = fmt.Errorf("wrote %d bytes, announced %d", cw.n, n)
+		}
+		return cw.n, err
+	})
+}
+
+// countingWriter counts what passes through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Offset returns where the next blob will start: the bytes written so far.
+func (w *Writer) Offset() int64 { return w.offset }
+
 // add writes a blob of n stored bytes with writeTo and records b, at the
 // blob's offset, for the footer.
 func (w *Writer) add(b BlobMetadata, n int64, writeTo func(io.Writer) (int64, error)) (BlobMetadata, error) {

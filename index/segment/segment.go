@@ -1,0 +1,136 @@
+// Package segment is the index format version 2 (docs/format.md): a
+// segment is one Puffin file holding the filters of many data files for a
+// few columns, laid out so that one value is checked against every member
+// of a group with one contiguous read, every byte a lookup trusts is
+// checksummed, and maintenance merges segments by copying runs.
+//
+// A group holds the filters of one column that have the same number of
+// blocks N. Its bytes are N runs; run b holds block b of every member, in
+// member order, cut into chunks of at most ChunkMembers blocks, each chunk
+// followed by its CRC-32C. The directory, one compressed blob per segment,
+// lists the covered data files and every group with its members.
+package segment
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/icebloom/icebloom/index/sbbf"
+	"github.com/icebloom/icebloom/puffin"
+)
+
+// Blob types of a version 2 segment.
+const (
+	// GroupBlobType is a group's blob: its N runs.
+	GroupBlobType puffin.BlobType = "split-block-bloom-filter-group-v2"
+	// DirectoryBlobType is the segment's directory, zstd-compressed.
+	DirectoryBlobType puffin.BlobType = "split-block-bloom-filter-directory-v2"
+)
+
+// Properties of the directory's item in table metadata, which let a reader
+// fetch the directory with one read and no footer.
+const (
+	PropDirectoryOffset = "directory-offset"
+	PropDirectoryLength = "directory-length"
+)
+
+// ChunkMembers is how many members' blocks a chunk of a run holds at most:
+// 4 KiB of blocks, then 4 bytes of checksum (0.1% of the index). A lookup
+// that needs few members of a large group reads and verifies only their
+// chunks.
+const ChunkMembers = 128
+
+// ChecksumBytes is the size of the CRC-32C that follows a chunk's data.
+const ChecksumBytes = 4
+
+// Group is one group of a segment as its directory lists it.
+type Group struct {
+	FieldID   int
+	ValueType iceberg.PrimitiveType
+	FPP       float64 // the false-positive rate the filters were sized for
+	Blocks    int     // N: blocks of every member's filter, runs of the group
+	Members   []Member
+	// Tag is a random number the group's checksums start from, so that a
+	// chunk read from the wrong group, run or place never verifies.
+	Tag uint64
+	// Offset is where the group's first run starts in the Puffin file.
+	Offset int64
+}
+
+// Member is one data file's filter in a group.
+type Member struct {
+	File int   // index into Directory.Files
+	NDV  int64 // distinct values inserted
+}
+
+// runBytes is the size of one run of a group of m members.
+func runBytes(m int) int64 {
+	chunks := (m + ChunkMembers - 1) / ChunkMembers
+	return int64(m)*sbbf.BlockBytes + int64(chunks)*ChecksumBytes
+}
+
+// Bytes returns the size of the group's blob: N runs.
+func (g *Group) Bytes() int64 { return int64(g.Blocks) * runBytes(len(g.Members)) }
+
+// RunOffset returns where run b starts in the Puffin file.
+func (g *Group) RunOffset(b int) int64 { return g.Offset + int64(b)*runBytes(len(g.Members)) }
+
+// Chunk locates the chunk of run b that holds member m's block: the chunk's
+// data starts at Offset (its checksum follows its Length bytes), and the
+// block lies at Offset + 32·Index.
+type Chunk struct {
+	Offset int64
+	Length int64 // data bytes, a multiple of 32
+	Index  int   // the member's place in the chunk
+	// Seed is the checksum of the chunk's position; the stored checksum is
+	// CRC-32C continued from it over the chunk's data.
+	Seed uint32
+}
+
+// ChunkOf returns the chunk of run b holding member m's block.
+func (g *Group) ChunkOf(b, m int) Chunk {
+	k := m / ChunkMembers
+	first := k * ChunkMembers
+	n := min(ChunkMembers, len(g.Members)-first)
+	off := g.RunOffset(b) + int64(k)*(ChunkMembers*sbbf.BlockBytes+ChecksumBytes)
+	return Chunk{Offset: off, Length: int64(n) * sbbf.BlockBytes, Index: m - first, Seed: chunkSeed(g.Tag, b, k)}
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// chunkSeed is the CRC-32C of a chunk's position: the group's tag, the run
+// and the chunk, 16 bytes little-endian.
+func chunkSeed(tag uint64, run, chunk int) uint32 {
+	var pos [16]byte
+	binary.LittleEndian.PutUint64(pos[:], tag)
+	binary.LittleEndian.PutUint32(pos[8:], uint32(run))
+	binary.LittleEndian.PutUint32(pos[12:], uint32(chunk))
+	return crc32.Update(0, castagnoli, pos[:])
+}
+
+// Verify reports whether data, the chunk's Length bytes followed by their
+// checksum as stored, is intact.
+func (c Chunk) Verify(data []byte) bool {
+	if int64(len(data)) != c.Length+ChecksumBytes {
+		return false
+	}
+	return c.sum(data[:c.Length]) == binary.LittleEndian.Uint32(data[c.Length:])
+}
+
+// sum returns the checksum of the chunk's data.
+func (c Chunk) sum(data []byte) uint32 { return crc32.Update(c.Seed, castagnoli, data) }
+
+// SizeClass rounds a block count up to the ladder groups are formed on: up
+// to 32 blocks exactly, above that the next number of the form m·2^k with
+// 16 < m ≤ 32. Filters of similar distinct counts then share a group, for a
+// cost of at most 1/16 more bytes per filter (about 3% on average), which
+// only lowers their false-positive rate.
+func SizeClass(blocks int) int {
+	shift := 0
+	for (blocks-1)>>shift >= 32 {
+		shift++
+	}
+	return max((blocks+(1<<shift)-1)>>shift<<shift, 1)
+}

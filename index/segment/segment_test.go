@@ -1,0 +1,261 @@
+package segment
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/icebloom/icebloom/index/sbbf"
+	"github.com/icebloom/icebloom/puffin"
+)
+
+// built is a test filter with the hashes inserted in it.
+type built struct {
+	Filter
+	hashes []uint64
+}
+
+func makeFilters(t *testing.T, rng *rand.Rand, n, field int, blocks func(i int) int) []built {
+	t.Helper()
+	var out []built
+	for i := range n {
+		f := sbbf.New(blocks(i))
+		var hs []uint64
+		for range 1 + rng.IntN(40) {
+			h := rng.Uint64()
+			f.Insert(h)
+			hs = append(hs, h)
+		}
+		out = append(out, built{Filter{
+			File:    File{Path: fmt.Sprintf("s3://b/t/data/%05d-%d.parquet", rng.IntN(100000), i), Size: int64(1000 + i)},
+			FieldID: field, ValueType: iceberg.PrimitiveTypes.Int64, FPP: 0.01, NDV: int64(len(hs)),
+			Bits: bytes.Clone(f.Bytes()),
+		}, hs})
+	}
+	return out
+}
+
+// writeSegment writes filters into a Puffin file and returns its bytes and
+// what Finish reported.
+func writeSegment(t *testing.T, o WriterOptions, add func(w *Writer) error) ([]byte, Result) {
+	t.Helper()
+	var buf bytes.Buffer
+	pw, err := puffin.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewWriter(pw, o)
+	if err := add(w); err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pw.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), res
+}
+
+// gather returns member m's filter of a group of the file: block b of each run.
+func gather(t *testing.T, file []byte, g *Group, m int) []byte {
+	t.Helper()
+	var bits []byte
+	for b := range g.Blocks {
+		c := g.ChunkOf(b, m)
+		if !c.Verify(file[c.Offset : c.Offset+c.Length+ChecksumBytes]) {
+			t.Fatalf("run %d chunk of member %d does not verify", b, m)
+		}
+		off := c.Offset + int64(c.Index)*sbbf.BlockBytes
+		bits = append(bits, file[off:off+sbbf.BlockBytes]...)
+	}
+	return bits
+}
+
+// filtersOf reads every member's filter of a segment, by file and field.
+func filtersOf(t *testing.T, file []byte, res Result) map[string][]byte {
+	t.Helper()
+	dir, err := ReadDirectory(bytes.NewReader(file), res.DirectoryOffset, res.DirectoryLength)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	for gi := range dir.Groups {
+		g := &dir.Groups[gi]
+		for m, mem := range g.Members {
+			out[fmt.Sprintf("%s/%d", dir.Files[mem.File].Path, g.FieldID)] = gather(t, file, g, m)
+		}
+	}
+	return out
+}
+
+func TestWriterRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	// Block counts around a few size classes, two fields, more filters than
+	// a chunk holds, and a budget small enough to cut groups early.
+	filters := makeFilters(t, rng, 700, 1, func(i int) int { return 1 + i%3 })
+	filters = append(filters, makeFilters(t, rng, 300, 2, func(i int) int { return 40 })...)
+	file, res := writeSegment(t, WriterOptions{MemoryBudget: 64 << 10}, func(w *Writer) error {
+		for _, f := range filters {
+			if err := w.Add(f.Filter); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if res.Members[1] != 700 || res.Members[2] != 300 {
+		t.Fatalf("members by field %v", res.Members)
+	}
+	got := filtersOf(t, file, res)
+	for _, f := range filters {
+		bits := got[fmt.Sprintf("%s/%d", f.File.Path, f.FieldID)]
+		if !bytes.Equal(bits, f.Bits) {
+			t.Fatalf("filter of %s field %d differs after the round trip", f.File.Path, f.FieldID)
+		}
+	}
+	// The directory is smaller than the footer of one JSON item per filter
+	// would be, and groups share blocks counts.
+	if len(res.Directory.Groups) > 40 {
+		t.Errorf("%d groups for 4 classes under a 64 KiB budget", len(res.Directory.Groups))
+	}
+}
+
+func TestMergeKeepsChosenMembers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	a := makeFilters(t, rng, 300, 1, func(int) int { return 4 })
+	b := makeFilters(t, rng, 200, 1, func(int) int { return 4 })
+	write := func(fs []built) ([]byte, Result) {
+		return writeSegment(t, WriterOptions{}, func(w *Writer) error {
+			for _, f := range fs {
+				if err := w.Add(f.Filter); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	fileA, resA := write(a)
+	fileB, resB := write(b)
+	var want []built
+	sources := []Source{}
+	for _, s := range []struct {
+		file []byte
+		res  Result
+		in   []built
+	}{{fileA, resA, a}, {fileB, resB, b}} {
+		byPath := map[string]built{}
+		for _, f := range s.in {
+			byPath[f.File.Path] = f
+		}
+		for gi := range s.res.Directory.Groups {
+			g := &s.res.Directory.Groups[gi]
+			src := Source{Path: "src", R: bytes.NewReader(s.file), Group: g, Files: s.res.Directory.Files}
+			for m, mem := range g.Members {
+				if m%3 != 1 {
+					src.Keep = append(src.Keep, m)
+					want = append(want, byPath[s.res.Directory.Files[mem.File].Path])
+				}
+			}
+			sources = append(sources, src)
+		}
+	}
+	merged, res := writeSegment(t, WriterOptions{}, func(w *Writer) error { return w.Merge(sources) })
+	got := filtersOf(t, merged, res)
+	if len(got) != len(want) {
+		t.Fatalf("merged %d filters, want %d", len(got), len(want))
+	}
+	for _, f := range want {
+		if !bytes.Equal(got[fmt.Sprintf("%s/1", f.File.Path)], f.Bits) {
+			t.Fatalf("filter of %s changed in the merge", f.File.Path)
+		}
+	}
+
+	// A flipped bit in a source run fails the merge with ErrChecksum.
+	g := &resA.Directory.Groups[0]
+	fileA[g.RunOffset(2)+5] ^= 0x10
+	_, err := func() (r Result, err error) {
+		var buf bytes.Buffer
+		pw, _ := puffin.NewWriter(&buf)
+		w := NewWriter(pw, WriterOptions{})
+		if err := w.Merge(sources[:1]); err != nil {
+			return r, err
+		}
+		return w.Finish()
+	}()
+	if !errors.Is(err, ErrChecksum) {
+		t.Fatalf("merge of a corrupt run: %v, want ErrChecksum", err)
+	}
+}
+
+func TestDirectoryCorruption(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	fs := makeFilters(t, rng, 50, 7, func(int) int { return 2 })
+	_, res := writeSegment(t, WriterOptions{}, func(w *Writer) error {
+		for _, f := range fs {
+			if err := w.Add(f.Filter); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	enc := res.Directory.Encode()
+	if _, err := DecodeDirectory(enc, res.DirectoryOffset); err != nil {
+		t.Fatal(err)
+	}
+	for i := range enc {
+		bad := bytes.Clone(enc)
+		bad[i] ^= 0x01
+		if _, err := DecodeDirectory(bad, res.DirectoryOffset); err == nil {
+			t.Fatalf("a flipped bit at byte %d of the directory decoded", i)
+		}
+	}
+	if _, err := DecodeDirectory(enc[:len(enc)-3], res.DirectoryOffset); err == nil {
+		t.Fatal("a truncated directory decoded")
+	}
+	// Groups must lie before the directory.
+	if _, err := DecodeDirectory(enc, res.Directory.Groups[0].Offset+1); err == nil {
+		t.Fatal("a directory whose groups reach past it decoded")
+	}
+}
+
+func TestChunkChecksumBindsPosition(t *testing.T) {
+	g := Group{Blocks: 3, Members: make([]Member, 300), Tag: 42, Offset: 4}
+	data := make([]byte, 4096+ChecksumBytes)
+	c := g.ChunkOf(1, 5)
+	sum := c.sum(data[:c.Length])
+	data[c.Length], data[c.Length+1], data[c.Length+2], data[c.Length+3] = byte(sum), byte(sum>>8), byte(sum>>16), byte(sum>>24)
+	if !c.Verify(data) {
+		t.Fatal("chunk does not verify")
+	}
+	for _, other := range []Chunk{g.ChunkOf(2, 5), g.ChunkOf(1, 200)} {
+		if other.Length == c.Length && other.Verify(data) {
+			t.Fatalf("the chunk verifies at another position %+v", other)
+		}
+	}
+	g.Tag = 43
+	if g.ChunkOf(1, 5).Verify(data) {
+		t.Fatal("the chunk verifies in another group")
+	}
+	if c.Verify(make([]byte, len(data))) {
+		t.Fatal("a zeroed chunk verifies")
+	}
+}
+
+func TestSizeClass(t *testing.T) {
+	prev := 0
+	for n := 1; n < 1<<20; n++ {
+		c := SizeClass(n)
+		if c < n || float64(c) > float64(n)*(1+1.0/16)+1e-9 {
+			t.Fatalf("SizeClass(%d) = %d", n, c)
+		}
+		if c < prev {
+			t.Fatalf("SizeClass not monotone at %d", n)
+		}
+		prev = c
+	}
+}
