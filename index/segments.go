@@ -3,25 +3,131 @@ package index
 import (
 	"context"
 	"fmt"
+	"io"
+	"iter"
+	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/apache/iceberg-go"
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/icebloom/icebloom/index/sbbf"
+	"github.com/icebloom/icebloom/index/segment"
 	"github.com/icebloom/icebloom/puffin"
 )
 
-// Segment is one statistics file's part of a table's index: the entries its
-// footer lists and the blobs of other tools that share the file with them.
+// Segment is one statistics file's part of a table's index: a format v2
+// directory, or the v1 entries its footer lists.
 type Segment struct {
-	File    table.StatisticsFile
+	File table.StatisticsFile
+	// Dir is the segment's directory (format v2), nil for a v1 segment.
+	Dir *segment.Directory
+	// Entries are the v1 entries of the file's footer.
 	Entries []Entry
-	// Foreign are the file's blobs of other types, such as
-	// apache-datasketches-theta-v1 sketches, which a writer replacing the
-	// file must carry over (docs/format.md §7).
-	Foreign []puffin.BlobMetadata
+}
+
+// Filters returns every filter of the segment.
+func (s *Segment) Filters() iter.Seq[Filter] {
+	return func(yield func(Filter) bool) {
+		for i := range s.Entries {
+			if !yield(s.v1Filter(i)) {
+				return
+			}
+		}
+		if s.Dir == nil {
+			return
+		}
+		for gi := range s.Dir.Groups {
+			for m := range s.Dir.Groups[gi].Members {
+				if !yield(s.v2Filter(gi, m)) {
+					return
+				}
+			}
+		}
+	}
+}
+
+func (s *Segment) v1Filter(i int) Filter {
+	e := &s.Entries[i]
+	return Filter{DataFile: e.DataFile, DataFileSize: e.DataFileSize, FieldID: e.FieldID, ValueType: e.ValueType,
+		NDV: e.NDV, FPP: e.FPP, Blocks: e.NumBlocks(), Path: s.File.StatisticsPath, offset: e.Offset}
+}
+
+func (s *Segment) v2Filter(gi, m int) Filter {
+	g := &s.Dir.Groups[gi]
+	mem := g.Members[m]
+	f := s.Dir.Files[mem.File]
+	return Filter{DataFile: f.Path, DataFileSize: f.Size, FieldID: g.FieldID, ValueType: g.ValueType,
+		NDV: mem.NDV, FPP: g.FPP, Blocks: g.Blocks, Path: s.File.StatisticsPath, group: g, member: m}
+}
+
+// Filter is one data file's filter for one field, wherever it is stored: a
+// v1 entry's blob or a member of a v2 group.
+type Filter struct {
+	DataFile     string
+	DataFileSize int64
+	FieldID      int
+	ValueType    iceberg.PrimitiveType
+	NDV          int64
+	FPP          float64
+	Blocks       int
+	// Path is the statistics file holding the filter.
+	Path string
+
+	group  *segment.Group // v2
+	member int            // v2: the filter's place in group
+	offset int64          // v1: where the bitset starts
+}
+
+// Group returns the v2 group holding the filter and its member index, or
+// nil for a v1 entry.
+func (f Filter) Group() (*segment.Group, int) { return f.group, f.member }
+
+// Place is where one block of a filter lies, and how to check it: read
+// Length bytes at Offset; the block is the 32 bytes at Offset+Block. When
+// Checked, those bytes are the v2 chunk Check, which must verify first.
+type Place struct {
+	Offset, Length, Block int64
+	Checked               bool
+	Check                 segment.Chunk
+}
+
+// Place returns where block b of the filter lies.
+func (f Filter) Place(b int) Place {
+	if f.group == nil {
+		return Place{Offset: f.offset + int64(b)*sbbf.BlockBytes, Length: sbbf.BlockBytes}
+	}
+	c := f.group.ChunkOf(b, f.member)
+	return Place{Offset: c.Offset, Length: c.Length + segment.ChecksumBytes, Block: int64(c.Index) * sbbf.BlockBytes, Checked: true, Check: c}
+}
+
+// ReadFilter reads a filter's whole bitset from its statistics file r,
+// verifying every chunk of a v2 filter: one read per block.
+func ReadFilter(r io.ReaderAt, f Filter) ([]byte, error) {
+	bits := make([]byte, 0, f.Blocks*sbbf.BlockBytes)
+	for b := range f.Blocks {
+		p := f.Place(b)
+		buf := make([]byte, p.Length)
+		if n, err := r.ReadAt(buf, p.Offset); n < len(buf) {
+			return nil, fmt.Errorf("index: read block %d of the filter of %s in %s: %w", b, f.DataFile, f.Path, cmpEOF(err))
+		}
+		if p.Checked && !p.Check.Verify(buf) {
+			return nil, fmt.Errorf("index: block %d of the filter of %s in %s: %w", b, f.DataFile, f.Path, segment.ErrChecksum)
+		}
+		bits = append(bits, buf[p.Block:p.Block+sbbf.BlockBytes]...)
+	}
+	return bits, nil
+}
+
+func cmpEOF(err error) error {
+	if err == nil || err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // TableIndex is the index of a table: the union of the entries of all its
@@ -29,7 +135,7 @@ type Segment struct {
 // It is immutable and safe for concurrent use.
 type TableIndex struct {
 	segments []Segment
-	byFile   map[entryKey]entryRef
+	byFile   map[entryKey]filterRef
 }
 
 // entryKey is what makes an entry apply to a planned data file (§6).
@@ -39,28 +145,31 @@ type entryKey struct {
 	fieldID  int
 }
 
-// entryRef locates an entry: Entries[entry] of segments[segment].
-type entryRef struct{ segment, entry int }
+// filterRef locates a filter: of segments[segment], Entries[member] when
+// group is negative, else member member of Dir.Groups[group].
+type filterRef struct{ segment, group, member int32 }
 
 // Segments returns the index's segments in the order the table metadata
-// lists their statistics files. Their entries are shared with the index (and
-// its FooterCache) and must not be modified.
+// lists their statistics files. Their entries and directories are shared
+// with the index (and its FooterCache) and must not be modified.
 func (ix *TableIndex) Segments() []Segment {
 	return append([]Segment(nil), ix.segments...)
 }
 
-// Lookup returns the entry that applies to a data file, given its location
-// and size exactly as its manifest entry lists them, for a field, and the
-// path of the statistics file that holds the entry's bitset. When several
-// segments hold an applicable entry, all are equally valid (§6) and Lookup
-// returns the first.
-func (ix *TableIndex) Lookup(dataFile string, size int64, fieldID int) (Entry, string, bool) {
+// Lookup returns the filter that applies to a data file, given its location
+// and size exactly as its manifest entry lists them, for a field. When
+// several segments hold an applicable filter, all are equally valid (§6)
+// and Lookup returns the first.
+func (ix *TableIndex) Lookup(dataFile string, size int64, fieldID int) (Filter, bool) {
 	ref, ok := ix.byFile[entryKey{dataFile, size, fieldID}]
 	if !ok {
-		return Entry{}, "", false
+		return Filter{}, false
 	}
 	seg := &ix.segments[ref.segment]
-	return seg.Entries[ref.entry], seg.File.StatisticsPath, true
+	if ref.group < 0 {
+		return seg.v1Filter(int(ref.member)), true
+	}
+	return seg.v2Filter(int(ref.group), int(ref.member)), true
 }
 
 // A FooterCache keeps the decoded footers of statistics files by path, so
@@ -108,12 +217,12 @@ func (c *FooterCache) add(path string, f *footer) {
 	}
 }
 
-// footer is what a statistics file's footer says, decoded once: its index
-// entries, its other blobs, and the entries that failed DecodeEntry (which
-// fail the same way every time, the file being immutable).
+// footer is what a statistics file holds for the index, decoded once: its
+// v2 directory or its v1 entries, and the entries that failed DecodeEntry
+// (which fail the same way every time, the file being immutable).
 type footer struct {
+	dir     *segment.Directory
 	entries []Entry
-	foreign []puffin.BlobMetadata
 	invalid []error
 }
 
@@ -170,7 +279,7 @@ func Load(ctx context.Context, fsys icebergio.IO, meta table.Metadata, cache *Fo
 	}
 	wg.Wait()
 
-	ix := &TableIndex{byFile: make(map[entryKey]entryRef)}
+	ix := &TableIndex{byFile: make(map[entryKey]filterRef)}
 	var problems []error
 	for i, sf := range files {
 		if errs[i] != nil {
@@ -179,14 +288,7 @@ func Load(ctx context.Context, fsys icebergio.IO, meta table.Metadata, cache *Fo
 		}
 		f := footers[i]
 		problems = append(problems, f.invalid...)
-		seg := len(ix.segments)
-		ix.segments = append(ix.segments, Segment{File: sf, Entries: f.entries, Foreign: f.foreign})
-		for j, e := range f.entries {
-			key := entryKey{e.DataFile, e.DataFileSize, e.FieldID}
-			if _, dup := ix.byFile[key]; !dup {
-				ix.byFile[key] = entryRef{seg, j}
-			}
-		}
+		ix.add(Segment{File: sf, Dir: f.dir, Entries: f.entries})
 	}
 	// An index with problems is rebuilt next time, as I/O errors may pass;
 	// one of more files than the cache holds footers is not kept either, so
@@ -195,6 +297,30 @@ func Load(ctx context.Context, fsys icebergio.IO, meta table.Metadata, cache *Fo
 		cache.indexes.Add(key, ix)
 	}
 	return ix, problems
+}
+
+// add adds a segment and its filters to the index, the first applicable
+// filter of a file and field winning.
+func (ix *TableIndex) add(seg Segment) {
+	si := int32(len(ix.segments))
+	ix.segments = append(ix.segments, seg)
+	put := func(file string, size int64, field int, ref filterRef) {
+		key := entryKey{file, size, field}
+		if _, dup := ix.byFile[key]; !dup {
+			ix.byFile[key] = ref
+		}
+	}
+	for j, e := range seg.Entries {
+		put(e.DataFile, e.DataFileSize, e.FieldID, filterRef{si, -1, int32(j)})
+	}
+	if seg.Dir != nil {
+		for gi, g := range seg.Dir.Groups {
+			for m, mem := range g.Members {
+				f := seg.Dir.Files[mem.File]
+				put(f.Path, f.Size, g.FieldID, filterRef{si, int32(gi), int32(m)})
+			}
+		}
+	}
 }
 
 // indexKey identifies the index made of the statistics files: their paths
@@ -218,19 +344,42 @@ type SegmentError struct {
 func (e *SegmentError) Error() string { return e.Err.Error() }
 func (e *SegmentError) Unwrap() error { return e.Err }
 
-// HoldsEntries reports whether a statistics file holds index entries by its
+// HoldsEntries reports whether a statistics file holds index filters by its
 // blob-metadata, which lists one item per indexed field (§7).
 func HoldsEntries(sf table.StatisticsFile) bool {
 	for _, b := range sf.BlobMetadata {
-		if string(b.Type) == string(BlobType) {
+		if IsIndexBlobType(puffin.BlobType(b.Type)) {
 			return true
 		}
 	}
 	return false
 }
 
-// readFooter reads and decodes the footer of a statistics file with a
-// single read of the size its statistics entry records.
+// IsIndexBlobType reports whether blobs of a type are the index's own (of
+// either format version), as opposed to other tools' blobs that share a
+// statistics file with them.
+func IsIndexBlobType(t puffin.BlobType) bool {
+	return t == BlobType || t == segment.GroupBlobType || t == segment.DirectoryBlobType
+}
+
+// directoryPlace returns where table metadata says a v2 segment's directory
+// lies, ok false when it does not say.
+func directoryPlace(sf table.StatisticsFile) (off, length int64, ok bool) {
+	for _, b := range sf.BlobMetadata {
+		if puffin.BlobType(b.Type) != segment.DirectoryBlobType {
+			continue
+		}
+		off, err1 := strconv.ParseInt(b.Properties[segment.PropDirectoryOffset], 10, 64)
+		length, err2 := strconv.ParseInt(b.Properties[segment.PropDirectoryLength], 10, 64)
+		return off, length, err1 == nil && err2 == nil
+	}
+	return 0, 0, false
+}
+
+// readFooter reads what a statistics file holds for the index. A v2
+// segment whose directory's place table metadata records costs one read of
+// the directory; any other file one read of its footer (of the size its
+// statistics entry records), then one of its directory if it has one.
 func readFooter(fsys icebergio.IO, sf table.StatisticsFile) (*footer, error) {
 	path := sf.StatisticsPath
 	f, err := fsys.Open(path)
@@ -238,14 +387,29 @@ func readFooter(fsys icebergio.IO, sf table.StatisticsFile) (*footer, error) {
 		return nil, fmt.Errorf("index: open statistics file %s: %w", path, err)
 	}
 	defer f.Close()
+	if off, length, ok := directoryPlace(sf); ok {
+		if off+length > sf.FileSizeInBytes-sf.FileFooterSizeInBytes {
+			return nil, fmt.Errorf("index: statistics file %s: directory of %d bytes at %d overlaps the footer", path, length, off)
+		}
+		dir, err := segment.ReadDirectory(f, off, length)
+		if err != nil {
+			return nil, fmt.Errorf("index: statistics file %s: %w", path, err)
+		}
+		return &footer{dir: dir}, nil
+	}
 	r, err := puffin.Open(f, sf.FileSizeInBytes, puffin.WithFooterSize(sf.FileFooterSizeInBytes))
 	if err != nil {
 		return nil, fmt.Errorf("index: statistics file %s: %w", path, err)
 	}
 	var ft footer
-	for _, b := range r.Blobs() {
+	if off, length, ok := segment.FindDirectory(r); ok {
+		if ft.dir, err = segment.ReadDirectory(f, off, length); err != nil {
+			return nil, fmt.Errorf("index: statistics file %s: %w", path, err)
+		}
+	}
+	for i := range r.NumBlobs() {
+		b, _ := r.Blob(i)
 		if !IsEntry(b) {
-			ft.foreign = append(ft.foreign, b)
 			continue
 		}
 		e, err := DecodeEntry(b)
@@ -266,5 +430,5 @@ func ReadSegment(fsys icebergio.IO, sf table.StatisticsFile) (Segment, error) {
 	if err != nil {
 		return Segment{}, err
 	}
-	return Segment{File: sf, Entries: f.entries, Foreign: f.foreign}, nil
+	return Segment{File: sf, Dir: f.dir, Entries: f.entries}, nil
 }

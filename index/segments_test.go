@@ -107,8 +107,8 @@ func TestLoadUnion(t *testing.T) {
 	if len(segs) != 2 || segs[0].File.StatisticsPath != a.StatisticsPath || segs[1].File.StatisticsPath != b.StatisticsPath {
 		t.Fatalf("segments %+v, want a.puffin then b.puffin", segs)
 	}
-	if len(segs[0].Entries) != 2 || len(segs[0].Foreign) != 1 || segs[0].Foreign[0].Type != puffin.BlobTypeDataSketchesTheta {
-		t.Errorf("segment a: %d entries, foreign %+v", len(segs[0].Entries), segs[0].Foreign)
+	if len(segs[0].Entries) != 2 || segs[0].Dir != nil {
+		t.Errorf("segment a: %d entries, directory %v; want 2 v1 entries", len(segs[0].Entries), segs[0].Dir)
 	}
 
 	for _, c := range []struct {
@@ -125,7 +125,8 @@ func TestLoadUnion(t *testing.T) {
 		{"f1", 100, 3, "", 0},
 		{"f3", 100, 1, "", 0},
 	} {
-		e, path, ok := ix.Lookup(c.file, c.size, c.field)
+		e, ok := ix.Lookup(c.file, c.size, c.field)
+		path := e.Path
 		if ok != (c.path != "") || path != c.path {
 			t.Errorf("Lookup(%s, %d, %d) = %q, %v; want %q", c.file, c.size, c.field, path, ok, c.path)
 			continue
@@ -138,9 +139,12 @@ func TestLoadUnion(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := sbbf.FromBytes(raw[e.Offset : e.Offset+e.Length])
-		if err != nil || !f.Check(c.hash) {
-			t.Errorf("Lookup(%s, %d, %d): bitset at %d+%d does not hold its hash (%v)", c.file, c.size, c.field, e.Offset, e.Length, err)
+		bits, err := index.ReadFilter(bytes.NewReader(raw), e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, err := sbbf.FromBytes(bits); err != nil || !f.Check(c.hash) {
+			t.Errorf("Lookup(%s, %d, %d): bitset does not hold its hash (%v)", c.file, c.size, c.field, err)
 		}
 	}
 }
@@ -178,10 +182,10 @@ func TestLoadProblems(t *testing.T) {
 	if len(errs) != 4 {
 		t.Errorf("%d errors, want 4: %v", len(errs), errs)
 	}
-	if _, _, ok := ix.Lookup("f2", 200, 1); !ok {
+	if _, ok := ix.Lookup("f2", 200, 1); !ok {
 		t.Error("the valid entry beside an invalid one is missing")
 	}
-	if _, _, ok := ix.Lookup("f1", 100, 2); ok {
+	if _, ok := ix.Lookup("f1", 100, 2); ok {
 		t.Error("an entry with hash murmur3 was used")
 	}
 	if len(ix.Segments()) != 1 {
@@ -218,7 +222,7 @@ func TestFooterCache(t *testing.T) {
 	if len(errs) != 0 {
 		t.Errorf("errors with a warm cache: %v", errs)
 	}
-	if _, _, ok := ix.Lookup("f2", 200, 1); !ok {
+	if _, ok := ix.Lookup("f2", 200, 1); !ok {
 		t.Error("cached entry missing")
 	}
 	if _, errs := load(t, small, a, b); len(errs) != 1 {
@@ -245,7 +249,7 @@ func TestIndexCache(t *testing.T) {
 	if both == first {
 		t.Fatal("a new statistics file gave the cached index")
 	}
-	if _, _, ok := both.Lookup("f2", 200, 1); !ok {
+	if _, ok := both.Lookup("f2", 200, 1); !ok {
 		t.Error("the new segment's entry is missing")
 	}
 }

@@ -33,7 +33,7 @@ func covered(t *testing.T, tbl *table.Table) map[string]bool {
 	}
 	out := map[string]bool{}
 	for _, task := range tasks {
-		_, _, ok := ix.Lookup(task.File.FilePath(), task.File.FileSizeBytes(), 1)
+		_, ok := ix.Lookup(task.File.FilePath(), task.File.FileSizeBytes(), 1)
 		out[task.File.FilePath()] = ok
 	}
 	return out

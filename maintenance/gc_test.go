@@ -126,7 +126,7 @@ func checkIndexReadable(t *testing.T, cat *sqlcat.Catalog, want string) {
 		t.Fatalf("index of the table: %v", errs)
 	}
 	segs := ix.Segments()
-	if len(segs) != 1 || segs[0].File.StatisticsPath != want || len(segs[0].Entries) != 2 {
+	if len(segs) != 1 || segs[0].File.StatisticsPath != want || len(slices.Collect(segs[0].Filters())) != 2 {
 		t.Fatalf("index segments %+v, want one of 2 entries at %s", segs, want)
 	}
 }

@@ -546,38 +546,35 @@ func (r *floorReader) readChunk(cr file.ColumnChunkReader, hc *hashing.Column) e
 	return err
 }
 
-// idEntries loads the table's index and returns the id column's entries
-// and the statistics file holding each.
-func (b *bencher) idEntries(ctx context.Context) ([]index.Entry, []string, error) {
+// idFilters loads the table's index and returns the id column's filters.
+func (b *bencher) idFilters(ctx context.Context) ([]index.Filter, error) {
 	tbl, err := b.cat.LoadTable(ctx, benchTable)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	ix, errs := index.Load(ctx, b.fs, tbl.Metadata(), nil)
 	if len(errs) > 0 {
-		return nil, nil, fmt.Errorf("load index: %w", errors.Join(errs...))
+		return nil, fmt.Errorf("load index: %w", errors.Join(errs...))
 	}
-	var entries []index.Entry
-	var paths []string
+	var filters []index.Filter
 	for _, seg := range ix.Segments() {
-		for _, en := range seg.Entries {
-			if en.FieldID == 1 {
-				entries = append(entries, en)
-				paths = append(paths, seg.File.StatisticsPath)
+		for f := range seg.Filters() {
+			if f.FieldID == 1 {
+				filters = append(filters, f)
 			}
 		}
 	}
-	if len(entries) == 0 {
-		return nil, nil, fmt.Errorf("the index holds no entry for %s", benchIDCol)
+	if len(filters) == 0 {
+		return nil, fmt.Errorf("the index holds no entry for %s", benchIDCol)
 	}
-	return entries, paths, nil
+	return filters, nil
 }
 
 // indexSize compares the id column's filter bytes with the SBBF optimum and
 // the classic formula, and measures the false-positive rate on absent ids
 // against the filters as stored in the Puffin files.
 func (b *bencher) indexSize(ctx context.Context) error {
-	entries, paths, err := b.idEntries(ctx)
+	entries, err := b.idFilters(ctx)
 	if err != nil {
 		return err
 	}
@@ -587,7 +584,7 @@ func (b *bencher) indexSize(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		bytes += en.Length
+		bytes += int64(en.Blocks) * sbbf.BlockBytes
 		optimum += int64(blocks) * sbbf.BlockBytes
 		ndv += en.NDV
 	}
@@ -609,8 +606,8 @@ func (b *bencher) indexSize(ctx context.Context) error {
 		probes[i] = hashing.Int64(2*rng.Int64N(1<<61) + 1)
 	}
 	var hits, checks int64
-	for i, en := range entries {
-		f, err := b.readFilter(paths[i], en)
+	for _, en := range entries {
+		f, err := b.readFilter(en)
 		if err != nil {
 			return err
 		}
@@ -634,18 +631,18 @@ func (b *bencher) indexSize(ctx context.Context) error {
 	return nil
 }
 
-// readFilter reads an entry's bitset from its Puffin file.
-func (b *bencher) readFilter(path string, en index.Entry) (sbbf.Filter, error) {
-	f, err := b.fs.Open(path)
+// readFilter reads a filter's bitset from its Puffin file.
+func (b *bencher) readFilter(en index.Filter) (sbbf.Filter, error) {
+	f, err := b.fs.Open(en.Path)
 	if err != nil {
-		return sbbf.Filter{}, fmt.Errorf("open %s: %w", path, err)
+		return sbbf.Filter{}, fmt.Errorf("open %s: %w", en.Path, err)
 	}
 	defer f.Close()
-	buf := make([]byte, en.Length)
-	if _, err := f.ReadAt(buf, en.Offset); err != nil && !errors.Is(err, io.EOF) {
-		return sbbf.Filter{}, fmt.Errorf("read blob of %s in %s: %w", en.DataFile, path, err)
+	bits, err := index.ReadFilter(f, en)
+	if err != nil {
+		return sbbf.Filter{}, err
 	}
-	return sbbf.FromBytes(buf)
+	return sbbf.FromBytes(bits)
 }
 
 // lookups measures a present and an absent id: files left by statistics and
@@ -656,13 +653,13 @@ func (b *bencher) lookups(ctx context.Context, needle int64) error {
 	if err != nil {
 		return err
 	}
-	entries, _, err := b.idEntries(ctx)
+	entries, err := b.idFilters(ctx)
 	if err != nil {
 		return err
 	}
 	blobBytes := map[string]int64{}
 	for _, en := range entries {
-		blobBytes[en.DataFile] = en.Length
+		blobBytes[en.DataFile] = int64(en.Blocks) * sbbf.BlockBytes
 	}
 	miss := needle + 1 // odd: no file holds it
 	for _, l := range []struct {
@@ -738,7 +735,7 @@ func (b *bencher) lookups(ctx context.Context, needle int64) error {
 // Parallel 1 and compares its growth with 8 bytes per distinct value of
 // the largest file.
 func (b *bencher) peakMemory(ctx context.Context) error {
-	entries, _, err := b.idEntries(ctx)
+	entries, err := b.idFilters(ctx)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/sbbf"
+	"github.com/icebloom/icebloom/puffin"
 )
 
 // InspectCmd is `icebloom inspect TABLE`.
@@ -29,11 +31,17 @@ type InspectOutput struct {
 
 // SegmentInfo describes one statistics file holding index entries.
 type SegmentInfo struct {
-	Path         string `json:"path"`
-	SnapshotID   int64  `json:"snapshot_id"`
-	Bytes        int64  `json:"bytes"`
-	Entries      int    `json:"entries"`
-	ForeignBlobs int    `json:"foreign_blobs"`
+	Path       string `json:"path"`
+	SnapshotID int64  `json:"snapshot_id"`
+	Bytes      int64  `json:"bytes"`
+	// Format is the index format version of the segment: 1 or 2.
+	Format int `json:"format"`
+	// Groups counts a v2 segment's groups.
+	Groups  int `json:"groups"`
+	Entries int `json:"entries"`
+	// ForeignBlobs counts the blob-metadata items of other tools that table
+	// metadata lists for the file.
+	ForeignBlobs int `json:"foreign_blobs"`
 }
 
 // ColumnInfo describes the index of one column against the live files.
@@ -65,7 +73,8 @@ func (c *InspectCmd) run(ctx context.Context, e *env) error {
 	e.printf("snapshot %d: %d live data files\n", out.SnapshotID, out.LiveFiles)
 	e.printf("%d statistics files hold index entries\n", len(out.Segments))
 	for _, s := range out.Segments {
-		e.printf("  %s (snapshot %d): %d entries, %d blobs of other tools, %s\n", s.Path, s.SnapshotID, s.Entries, s.ForeignBlobs, bytesText(s.Bytes))
+		e.printf("  %s (snapshot %d, format v%d, %d groups): %d entries, %d blob types of other tools, %s\n",
+			s.Path, s.SnapshotID, s.Format, s.Groups, s.Entries, s.ForeignBlobs, bytesText(s.Bytes))
 	}
 	for _, col := range out.Columns {
 		e.printf("column %s (field %d, hashed as %v): %d files covered, %d not covered, %s of filters, ndv %d..%d (mean %.0f), fpp %v\n",
@@ -118,9 +127,18 @@ func inspect(ctx context.Context, tbl *table.Table, snapshotID int64) (*InspectO
 	byField := map[int]*ColumnInfo{}
 	liveEntries := map[int]int{}
 	for _, seg := range ix.Segments() {
-		out.Segments = append(out.Segments, SegmentInfo{Path: seg.File.StatisticsPath, SnapshotID: seg.File.SnapshotID,
-			Bytes: seg.File.FileSizeInBytes, Entries: len(seg.Entries), ForeignBlobs: len(seg.Foreign)})
-		for _, en := range seg.Entries {
+		info := SegmentInfo{Path: seg.File.StatisticsPath, SnapshotID: seg.File.SnapshotID,
+			Bytes: seg.File.FileSizeInBytes, Format: 1}
+		if seg.Dir != nil {
+			info.Format, info.Groups = 2, len(seg.Dir.Groups)
+		}
+		for _, bm := range seg.File.BlobMetadata {
+			if !index.IsIndexBlobType(puffin.BlobType(bm.Type)) {
+				info.ForeignBlobs++
+			}
+		}
+		for en := range seg.Filters() {
+			info.Entries++
 			col := byField[en.FieldID]
 			if col == nil {
 				col = &ColumnInfo{FieldID: en.FieldID, Name: fmt.Sprint("field ", en.FieldID), NDVMin: en.NDV}
@@ -133,7 +151,7 @@ func inspect(ctx context.Context, tbl *table.Table, snapshotID int64) (*InspectO
 				continue // the entry's file is not live in this snapshot
 			}
 			liveEntries[en.FieldID]++
-			col.IndexBytes += en.Length
+			col.IndexBytes += int64(en.Blocks) * sbbf.BlockBytes
 			col.NDVMin, col.NDVMax = min(col.NDVMin, en.NDV), max(col.NDVMax, en.NDV)
 			col.NDVMean += float64(en.NDV)
 			if vt := en.ValueType.String(); !slices.Contains(col.ValueTypes, vt) {
@@ -143,6 +161,7 @@ func inspect(ctx context.Context, tbl *table.Table, snapshotID int64) (*InspectO
 				col.FPPs = append(col.FPPs, en.FPP)
 			}
 		}
+		out.Segments = append(out.Segments, info)
 	}
 	ids := make([]int, 0, len(byField))
 	for id := range byField {
@@ -152,7 +171,7 @@ func inspect(ctx context.Context, tbl *table.Table, snapshotID int64) (*InspectO
 	for _, id := range ids {
 		col := byField[id]
 		for _, f := range live {
-			if _, _, ok := ix.Lookup(f.path, f.size, id); ok {
+			if _, ok := ix.Lookup(f.path, f.size, id); ok {
 				col.Covered++
 			} else {
 				col.Uncovered++

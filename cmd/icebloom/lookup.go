@@ -28,6 +28,7 @@ type LookupOutput struct {
 	IndexErrors     []string `json:"index_errors"`
 	BlocksRead      int64    `json:"index_blocks_read"`
 	BytesRead       int64    `json:"index_bytes_read"`
+	Requests        int64    `json:"index_requests"`
 	ElapsedMillis   float64  `json:"elapsed_ms"`
 }
 
@@ -67,6 +68,7 @@ func (c *LookupCmd) run(ctx context.Context, e *env) error {
 		IndexErrors:     []string{},
 		BlocksRead:      res.BlocksRead,
 		BytesRead:       res.BytesRead,
+		Requests:        res.Requests,
 		ElapsedMillis:   float64(time.Since(start).Microseconds()) / 1000,
 	}
 	for _, err := range res.IndexErrors {

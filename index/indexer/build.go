@@ -22,6 +22,8 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/segment"
+	"github.com/icebloom/icebloom/puffin"
 )
 
 // DefaultMaxFilterBytes caps one filter, as Parquet writers cap theirs.
@@ -40,6 +42,9 @@ type Options struct {
 	Parallel       int      // data files read at once; 0: runtime.NumCPU()
 	FailFast       bool     // a data file that cannot be read fails the build instead of staying unindexed
 	MaxFilterBytes int      // 0: DefaultMaxFilterBytes
+	// MemoryBudget bounds the bytes of filters a run holds before writing
+	// them into the segment; 0 means segment.DefaultMemoryBudget.
+	MemoryBudget int64
 	// CompactAbove makes Sync compact the index when it leaves more
 	// segments than this: 0 means DefaultCompactAbove, negative never.
 	CompactAbove int
@@ -234,21 +239,29 @@ func (j *job) current(meta table.Metadata) string {
 	return sf.StatisticsPath
 }
 
-// carryFrom copies into sw the blobs of the statistics file sf (if any)
-// that a new segment for the snapshot must keep.
+// carryFrom copies into sw what a new segment for the snapshot keeps of the
+// statistics file sf (if any): other tools' blobs, and for a sync the
+// filters.
 func (j *job) carryFrom(sw *segmentWriter, sf *table.StatisticsFile) error {
 	if sf == nil {
 		return nil
 	}
-	src, closeSrc, err := openPuffin(j.fs, *sf)
+	err := sw.copyForeign(j.fs, *sf)
+	if err == nil && j.keepEntries && index.HoldsEntries(*sf) {
+		var seg index.Segment
+		if seg, err = index.ReadSegment(j.fs, *sf); err == nil {
+			err = sw.copyFilters(j.fs, []index.Segment{seg}, func(int, index.Filter) bool { return true })
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("carry over the blobs of the snapshot's statistics file: %w", err)
 	}
-	defer closeSrc()
-	if err := sw.copyFrom(src, sf.StatisticsPath, j.keepEntries); err != nil {
-		return fmt.Errorf("carry over the blobs of the snapshot's statistics file: %w", err)
-	}
 	return nil
+}
+
+// segmentOptions are the options of the job's segment writers.
+func (j *job) segmentOptions() segment.WriterOptions {
+	return segment.WriterOptions{SnapshotID: j.snap.SnapshotID, SequenceNumber: j.snap.SequenceNumber, MemoryBudget: j.o.MemoryBudget}
 }
 
 // writeIndex reads the data files with o.Parallel workers and streams their
@@ -335,13 +348,13 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 			continue
 		}
 		for _, f := range r.filters {
-			e := index.Entry{
-				DataFile: r.file.path, DataFileSize: r.file.size,
-				FieldID: j.cols[f.col].Field.ID, ValueType: j.cols[f.col].Type,
-				NDV: f.ndv, FPP: j.cols[f.col].FPP,
-				SnapshotID: j.snap.SnapshotID, SequenceNumber: j.snap.SequenceNumber,
-			}
-			if err := sw.add(e, f.filter.Bytes()); err != nil {
+			col := &j.cols[f.col]
+			err := sw.add(segment.Filter{
+				File:    segment.File{Path: r.file.path, Size: r.file.size},
+				FieldID: col.Field.ID, ValueType: col.Type, FPP: col.FPP, NDV: f.ndv,
+				Bits: f.filter.Bytes(),
+			})
+			if err != nil {
 				failure = err
 				cancel()
 				break
@@ -475,7 +488,7 @@ func (j *job) newSegment(base *table.StatisticsFile, replaces string) (*segmentW
 	if err != nil {
 		return nil, err
 	}
-	sw, err := createSegment(j.fs, path)
+	sw, err := createSegment(j.fs, path, j.segmentOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -484,7 +497,6 @@ func (j *job) newSegment(base *table.StatisticsFile, replaces string) (*segmentW
 		sw.abandon()
 		return nil, err
 	}
-	sw.markNew()
 	return sw, nil
 }
 
@@ -524,28 +536,22 @@ func (j *job) rebase(base *table.StatisticsFile, replaces string, seg segmentFil
 	if err != nil {
 		return segmentFile{}, err
 	}
-	err = func() error {
-		own, closeOwn, err := openPuffin(j.fs, seg.location())
-		if err != nil {
-			return err
-		}
-		defer closeOwn()
-		for i := seg.firstNew; i < len(own.Blobs()); i++ {
-			if err := sw.copyEntry(own, i); err != nil {
-				return err
-			}
-		}
-		return nil
-	}()
+	own, err := index.ReadSegment(j.fs, seg.location())
+	if err == nil {
+		err = sw.copyFilters(j.fs, []index.Segment{own}, func(_ int, f index.Filter) bool {
+			return seg.own[segment.File{Path: f.DataFile, Size: f.DataFileSize}]
+		})
+	}
 	if err != nil {
 		sw.abandon()
 		return segmentFile{}, err
 	}
+	sw.seg.own = seg.own
 	return sw.finish()
 }
 
 // hasForeignBlobs reports whether a statistics file holds blobs of other
 // tools, by what table metadata lists for it.
 func hasForeignBlobs(sf table.StatisticsFile) bool {
-	return slices.ContainsFunc(sf.BlobMetadata, func(bm table.BlobMetadata) bool { return bm.Type != table.BlobType(index.BlobType) })
+	return slices.ContainsFunc(sf.BlobMetadata, func(bm table.BlobMetadata) bool { return !index.IsIndexBlobType(puffin.BlobType(bm.Type)) })
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/icebloom/icebloom/index/hashing"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/sbbf"
-	"github.com/icebloom/icebloom/puffin"
+	"github.com/icebloom/icebloom/index/segment"
 )
 
 var ctx = context.Background()
@@ -149,20 +149,13 @@ func indexOf(t *testing.T, tbl *table.Table) (table.StatisticsFile, map[string]m
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r, err := puffin.Open(f, sf.FileSizeInBytes, puffin.WithFooterSize(sf.FileFooterSizeInBytes))
+	seg, err := index.ReadSegment(fs, *sf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]map[int]indexed{}
-	for i, b := range r.Blobs() {
-		if !index.IsEntry(b) {
-			continue
-		}
-		e, err := index.DecodeEntry(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, err := r.ReadBlob(i)
+	for e := range seg.Filters() {
+		raw, err := index.ReadFilter(f, e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +172,7 @@ func indexOf(t *testing.T, tbl *table.Table) (table.StatisticsFile, map[string]m
 }
 
 type indexed struct {
-	entry  index.Entry
+	entry  index.Filter
 	filter sbbf.Filter
 }
 
@@ -230,13 +223,17 @@ func TestBuildEndToEnd(t *testing.T) {
 	if sf.StatisticsPath != sum.StatisticsPath || sf.FileSizeInBytes != sum.IndexBytes {
 		t.Fatalf("statistics entry %+v does not match the summary %+v", sf, sum)
 	}
-	if len(sf.BlobMetadata) != 7 {
-		t.Fatalf("table metadata lists %d blob-metadata items, want one per column (7)", len(sf.BlobMetadata))
+	if len(sf.BlobMetadata) != 8 {
+		t.Fatalf("table metadata lists %d blob-metadata items, want one per column (7) and the directory", len(sf.BlobMetadata))
 	}
-	for _, bm := range sf.BlobMetadata {
-		if bm.Type != table.BlobType(index.BlobType) || len(bm.Fields) != 1 || bm.Properties[indexer.PropEntryCount] != "4" {
+	for _, bm := range sf.BlobMetadata[:7] {
+		if bm.Type != table.BlobType(segment.GroupBlobType) || len(bm.Fields) != 1 || bm.Properties[indexer.PropEntryCount] != "4" {
 			t.Errorf("blob-metadata item %+v", bm)
 		}
+	}
+	if dir := sf.BlobMetadata[7]; dir.Type != table.BlobType(segment.DirectoryBlobType) || len(dir.Fields) != 7 ||
+		dir.Properties[segment.PropDirectoryOffset] == "" || dir.Properties[segment.PropDirectoryLength] == "" {
+		t.Errorf("directory item %+v", dir)
 	}
 	files := liveFiles(t, tbl)
 	if len(entries) != len(files) {
@@ -249,7 +246,7 @@ func TestBuildEndToEnd(t *testing.T) {
 			t.Fatalf("%s has %d entries, want 7", df.FilePath(), len(byField))
 		}
 		for _, ix := range byField {
-			if !ix.entry.Covers(df.FilePath(), df.FileSizeBytes()) {
+			if ix.entry.DataFile != df.FilePath() || ix.entry.DataFileSize != df.FileSizeBytes() {
 				t.Fatalf("entry %+v does not cover %s (%d bytes)", ix.entry, df.FilePath(), df.FileSizeBytes())
 			}
 			distinct += ix.entry.NDV

@@ -15,7 +15,6 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
-	"github.com/icebloom/icebloom/puffin"
 )
 
 // CompactOptions configure Compact.
@@ -31,6 +30,9 @@ type CompactOptions struct {
 	// Logger, when set, gets the warnings that are not errors, as a
 	// build's (Options.Logger): commits retried after conflicting.
 	Logger *slog.Logger
+	// MemoryBudget bounds the merge's buffers, as a build's
+	// (Options.MemoryBudget).
+	MemoryBudget int64
 }
 
 // CompactSummary reports what Compact did.
@@ -85,9 +87,6 @@ func Compact(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier
 	return nil, fmt.Errorf("compact the index of %s: %w %d times", strings.Join(ident, "."), errStatisticsMoved, maxOverwrites)
 }
 
-// pick is an entry the merged segment keeps: blob blob of the segment seg.
-type pick struct{ seg, blob int }
-
 // compactOnce plans and commits one compaction of the segments table
 // metadata lists plus extra ones it no longer lists (segments an earlier
 // pass replaced unseen).
@@ -128,24 +127,35 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 	if err != nil {
 		return nil, err
 	}
-	var picks []pick
-	taken := map[entryKey]bool{}
-	for si, seg := range segments {
-		if o.OnlyFrom != "" && seg.File.StatisticsPath != o.OnlyFrom {
-			sum.EntriesDropped += len(seg.Entries)
-			continue
-		}
-		for bi, e := range seg.Entries {
-			key := entryKey{e.DataFile, e.DataFileSize, e.FieldID}
-			if taken[key] || !held[fileKey{e.DataFile, e.DataFileSize}] {
-				sum.EntriesDropped++
-				continue
+	// choose returns a predicate that keeps, asked filter by filter in
+	// order, the first filter of each data file and field that a retained
+	// snapshot holds (of the rebuild's segment alone, with OnlyFrom).
+	choose := func() func(int, index.Filter) bool {
+		taken := map[entryKey]bool{}
+		return func(si int, f index.Filter) bool {
+			if o.OnlyFrom != "" && segments[si].File.StatisticsPath != o.OnlyFrom {
+				return false
+			}
+			key := entryKey{f.DataFile, f.DataFileSize, f.FieldID}
+			if taken[key] || !held[fileKey{f.DataFile, f.DataFileSize}] {
+				return false
 			}
 			taken[key] = true
-			picks = append(picks, pick{si, bi})
+			return true
 		}
 	}
-	sum.EntriesKept = len(picks)
+	keep := choose()
+	v1 := false
+	for si := range segments {
+		v1 = v1 || segments[si].Dir == nil
+		for f := range segments[si].Filters() {
+			if keep(si, f) {
+				sum.EntriesKept++
+			} else {
+				sum.EntriesDropped++
+			}
+		}
+	}
 	if len(extra) == 0 && sum.EntriesDropped == 0 && len(segments) <= 1 && (len(segments) == 0 || segments[0].File.SnapshotID == snap.SnapshotID) {
 		sum.SegmentsAfter = sum.SegmentsBefore
 		return sum, nil // already one segment of the current snapshot, all of it needed
@@ -169,8 +179,8 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 		if current == nil {
 			return catalog.StatisticsChange{}, nil, errStatisticsMoved
 		}
-		j := &job{cat: cat, ident: ident, tbl: now, fs: fs, snap: current}
-		m, change, written, err := j.writeCompacted(segments, len(listed), picks)
+		j := &job{cat: cat, ident: ident, tbl: now, fs: fs, snap: current, o: Options{MemoryBudget: o.MemoryBudget}}
+		m, change, written, err := j.writeCompacted(segments, len(listed), choose())
 		if err != nil {
 			return catalog.StatisticsChange{}, nil, err
 		}
@@ -225,11 +235,11 @@ func replacedSegments(fs icebergio.IO, tbl, prepared *table.Table, planned map[i
 }
 
 // writeCompacted writes the merged segment for the current snapshot — the
-// other tools' blobs of its statistics file, then the picked entries — and
-// for every other segment that shares its file with other tools' blobs, a
-// copy holding only those. It returns the change that registers them and
+// other tools' blobs of its statistics file, then the filters keep selects —
+// and for every other segment that shares its file with other tools' blobs,
+// a copy holding only those. It returns the change that registers them and
 // removes the rest, and the paths written.
-func (j *job) writeCompacted(segments []index.Segment, listed int, picks []pick) (segmentFile, catalog.StatisticsChange, []string, error) {
+func (j *job) writeCompacted(segments []index.Segment, listed int, keep func(int, index.Filter) bool) (segmentFile, catalog.StatisticsChange, []string, error) {
 	var change catalog.StatisticsChange
 	var written []string
 	fail := func(err error) (segmentFile, catalog.StatisticsChange, []string, error) {
@@ -248,32 +258,9 @@ func (j *job) writeCompacted(segments []index.Segment, listed int, picks []pick)
 	if err != nil {
 		return fail(err)
 	}
-	sources := map[int]*puffin.Reader{}
-	var closers []func() error
-	defer func() {
-		for _, c := range closers {
-			c()
-		}
-	}()
-	for _, p := range picks {
-		src, ok := sources[p.seg]
-		if !ok {
-			r, closeR, err := openPuffin(j.fs, segments[p.seg].File)
-			if err != nil {
-				sw.abandon()
-				return fail(err)
-			}
-			sources[p.seg], src = r, r
-			closers = append(closers, closeR)
-		}
-		blob, err := blobIndexOf(src, segments[p.seg].Entries[p.blob])
-		if err == nil {
-			err = sw.copyEntry(src, blob)
-		}
-		if err != nil {
-			sw.abandon()
-			return fail(err)
-		}
+	if err := sw.copyFilters(j.fs, segments, keep); err != nil {
+		sw.abandon()
+		return fail(err)
 	}
 	merged, err := sw.finish()
 	if err != nil {
@@ -304,16 +291,6 @@ func (j *job) writeCompacted(segments []index.Segment, listed int, picks []pick)
 	return merged, change, written, nil
 }
 
-// blobIndexOf finds the footer position of an entry, by its offset.
-func blobIndexOf(r *puffin.Reader, e index.Entry) (int, error) {
-	for i, b := range r.Blobs() {
-		if b.Offset == e.Offset && b.Length == e.Length {
-			return i, nil
-		}
-	}
-	return 0, fmt.Errorf("entry of %s at offset %d is not in its statistics file", e.DataFile, e.Offset)
-}
-
 // foreignOnlyCopy writes a copy of a statistics file without its index
 // entries, for the same snapshot, and returns its statistics entry.
 func (j *job) foreignOnlyCopy(sf table.StatisticsFile) (table.StatisticsFile, error) {
@@ -321,16 +298,11 @@ func (j *job) foreignOnlyCopy(sf table.StatisticsFile) (table.StatisticsFile, er
 	if err != nil {
 		return table.StatisticsFile{}, err
 	}
-	sw, err := createSegment(j.fs, path)
+	sw, err := createSegment(j.fs, path, j.segmentOptions())
 	if err != nil {
 		return table.StatisticsFile{}, err
 	}
-	src, closeSrc, err := openPuffin(j.fs, sf)
-	if err == nil {
-		err = sw.copyFrom(src, sf.StatisticsPath, false)
-		closeSrc()
-	}
-	if err != nil {
+	if err := sw.copyForeign(j.fs, sf); err != nil {
 		sw.abandon()
 		return table.StatisticsFile{}, err
 	}

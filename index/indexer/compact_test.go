@@ -69,7 +69,7 @@ func TestCompactBoundsSegments(t *testing.T) {
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 	files := statisticsFiles(tbl)
-	if len(files) != 1 || files[0].SnapshotID != tbl.CurrentSnapshot().SnapshotID || len(files[0].BlobMetadata) != 2 {
+	if len(files) != 1 || files[0].SnapshotID != tbl.CurrentSnapshot().SnapshotID || len(files[0].BlobMetadata) != 3 {
 		t.Fatalf("statistics after compaction: %+v", files)
 	}
 	coveredByAll(t, tbl, 1, 2)

@@ -20,7 +20,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
-	"github.com/icebloom/icebloom/puffin"
+	"github.com/icebloom/icebloom/index"
 )
 
 // testColumn is a column of a generated Parquet file: its node, the Iceberg
@@ -363,31 +363,32 @@ func blobsOf(t *testing.T, tbl *table.Table) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for sf := range tbl.Metadata().Statistics() {
-		if sf.SnapshotID != tbl.CurrentSnapshot().SnapshotID {
+	ix, errs := index.Load(context.Background(), fs, tbl.Metadata(), nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	out := map[string][]byte{}
+	for _, seg := range ix.Segments() {
+		if seg.File.SnapshotID != tbl.CurrentSnapshot().SnapshotID {
 			continue
 		}
-		f, err := fs.Open(sf.StatisticsPath)
+		f, err := fs.Open(seg.File.StatisticsPath)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		r, err := puffin.Open(f, sf.FileSizeInBytes, puffin.WithFooterSize(sf.FileFooterSizeInBytes))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string][]byte{}
-		for i, b := range r.Blobs() {
-			raw, err := r.ReadBlob(i)
+		for flt := range seg.Filters() {
+			raw, err := index.ReadFilter(f, flt)
 			if err != nil {
 				t.Fatal(err)
 			}
-			out[fmt.Sprint(b.Type, b.Fields, b.Properties)] = raw
+			out[fmt.Sprint(flt.DataFile, flt.FieldID, flt.NDV, flt.ValueType)] = raw
 		}
-		return out
 	}
-	t.Fatal("no statistics file for the current snapshot")
-	return nil
+	if len(out) == 0 {
+		t.Fatal("no filter for the current snapshot")
+	}
+	return out
 }
 
 func TestBuildWithoutDictionaryShortcutSameEntries(t *testing.T) {

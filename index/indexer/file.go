@@ -15,6 +15,7 @@ import (
 
 	"github.com/icebloom/icebloom/index/hashing"
 	"github.com/icebloom/icebloom/index/sbbf"
+	"github.com/icebloom/icebloom/index/segment"
 )
 
 // batchSize is how many values one read decodes: enough to amortise the
@@ -108,6 +109,9 @@ func (x *fileIndexer) index(ctx context.Context, df dataFile) ([]filterOf, error
 		blocks, err := sbbf.NumBlocks(uint64(len(unique)), col.FPP, x.maxBytes)
 		if err != nil {
 			return nil, fmt.Errorf("column %s: %w", col.Name, err)
+		}
+		if c := segment.SizeClass(blocks); c*sbbf.BlockBytes <= x.maxBytes {
+			blocks = c // filters of one size class share a group
 		}
 		filter := x.filters.get(blocks)
 		filter.InsertMany(unique)

@@ -3,6 +3,7 @@ package indexer
 import (
 	"bufio"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -12,6 +13,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/hashing"
+	"github.com/icebloom/icebloom/index/sbbf"
+	"github.com/icebloom/icebloom/index/segment"
 	"github.com/icebloom/icebloom/puffin"
 )
 
@@ -87,19 +91,22 @@ func identityValues(meta table.Metadata, df iceberg.DataFile) map[int]any {
 	return values
 }
 
-// segmentFile is a Puffin file written for one commit: the index entries of
-// one run plus, because set-statistics replaces a snapshot's statistics
-// file, the other tools' blobs of the snapshot's current statistics file.
+// segmentFile is a Puffin file written for one commit: the filters of one
+// run (a v2 segment, docs/format.md §2) plus, because set-statistics
+// replaces a snapshot's statistics file, what it carries of the snapshot's
+// current statistics file.
 type segmentFile struct {
 	path  string
 	stats puffin.Stats
 	// replaces is the path of the snapshot's statistics file the segment
 	// was written to replace (and carries blobs of), "" if there was none.
 	replaces string
-	// firstNew is the index of the first blob the run wrote itself; those
-	// before it were carried from base.
-	firstNew    int
-	entries     map[int32]int
+	// own are the data files whose filters the run added itself; the
+	// others were carried.
+	own map[segment.File]bool
+	// dir is what the segment writer reported; a file that carries only
+	// other tools' blobs has no directory.
+	dir         *segment.Result
 	bytesCopied int64
 }
 
@@ -110,8 +117,9 @@ func (s segmentFile) location() table.StatisticsFile {
 
 // statisticsFile returns the table-metadata entry registering the segment
 // for a snapshot: the foreign blobs' items as the replaced entry listed
-// them, then one item per indexed field — never one per entry, so table
-// metadata grows with columns, not files.
+// them, then one item per indexed field and one for the directory, with its
+// place so that a reader fetches it with one read — never one item per
+// filter, so table metadata grows with columns, not files.
 func (s segmentFile) statisticsFile(snap *table.Snapshot, replaced *table.StatisticsFile) table.StatisticsFile {
 	sf := table.StatisticsFile{
 		SnapshotID:            snap.SnapshotID,
@@ -121,25 +129,36 @@ func (s segmentFile) statisticsFile(snap *table.Snapshot, replaced *table.Statis
 	}
 	if replaced != nil {
 		for _, bm := range replaced.BlobMetadata {
-			if bm.Type != table.BlobType(index.BlobType) {
+			if !index.IsIndexBlobType(puffin.BlobType(bm.Type)) {
 				sf.BlobMetadata = append(sf.BlobMetadata, bm)
 			}
 		}
 	}
-	fields := make([]int32, 0, len(s.entries))
-	for id := range s.entries {
-		fields = append(fields, id)
+	if s.dir == nil {
+		return sf
 	}
-	slices.Sort(fields)
-	for _, id := range fields {
+	fields := slices.Sorted(maps.Keys(s.dir.Members))
+	ids := make([]int32, len(fields))
+	for i, id := range fields {
+		ids[i] = int32(id)
 		sf.BlobMetadata = append(sf.BlobMetadata, table.BlobMetadata{
-			Type:           table.BlobType(index.BlobType),
+			Type:           table.BlobType(segment.GroupBlobType),
 			SnapshotID:     snap.SnapshotID,
 			SequenceNumber: snap.SequenceNumber,
-			Fields:         []int32{id},
-			Properties:     map[string]string{PropEntryCount: strconv.Itoa(s.entries[id])},
+			Fields:         []int32{int32(id)},
+			Properties:     map[string]string{PropEntryCount: strconv.Itoa(s.dir.Members[id])},
 		})
 	}
+	sf.BlobMetadata = append(sf.BlobMetadata, table.BlobMetadata{
+		Type:           table.BlobType(segment.DirectoryBlobType),
+		SnapshotID:     snap.SnapshotID,
+		SequenceNumber: snap.SequenceNumber,
+		Fields:         ids,
+		Properties: map[string]string{
+			segment.PropDirectoryOffset: strconv.FormatInt(s.dir.DirectoryOffset, 10),
+			segment.PropDirectoryLength: strconv.FormatInt(s.dir.DirectoryLength, 10),
+		},
+	})
 	return sf
 }
 
@@ -147,10 +166,11 @@ func (s segmentFile) statisticsFile(snap *table.Snapshot, replaced *table.Statis
 type segmentWriter struct {
 	fs      icebergio.WriteFileIO
 	out     icebergio.FileWriter
-	buf     *bufio.Writer // over out: blobs are a few KiB, written one by one
-	w       *puffin.Writer
+	buf     *bufio.Writer // over out: chunks are 4 KiB, written one by one
+	pw      *puffin.Writer
+	sw      *segment.Writer
 	seg     segmentFile
-	blobs   int // blobs written so far
+	filters int // added or copied so far
 	written bool
 }
 
@@ -165,94 +185,145 @@ func newSegmentPath(tbl *table.Table, snapshotID int64) (string, error) {
 	return lp.NewMetadataLocation(fmt.Sprintf("icebloom-%d-%s.puffin", snapshotID, uuid.New())), nil
 }
 
-func createSegment(fs icebergio.WriteFileIO, path string) (*segmentWriter, error) {
+func createSegment(fs icebergio.WriteFileIO, path string, o segment.WriterOptions) (*segmentWriter, error) {
 	out, err := fs.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	buf := bufio.NewWriterSize(out, 1<<20)
-	w, err := puffin.NewWriter(buf)
+	pw, err := puffin.NewWriter(buf)
 	if err != nil {
 		out.Close()
 		fs.Remove(path)
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
-	w.SetProperty(puffin.CreatedBy, CreatedBy)
-	return &segmentWriter{fs: fs, out: out, buf: buf, w: w, seg: segmentFile{path: path, entries: map[int32]int{}}}, nil
+	pw.SetProperty(puffin.CreatedBy, CreatedBy)
+	return &segmentWriter{fs: fs, out: out, buf: buf, pw: pw, sw: segment.NewWriter(pw, o),
+		seg: segmentFile{path: path, own: map[segment.File]bool{}}}, nil
 }
 
-// copyFrom copies the blobs of src (at srcPath) the segment carries over,
-// byte for byte with their codecs: every blob of other tools, so replacing
-// the snapshot's statistics file loses nothing of theirs, and, with
-// entries, the index entries too.
-func (s *segmentWriter) copyFrom(src *puffin.Reader, srcPath string, entries bool) error {
-	for i, b := range src.Blobs() {
-		if index.IsEntry(b) {
-			if entries {
-				if err := s.copyEntry(src, i); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		if err := s.copyBlob(src, i); err != nil {
-			return fmt.Errorf("copy blob %d (%s) of %s: %w", i, b.Type, srcPath, err)
-		}
-	}
-	return nil
-}
-
-// markNew records that the blobs written from now on are the run's own.
-func (s *segmentWriter) markNew() { s.seg.firstNew = s.blobs }
-
-// add writes one entry with its bitset.
-func (s *segmentWriter) add(e index.Entry, bitset []byte) error {
-	if _, err := s.w.AddBlob(e.BlobInput(), bitset); err != nil {
-		return fmt.Errorf("write %s: %w", s.seg.path, err)
-	}
-	s.blobs++
-	s.seg.entries[int32(e.FieldID)]++
-	return nil
-}
-
-// copyEntry copies index entry i of src, without re-hashing anything.
-func (s *segmentWriter) copyEntry(src *puffin.Reader, i int) error {
-	b := src.Blobs()[i]
-	if len(b.Fields) != 1 {
-		return fmt.Errorf("entry %d has fields %v, want one", i, b.Fields)
-	}
-	if err := s.copyBlob(src, i); err != nil {
-		return fmt.Errorf("copy entry %d into %s: %w", i, s.seg.path, err)
-	}
-	s.seg.entries[b.Fields[0]]++
-	return nil
-}
-
-func (s *segmentWriter) copyBlob(src *puffin.Reader, i int) error {
-	meta, err := s.w.CopyBlob(src, i)
+// copyForeign copies the blobs of other tools of the statistics file sf,
+// byte for byte with their codecs, so that replacing the snapshot's
+// statistics file loses nothing of theirs.
+func (s *segmentWriter) copyForeign(fs icebergio.IO, sf table.StatisticsFile) error {
+	src, closeSrc, err := openPuffin(fs, sf)
 	if err != nil {
 		return err
 	}
-	s.blobs++
-	s.seg.bytesCopied += meta.Length
+	defer closeSrc()
+	for i := range src.NumBlobs() {
+		b, err := src.Blob(i)
+		if err != nil {
+			return err
+		}
+		if index.IsIndexBlobType(b.Type) {
+			continue
+		}
+		meta, err := s.pw.CopyBlob(src, i)
+		if err != nil {
+			return fmt.Errorf("copy blob %d (%s) of %s: %w", i, b.Type, sf.StatisticsPath, err)
+		}
+		s.seg.bytesCopied += meta.Length
+	}
+	return nil
+}
+
+// add writes one filter the run built.
+func (s *segmentWriter) add(f segment.Filter) error {
+	if err := s.sw.Add(f); err != nil {
+		return fmt.Errorf("write %s: %w", s.seg.path, err)
+	}
+	s.seg.own[f.File] = true
+	s.filters++
+	return nil
+}
+
+// copyFilters copies the filters of segments that keep selects (called once
+// per filter, in order: segment by segment, each in Segment.Filters order),
+// never re-hashing: the groups
+// of v2 segments merged run by run, class by class; the bitsets of v1
+// entries read whole and added to the groups of their block count.
+func (s *segmentWriter) copyFilters(fs icebergio.IO, segs []index.Segment, keep func(seg int, f index.Filter) bool) error {
+	type class struct {
+		field, blocks int
+		valueType     string
+		fpp           float64
+	}
+	var (
+		classes []class
+		merges  = map[class][]segment.Source{}
+		byGroup = map[*segment.Group]int{} // the group's source in merges
+	)
+	for si := range segs {
+		seg := &segs[si]
+		f, err := fs.Open(seg.File.StatisticsPath)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", seg.File.StatisticsPath, err)
+		}
+		defer f.Close()
+		for flt := range seg.Filters() {
+			if !keep(si, flt) {
+				continue
+			}
+			s.filters++
+			s.seg.bytesCopied += int64(flt.Blocks) * sbbf.BlockBytes
+			g, m := flt.Group()
+			if g == nil {
+				bits, err := index.ReadFilter(f, flt)
+				if err != nil {
+					return err
+				}
+				err = s.sw.Add(segment.Filter{File: segment.File{Path: flt.DataFile, Size: flt.DataFileSize},
+					FieldID: flt.FieldID, ValueType: flt.ValueType, FPP: flt.FPP, NDV: flt.NDV, Bits: bits})
+				if err != nil {
+					return fmt.Errorf("write %s: %w", s.seg.path, err)
+				}
+				continue
+			}
+			c := class{g.FieldID, g.Blocks, hashing.FormatValueType(g.ValueType), g.FPP}
+			i, ok := byGroup[g]
+			if !ok {
+				if merges[c] == nil {
+					classes = append(classes, c)
+				}
+				i = len(merges[c])
+				byGroup[g] = i
+				merges[c] = append(merges[c], segment.Source{Path: seg.File.StatisticsPath, R: f, Group: g, Files: seg.Dir.Files})
+			}
+			merges[c][i].Keep = append(merges[c][i].Keep, m)
+		}
+	}
+	for _, c := range classes {
+		if err := s.sw.Merge(merges[c]); err != nil {
+			return fmt.Errorf("write %s: %w", s.seg.path, err)
+		}
+	}
 	return nil
 }
 
 // finish completes the file; on error the partial file is removed.
 func (s *segmentWriter) finish() (segmentFile, error) {
-	stats, err := s.w.Finish()
+	var err error
+	if s.filters > 0 {
+		var res segment.Result
+		if res, err = s.sw.Finish(); err == nil {
+			s.seg.dir = &res
+		}
+	}
+	if err == nil {
+		s.seg.stats, err = s.pw.Finish()
+	}
 	if err == nil {
 		err = s.buf.Flush()
 	}
 	if cerr := s.out.Close(); err == nil {
 		err = cerr
 	}
+	s.written = true
 	if err != nil {
-		s.abandon()
+		s.fs.Remove(s.seg.path)
 		return segmentFile{}, fmt.Errorf("write %s: %w", s.seg.path, err)
 	}
-	s.seg.stats = stats
-	s.written = true
 	return s.seg, nil
 }
 

@@ -64,7 +64,7 @@ func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 
 func covered(ix *index.TableIndex, f dataFile, cols []Column) bool {
 	for _, c := range cols {
-		if _, _, ok := ix.Lookup(f.path, f.size, c.Field.ID); !ok {
+		if _, ok := ix.Lookup(f.path, f.size, c.Field.ID); !ok {
 			return false
 		}
 	}

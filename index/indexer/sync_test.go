@@ -90,7 +90,7 @@ func coveredByAll(t *testing.T, tbl *table.Table, fieldIDs ...int) {
 	}
 	for _, df := range liveFiles(t, tbl) {
 		for _, id := range fieldIDs {
-			if _, _, ok := ix.Lookup(df.FilePath(), df.FileSizeBytes(), id); !ok {
+			if _, ok := ix.Lookup(df.FilePath(), df.FileSizeBytes(), id); !ok {
 				t.Errorf("%s is not covered for field %d", df.FilePath(), id)
 			}
 		}

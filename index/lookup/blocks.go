@@ -2,6 +2,7 @@ package lookup
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -9,15 +10,18 @@ import (
 	"sync"
 
 	icebergio "github.com/apache/iceberg-go/io"
+	"golang.org/x/sync/errgroup"
 
+	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/sbbf"
+	"github.com/icebloom/icebloom/index/segment"
 )
 
-// probe is the check of one hash against the one block of an entry's bitset
-// it falls in (docs/format.md §3.1).
+// probe is the check of one hash against the one block of a filter it falls
+// in (docs/format.md §3.1).
 type probe struct {
 	path    string // of the statistics file
-	offset  int64  // of the block in the file
+	place   index.Place
 	hash    uint64
 	done    bool // the block was read, or could not be (then present)
 	present bool // the block may hold the hash
@@ -28,95 +32,134 @@ const (
 	// object storage a request costs far more than a few KiB more of it.
 	maxGap = 4 << 10
 	// maxRead bounds one read, so that spanning gaps never turns into
-	// fetching a whole large statistics file.
-	maxRead = 1 << 20
-	// readConcurrency bounds how many statistics files are read at once.
-	readConcurrency = 8
+	// fetching a whole large statistics file; a v2 run (at most
+	// segment.MaxGroupMembers blocks and their checksums) fits in one.
+	maxRead = 4 << 20
+	// readConcurrency bounds the reads in flight, over all statistics
+	// files: enough to hide object-store latency.
+	readConcurrency = 32
 )
 
 // blockStats counts the index I/O of a lookup.
 type blockStats struct {
-	blocks, bytes int64
-	errs          []error
+	blocks, bytes, requests int64
+	errs                    []error
 }
 
 func (s *blockStats) add(o blockStats) {
 	s.blocks += o.blocks
 	s.bytes += o.bytes
+	s.requests += o.requests
 	s.errs = append(s.errs, o.errs...)
 }
 
-// readBlocks answers every probe, reading the statistics files in parallel.
-// A block that cannot be read answers present, which keeps its data file.
-func readBlocks(fsys icebergio.IO, probes []*probe) blockStats {
+// span is one read: the probes it answers, sorted by place, whose places
+// lie in [start, end) of the file.
+type span struct {
+	file       icebergio.File
+	path       string
+	start, end int64
+	probes     []*probe
+}
+
+// readBlocks answers every probe: the places of each statistics file are
+// coalesced into reads (see maxGap and maxRead), and all reads, of all
+// files, are issued concurrently. A v2 chunk is verified against its
+// checksum before any of its blocks is trusted. A block that cannot be read
+// or verified answers present, which keeps its data file, and is reported.
+func readBlocks(ctx context.Context, fsys icebergio.IO, probes []*probe) blockStats {
 	byPath := make(map[string][]*probe)
 	for _, p := range probes {
 		byPath[p.path] = append(byPath[p.path], p)
 	}
 	var (
 		total blockStats
-		mu    sync.Mutex
-		wg    sync.WaitGroup
-		sem   = make(chan struct{}, readConcurrency)
+		spans []span
 	)
 	for _, path := range slices.Sorted(maps.Keys(byPath)) {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			s := readFile(fsys, path, byPath[path])
+		ps := byPath[path]
+		f, err := fsys.Open(path)
+		if err != nil {
+			answerUnread(ps)
+			total.errs = append(total.errs, fmt.Errorf("lookup: open statistics file %s: %w", path, err))
+			continue
+		}
+		defer f.Close()
+		spans = appendSpans(spans, f, path, ps)
+	}
+	var mu sync.Mutex
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(readConcurrency)
+	for i := range spans {
+		g.Go(func() error {
+			s := readSpan(ctx, &spans[i])
 			mu.Lock()
 			defer mu.Unlock()
 			total.add(s)
+			return nil
 		})
 	}
-	wg.Wait()
+	g.Wait()
 	return total
 }
 
-// readFile answers the probes of one statistics file: sorted by offset, the
-// blocks are coalesced into ranges (see maxGap and maxRead), each read with
-// one ReadAt.
-func readFile(fsys icebergio.IO, path string, probes []*probe) blockStats {
-	var s blockStats
-	f, err := fsys.Open(path)
-	if err != nil {
-		answerUnread(probes)
-		s.errs = append(s.errs, fmt.Errorf("lookup: open statistics file %s: %w", path, err))
-		return s
-	}
-	defer f.Close()
-
-	byOffset := func(a, b *probe) int { return cmp.Compare(a.offset, b.offset) }
+// appendSpans cuts the probes of one file into reads.
+func appendSpans(spans []span, f icebergio.File, path string, probes []*probe) []span {
+	byOffset := func(a, b *probe) int { return cmp.Compare(a.place.Offset, b.place.Offset) }
 	if !slices.IsSortedFunc(probes, byOffset) { // they mostly come in file order
 		slices.SortFunc(probes, byOffset)
 	}
 	for len(probes) > 0 {
-		start, end, n := probes[0].offset, probes[0].offset+sbbf.BlockBytes, 1
-		s.blocks++
+		start := probes[0].place.Offset
+		end := start + probes[0].place.Length
+		n := 1
 		for ; n < len(probes); n++ {
-			off := probes[n].offset
-			if off >= end && (off-end >= maxGap || off+sbbf.BlockBytes-start > maxRead) {
+			pl := probes[n].place
+			if pl.Offset >= end && (pl.Offset-end >= maxGap || pl.Offset+pl.Length-start > maxRead) {
 				break
 			}
-			if off != probes[n-1].offset {
-				s.blocks++
-			}
-			end = max(end, off+sbbf.BlockBytes)
+			end = max(end, pl.Offset+pl.Length)
 		}
-		rng := probes[:n]
+		spans = append(spans, span{file: f, path: path, start: start, end: end, probes: probes[:n]})
 		probes = probes[n:]
+	}
+	return spans
+}
 
-		buf := make([]byte, end-start)
-		s.bytes += int64(len(buf))
-		if _, err := io.ReadFull(io.NewSectionReader(f, start, end-start), buf); err != nil {
-			answerUnread(rng)
-			s.errs = append(s.errs, fmt.Errorf("lookup: read index blocks of %s at offset %d (%d bytes): %w", path, start, len(buf), err))
+// readSpan reads one span and answers its probes.
+func readSpan(ctx context.Context, sp *span) blockStats {
+	s := blockStats{requests: 1, bytes: sp.end - sp.start}
+	if err := ctx.Err(); err != nil {
+		answerUnread(sp.probes)
+		s.errs = append(s.errs, fmt.Errorf("lookup: read index blocks of %s: %w", sp.path, err))
+		return s
+	}
+	buf := make([]byte, sp.end-sp.start)
+	if _, err := io.ReadFull(io.NewSectionReader(sp.file, sp.start, sp.end-sp.start), buf); err != nil {
+		answerUnread(sp.probes)
+		s.errs = append(s.errs, fmt.Errorf("lookup: read index blocks of %s at offset %d (%d bytes): %w", sp.path, sp.start, len(buf), err))
+		return s
+	}
+	// Probes of one chunk come together: each chunk is verified once.
+	for i := 0; i < len(sp.probes); {
+		pl := sp.probes[i].place
+		j := i + 1
+		for j < len(sp.probes) && sp.probes[j].place.Offset == pl.Offset {
+			j++
+		}
+		unit := buf[pl.Offset-sp.start:][:pl.Length]
+		if pl.Checked && !pl.Check.Verify(unit) {
+			answerUnread(sp.probes[i:j])
+			s.errs = append(s.errs, fmt.Errorf("lookup: index chunk of %d bytes at offset %d of %s: %w", pl.Length, pl.Offset, sp.path, segment.ErrChecksum))
+			i = j
 			continue
 		}
-		for _, p := range rng {
-			p.present = sbbf.CheckBlock(buf[p.offset-start:][:sbbf.BlockBytes], p.hash)
+		for _, p := range sp.probes[i:j] { // of members of one chunk
+			p.present = sbbf.CheckBlock(unit[p.place.Block:][:sbbf.BlockBytes], p.hash)
 			p.done = true
 		}
+		s.blocks += int64(j - i)
+		i = j
 	}
 	return s
 }

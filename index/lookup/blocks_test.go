@@ -1,12 +1,15 @@
 package lookup
 
 import (
+	"cmp"
+	"context"
 	"slices"
 	"strings"
 	"testing"
 
 	icebergio "github.com/apache/iceberg-go/io"
 
+	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/sbbf"
 )
 
@@ -15,7 +18,7 @@ import (
 // than maxRead, and a block past the end of the file answering present with
 // an error.
 func TestReadBlocks(t *testing.T) {
-	const size = 3 << 20
+	const size = 6 << 20
 	const h = 0x9e3779b97f4a7c15
 	data := make([]byte, size)
 	holding := sbbf.New(1)
@@ -43,12 +46,13 @@ func TestReadBlocks(t *testing.T) {
 
 	var probes []*probe
 	for _, off := range offsets {
-		probes = append(probes, &probe{path: "stats.puffin", offset: off, hash: h})
+		probes = append(probes, &probe{path: "stats.puffin", place: index.Place{Offset: off, Length: sbbf.BlockBytes}, hash: h})
 	}
-	probes = append(probes, &probe{path: "missing.puffin", offset: 0, hash: h})
-	s := readBlocks(counting, slices.Clone(probes))
+	probes = append(probes, &probe{path: "missing.puffin", place: index.Place{Offset: 0, Length: sbbf.BlockBytes}, hash: h})
+	s := readBlocks(context.Background(), counting, slices.Clone(probes))
 
 	reads := counting.take()
+	slices.SortFunc(reads, func(a, b readAt) int { return cmp.Compare(a.off, b.off) }) // issued concurrently
 	if !slices.Equal(reads, wantReads) {
 		t.Errorf("reads\n%v, want\n%v", reads, wantReads)
 	}
@@ -56,16 +60,16 @@ func TestReadBlocks(t *testing.T) {
 	for _, r := range wantReads {
 		bytes += r.len
 	}
-	if s.blocks != int64(len(offsets)-1) || s.bytes != bytes {
-		t.Errorf("%d blocks, %d bytes; want %d, %d", s.blocks, s.bytes, len(offsets)-1, bytes)
+	if s.blocks != int64(len(offsets)-1) || s.bytes != bytes || s.requests != int64(len(wantReads)) {
+		t.Errorf("%d blocks, %d bytes, %d requests; want %d, %d, %d", s.blocks, s.bytes, s.requests, len(offsets)-1, bytes, len(wantReads))
 	}
 	if len(s.errs) != 2 || !strings.Contains(s.errs[0].Error()+s.errs[1].Error(), "missing.puffin") {
 		t.Errorf("errors %v, want one for the missing file and one for the short read", s.errs)
 	}
 	for _, p := range probes {
-		unreadable := p.path == "missing.puffin" || p.offset == size-16
-		if !p.done || p.present != (p.offset == 4064 || unreadable) {
-			t.Errorf("probe at %s:%d: done %v, present %v", p.path, p.offset, p.done, p.present)
+		unreadable := p.path == "missing.puffin" || p.place.Offset == size-16
+		if !p.done || p.present != (p.place.Offset == 4064 || unreadable) {
+			t.Errorf("probe at %s:%d: done %v, present %v", p.path, p.place.Offset, p.done, p.present)
 		}
 	}
 }

@@ -197,16 +197,16 @@ func (r *run) hashes(t *test, valueType iceberg.PrimitiveType) []hashedValue {
 func (fc *fileCheck) prepare(r *run, t *test) {
 	tc := &fc.checks[t.idx]
 	tc.prepared = true
-	e, statsPath, ok := r.ix.Lookup(fc.path, fc.size, t.fieldID)
+	flt, ok := r.ix.Lookup(fc.path, fc.size, t.fieldID)
 	if !ok {
 		tc.maybe = true
 		return
 	}
 	tc.indexed = true
 	probes := r.arena.take(len(t.values))[:0]
-	for i, hv := range r.hashes(t, e.ValueType) {
+	for i, hv := range r.hashes(t, flt.ValueType) {
 		if hv.err != nil {
-			r.report(fmt.Errorf("lookup: %s = %s in %s (entry in %s): %w", t.column, t.values[i], fc.path, statsPath, hv.err))
+			r.report(fmt.Errorf("lookup: %s = %s in %s (filter in %s): %w", t.column, t.values[i], fc.path, flt.Path, hv.err))
 		}
 		switch hv.outcome {
 		case hashing.NeverPresent:
@@ -215,8 +215,8 @@ func (fc *fileCheck) prepare(r *run, t *test) {
 			tc.maybe = true
 			return
 		}
-		block := int64(sbbf.BlockIndex(hv.hash, e.NumBlocks()))
-		probes = append(probes, probe{path: statsPath, offset: e.Offset + block*sbbf.BlockBytes, hash: hv.hash})
+		block := sbbf.BlockIndex(hv.hash, flt.Blocks)
+		probes = append(probes, probe{path: flt.Path, place: flt.Place(block), hash: hv.hash})
 	}
 	tc.probes = probes
 }

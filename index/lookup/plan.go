@@ -52,10 +52,11 @@ type Result struct {
 	// IndexErrors are the problems met reading the index; the files they
 	// concern were kept.
 	IndexErrors []error
-	// BlocksRead and BytesRead count the index I/O of the call: distinct
-	// 32-byte blocks, and bytes fetched including the gaps coalesced reads
-	// span. Footers are not counted.
-	BlocksRead, BytesRead int64
+	// BlocksRead, BytesRead and Requests count the index I/O of the call:
+	// 32-byte blocks checked (one per candidate file and value), bytes
+	// fetched including the gaps and checksums coalesced reads span, and
+	// reads. Footers and directories are not counted.
+	BlocksRead, BytesRead, Requests int64
 	// IndexTime is the time the index's part took: loading the index
 	// (footers, from the cache when warm) and pruning, without iceberg-go's
 	// planning.
@@ -130,7 +131,7 @@ func Plan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpressio
 		}
 		fc.listed = true
 	}
-	res.IndexErrors, res.BlocksRead, res.BytesRead = r.errs, r.blocks, r.bytes
+	res.IndexErrors, res.BlocksRead, res.BytesRead, res.Requests = r.errs, r.blocks, r.bytes, r.requests
 	res.IndexTime = time.Since(indexStart)
 	return res, nil
 }
@@ -227,7 +228,7 @@ func (r *run) prune(ctx context.Context, f *filter, files []fileCheck) error {
 			}
 		}
 		if len(wanted) > 0 {
-			r.add(readBlocks(r.fsys, wanted))
+			r.add(readBlocks(ctx, r.fsys, wanted))
 		}
 		pending = next
 	}
@@ -242,7 +243,7 @@ func (r *run) indexed(f *filter, fc *fileCheck) bool {
 			if !tc.indexed {
 				return false
 			}
-		} else if _, _, ok := r.ix.Lookup(fc.path, fc.size, t.fieldID); !ok {
+		} else if _, ok := r.ix.Lookup(fc.path, fc.size, t.fieldID); !ok {
 			return false
 		}
 	}

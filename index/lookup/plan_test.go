@@ -294,8 +294,8 @@ func TestIndexProblems(t *testing.T) {
 	if len(errs) != 3 || len(ix.Segments()) != 3 {
 		t.Errorf("Load: %d segments, errors %v; want 3 segments and 3 errors", len(ix.Segments()), errs)
 	}
-	if seg := ix.Segments()[0]; seg.File.StatisticsPath != good.StatisticsPath || len(seg.Foreign) != 1 {
-		t.Errorf("first segment %s keeps foreign blobs %v, want the theta sketch", seg.File.StatisticsPath, seg.Foreign)
+	if seg := ix.Segments()[0]; seg.File.StatisticsPath != good.StatisticsPath || len(seg.Entries) == 0 {
+		t.Errorf("first segment %s has %d entries, want the good one's", seg.File.StatisticsPath, len(seg.Entries))
 	}
 
 	res := fx.plan(fx.where(0, fx.absent(0)), Options{})
@@ -446,14 +446,15 @@ func TestBlockReads(t *testing.T) {
 	needed := func(c int, values ...any) map[readAt]bool {
 		blocks := make(map[readAt]bool)
 		for _, df := range fx.files {
-			e, path, _ := ix.Lookup(df.path, df.size, c+1)
+			e, _ := ix.Lookup(df.path, df.size, c+1)
 			for _, v := range values {
 				bound, err := Bind(fx.tbl.Schema(), fx.where(c, v), true)
 				if err != nil {
 					t.Fatal(err)
 				}
 				h, _, _ := hashing.Literal(e.ValueType, bound.(iceberg.BoundLiteralPredicate).Literal())
-				blocks[readAt{path, e.Offset + int64(sbbf.BlockIndex(h, e.NumBlocks()))*sbbf.BlockBytes, sbbf.BlockBytes}] = true
+				pl := e.Place(sbbf.BlockIndex(h, e.Blocks))
+				blocks[readAt{e.Path, pl.Offset, pl.Length}] = true
 			}
 		}
 		return blocks
