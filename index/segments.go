@@ -355,6 +355,17 @@ func HoldsEntries(sf table.StatisticsFile) bool {
 	return false
 }
 
+// HoldsV1Entries reports whether a statistics file holds entries of index
+// format v1, by its blob-metadata.
+func HoldsV1Entries(sf table.StatisticsFile) bool {
+	for _, b := range sf.BlobMetadata {
+		if puffin.BlobType(b.Type) == BlobType {
+			return true
+		}
+	}
+	return false
+}
+
 // IsIndexBlobType reports whether blobs of a type are the index's own (of
 // either format version), as opposed to other tools' blobs that share a
 // statistics file with them.

@@ -108,6 +108,10 @@ type Summary struct {
 	// the run that the dictionary shortcut and the reading speed decide,
 	// without planning, writing and committing the index.
 	ReadTime time.Duration `json:"read_ns"`
+
+	// v1Segments counts the segments of index format v1 the run left,
+	// which Sync rewrites as v2.
+	v1Segments int
 }
 
 // Build indexes a snapshot of the table and commits the index. Data files
@@ -191,10 +195,13 @@ func (j *job) run(ctx context.Context, files []dataFile) (*Summary, error) {
 
 // finish completes the summary with the table as the run left it.
 func (j *job) finish(tbl *table.Table) *Summary {
-	j.sum.Segments = 0
+	j.sum.Segments, j.sum.v1Segments = 0, 0
 	for sf := range tbl.Metadata().Statistics() {
 		if index.HoldsEntries(sf) {
 			j.sum.Segments++
+		}
+		if index.HoldsV1Entries(sf) {
+			j.sum.v1Segments++
 		}
 	}
 	j.sum.Duration = time.Since(j.start)

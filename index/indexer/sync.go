@@ -18,7 +18,9 @@ import (
 // (docs/format.md §6); a file whose entry cannot be read is indexed again.
 // With nothing new, nothing is committed. o.SnapshotID is ignored. When the
 // index then has more segments than o.CompactAbove, Sync compacts it, so a
-// long run of small appends keeps the segments and table metadata bounded.
+// long run of small appends keeps the segments and table metadata bounded;
+// and it compacts an index that still has segments of format v1, which
+// the compaction rewrites as v2 by copying their bitsets.
 func Sync(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*Summary, error) {
 	sum, err := syncOnce(ctx, cat, ident, o)
 	if err != nil {
@@ -28,7 +30,7 @@ func Sync(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o
 	if limit == 0 {
 		limit = DefaultCompactAbove
 	}
-	if limit > 0 && sum.Segments > limit {
+	if limit > 0 && (sum.Segments > limit || sum.v1Segments > 0) {
 		if sum.Compacted, err = Compact(ctx, cat, ident, CompactOptions{Logger: o.Logger}); err != nil {
 			return nil, err
 		}
