@@ -373,9 +373,9 @@ func IsIndexBlobType(t puffin.BlobType) bool {
 	return t == BlobType || t == segment.GroupBlobType || t == segment.DirectoryBlobType
 }
 
-// directoryPlace returns where table metadata says a v2 segment's directory
-// lies, ok false when it does not say.
-func directoryPlace(sf table.StatisticsFile) (off, length int64, ok bool) {
+// DirectoryPlace returns where table metadata says a v2 segment's directory
+// lies (segment.PropDirectoryOffset), ok false when it does not say.
+func DirectoryPlace(sf table.StatisticsFile) (off, length int64, ok bool) {
 	for _, b := range sf.BlobMetadata {
 		if puffin.BlobType(b.Type) != segment.DirectoryBlobType {
 			continue
@@ -398,7 +398,7 @@ func readFooter(fsys icebergio.IO, sf table.StatisticsFile) (*footer, error) {
 		return nil, fmt.Errorf("index: open statistics file %s: %w", path, err)
 	}
 	defer f.Close()
-	if off, length, ok := directoryPlace(sf); ok {
+	if off, length, ok := DirectoryPlace(sf); ok {
 		if off+length > sf.FileSizeInBytes-sf.FileFooterSizeInBytes {
 			return nil, fmt.Errorf("index: statistics file %s: directory of %d bytes at %d overlaps the footer", path, length, off)
 		}

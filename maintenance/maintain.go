@@ -24,6 +24,9 @@ type MaintainOptions struct {
 	Expire *ExpireOptions
 	// GC configures the deletion of orphan index files.
 	GC GCOptions
+	// Verify, when set, verifies each table's index last
+	// (indexer.Verify); a problem fails the table's run.
+	Verify *indexer.VerifyOptions
 }
 
 // TableReport is what a run did to one table.
@@ -34,6 +37,7 @@ type TableReport struct {
 	Compact *indexer.CompactSummary `json:"compact,omitempty"`
 	Expire  *ExpireSummary          `json:"expire,omitempty"`
 	GC      *GCSummary              `json:"gc,omitempty"`
+	Verify  *indexer.VerifyReport   `json:"verify,omitempty"`
 	Error   string                  `json:"error,omitempty"`
 }
 
@@ -106,7 +110,8 @@ func Maintain(ctx context.Context, cat icecatalog.Catalog, tables []table.Identi
 }
 
 // MaintainTable keeps one table's index true: sync (and index compaction
-// past the segment threshold), then optionally expiry, then gc. A table
+// past the segment threshold), then optionally expiry, then gc, then
+// optionally verification. A table
 // without indexed columns configured in its properties is skipped. The
 // first failing step ends the table's run and is reported.
 func MaintainTable(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o MaintainOptions) TableReport {
@@ -143,6 +148,14 @@ func MaintainTable(ctx context.Context, cat icecatalog.Catalog, ident table.Iden
 	}
 	if r.GC, err = GC(ctx, cat, ident, o.GC); err != nil {
 		return fail(err)
+	}
+	if o.Verify != nil {
+		if r.Verify, err = indexer.Verify(ctx, cat, ident, *o.Verify); err != nil {
+			return fail(err)
+		}
+		if !r.Verify.OK() {
+			return fail(fmt.Errorf("verify the index of %s: %d problems, the first: %s", r.Table, len(r.Verify.Problems), r.Verify.Problems[0]))
+		}
 	}
 	return r
 }

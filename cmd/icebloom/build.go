@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	icecat "github.com/apache/iceberg-go/catalog"
@@ -17,6 +18,23 @@ type indexFlags struct {
 	FPP      float64 `arg:"--fpp" help:"target false-positive rate [default: write.parquet.bloom-filter-fpp.column.<name>, else 0.01]"`
 	Parallel int     `arg:"--parallel" help:"data files read at once [default: number of CPUs]"`
 	FailFast bool    `arg:"--fail-fast" help:"fail on a data file that cannot be read instead of leaving it unindexed"`
+	memoryFlag
+}
+
+// memoryFlag bounds the index bytes a run holds, whatever the table's size.
+type memoryFlag struct {
+	MemoryMiB int `arg:"--memory-budget-mib" help:"MiB of filters held before they are written as groups (merges: buffers) [default: 256]"`
+}
+
+// budget returns the flag in bytes, 0 for the default.
+func (f memoryFlag) budget() int64 { return int64(f.MemoryMiB) << 20 }
+
+// check refuses a negative budget.
+func (f memoryFlag) check() error {
+	if f.MemoryMiB < 0 {
+		return fmt.Errorf("--memory-budget-mib %d: want a positive number of MiB (or 0 for the default)", f.MemoryMiB)
+	}
+	return nil
 }
 
 func (f indexFlags) options() indexer.Options {
@@ -26,13 +44,16 @@ func (f indexFlags) options() indexer.Options {
 			cols = append(cols, name)
 		}
 	}
-	return indexer.Options{Columns: cols, FPP: f.FPP, Parallel: f.Parallel, FailFast: f.FailFast}
+	return indexer.Options{Columns: cols, FPP: f.FPP, Parallel: f.Parallel, FailFast: f.FailFast, MemoryBudget: f.budget()}
 }
 
 // runIndex runs build, sync or rebuild (command) with a progress bar on a
 // terminal, logs and records what it did, and prints its summary.
 func (f indexFlags) runIndex(ctx context.Context, e *env, command string, o indexer.Options,
 	job func(context.Context, icecat.Catalog, table.Identifier, indexer.Options) (*indexer.Summary, error)) error {
+	if err := f.check(); err != nil {
+		return err
+	}
 	start := e.now()
 	tr := e.track(&o, f.Table)
 	sum, err := func() (*indexer.Summary, error) {

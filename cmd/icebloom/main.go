@@ -41,6 +41,7 @@ type Args struct {
 	Lookup       *LookupCmd       `arg:"subcommand:lookup" help:"list the data files that may hold rows matching a filter"`
 	Scan         *ScanCmd         `arg:"subcommand:scan" help:"read the rows matching a filter, opening only candidate files"`
 	Inspect      *InspectCmd      `arg:"subcommand:inspect" help:"show a table's index: statistics files, coverage, sizes"`
+	Verify       *VerifyCmd       `arg:"subcommand:verify" help:"check every checksum of the index, its coverage, and a sample of filters against the data"`
 	GC           *GCCmd           `arg:"subcommand:gc" help:"delete index files no table metadata references, after a grace period"`
 	Quickstart   *QuickstartCmd   `arg:"subcommand:quickstart" help:"create a demo table in an embedded catalog, index it and query it"`
 	Bench        *BenchCmd        `arg:"subcommand:bench" help:"generate a table and measure the index against its targets"`
@@ -180,6 +181,8 @@ func runOn(ctx context.Context, argv []string, stdout, stderr io.Writer, tty boo
 		cmd = args.Scan
 	case args.Inspect != nil:
 		cmd = args.Inspect
+	case args.Verify != nil:
+		cmd = args.Verify
 	case args.GC != nil:
 		cmd = args.GC
 	case args.Quickstart != nil:

@@ -17,16 +17,20 @@ import (
 // CompactIndexCmd is `icebloom compact-index TABLE`.
 type CompactIndexCmd struct {
 	Table string `arg:"positional,required" help:"table identifier, ns.table"`
+	memoryFlag
 }
 
 func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
+	if err := c.check(); err != nil {
+		return err
+	}
 	start := e.now()
 	sum, err := func() (*indexer.CompactSummary, error) {
 		cat, ident, err := e.tableRef(ctx, c.Table)
 		if err != nil {
 			return nil, err
 		}
-		return indexer.Compact(ctx, cat, ident, indexer.CompactOptions{Logger: e.log})
+		return indexer.Compact(ctx, cat, ident, indexer.CompactOptions{Logger: e.log, MemoryBudget: c.budget()})
 	}()
 	if e.metrics != nil {
 		end := e.now()
@@ -98,6 +102,7 @@ type MaintainCmd struct {
 	CompactAbove    int      `arg:"--compact-above" help:"compact a table's index when it has more segments than this [default: 8]"`
 	Parallel        int      `arg:"--parallel" help:"data files read at once [default: number of CPUs]"`
 	Every           *gcAge   `arg:"--every" placeholder:"DUR" help:"keep running, once every DUR"`
+	VerifySample    *int     `arg:"--verify-sample" placeholder:"N" help:"verify each table's index last (as icebloom verify), re-reading N sampled data files; a problem fails the table"`
 }
 
 // MaintainOutput is the JSON output of one maintenance round.
@@ -118,6 +123,12 @@ func (c *MaintainCmd) run(ctx context.Context, e *env) error {
 		o.Expire = &maintenance.ExpireOptions{OlderThan: c.ExpireOlderThan.d, RetainLast: c.RetainLast, Logger: e.log}
 	}
 	o.GC.OlderThan = c.GCOlderThan.grace()
+	if c.VerifySample != nil {
+		if *c.VerifySample < 0 {
+			return fmt.Errorf("--verify-sample %d: want 0 or more data files", *c.VerifySample)
+		}
+		o.Verify = &indexer.VerifyOptions{Sample: *c.VerifySample}
+	}
 	failedRounds := 0
 	for round := 1; ; round++ {
 		start := e.now()
@@ -257,6 +268,9 @@ func (c *MaintainCmd) print(e *env, out MaintainOutput) {
 		}
 		if r.GC != nil {
 			e.printf(", deleted %d orphan index files", len(r.GC.Deleted))
+		}
+		if r.Verify != nil {
+			e.printf(", verified (%d data files re-read)", len(r.Verify.Sampled))
 		}
 		e.printf("\n")
 	}

@@ -46,6 +46,11 @@ type fileIndexer struct {
 	// instead, and ReadBatch calls of the normal path.
 	dictChunks, dictFallbacks, readBatches int
 
+	// onDistinct, when set, is given each column's distinct hashes (by
+	// index into cols) before its filter is built: verify checks them
+	// against the stored filter.
+	onDistinct func(col int, unique []uint64)
+
 	filters  *filterPool               // the job's, shared by its workers; nil: none
 	props    *parquet.ReaderProperties // of a page buffer pool of its own (ReaderProperties)
 	chunk    []byte                    // the fetched column chunk (ChunkReader)
@@ -106,6 +111,9 @@ func (x *fileIndexer) index(ctx context.Context, df dataFile) ([]filterOf, error
 		}
 		x.flush()
 		unique := x.distinct.hashes()
+		if x.onDistinct != nil {
+			x.onDistinct(ci, unique)
+		}
 		blocks, err := sbbf.NumBlocks(uint64(len(unique)), col.FPP, x.maxBytes)
 		if err != nil {
 			return nil, fmt.Errorf("column %s: %w", col.Name, err)

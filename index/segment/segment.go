@@ -71,6 +71,11 @@ func runBytes(m int) int64 {
 	return int64(m)*sbbf.BlockBytes + int64(chunks)*ChecksumBytes
 }
 
+// blockInRun is where member m's block lies in a run.
+func blockInRun(m int) int {
+	return m/ChunkMembers*(ChunkMembers*sbbf.BlockBytes+ChecksumBytes) + m%ChunkMembers*sbbf.BlockBytes
+}
+
 // Bytes returns the size of the group's blob: N runs.
 func (g *Group) Bytes() int64 { return int64(g.Blocks) * runBytes(len(g.Members)) }
 

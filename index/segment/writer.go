@@ -310,7 +310,7 @@ func (w *Writer) mergeParts(c class, vt iceberg.PrimitiveType, parts []mergePart
 				return err
 			}
 			for _, m := range p.keep {
-				off := m/ChunkMembers*(ChunkMembers*sbbf.BlockBytes+ChecksumBytes) + m%ChunkMembers*sbbf.BlockBytes
+				off := blockInRun(m)
 				rw.block(run[off:][:sbbf.BlockBytes])
 			}
 		}

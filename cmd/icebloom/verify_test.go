@@ -1,0 +1,55 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/icebloom/icebloom/index/indexer"
+)
+
+// TestVerifyCommand: verify passes on the quickstart's index (text and
+// JSON), and after a bit flips in the index file it exits 1, naming the
+// file, with the problem in its JSON; maintain --verify-sample fails the
+// table the same way.
+func TestVerifyCommand(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if _, stderr, code := icebloom(t, "quickstart", "--files", "3", "--rows", "50"); code != 0 {
+		t.Fatal(stderr)
+	}
+	stdout, stderr, code := icebloom(t, "verify", "demo.events", "--sample", "2")
+	if code != 0 || !strings.Contains(stdout, "no problem found") || !strings.Contains(stdout, "2 data files re-read") {
+		t.Fatalf("verify: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	stdout, _, code = icebloom(t, "--output", "json", "verify", "demo.events", "--sample", "3", "--seed", "9")
+	var rep indexer.VerifyReport
+	if code != 0 || json.Unmarshal([]byte(stdout), &rep) != nil || !rep.OK() || rep.Seed != 9 || len(rep.Sampled) != 3 {
+		t.Fatalf("verify --output json: exit %d, %s", code, stdout)
+	}
+
+	// Flip one bit in the middle of the first group's runs.
+	path := strings.TrimPrefix(rep.Segments[0].Path, "file://")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[8] ^= 0x01
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code = icebloom(t, "--output", "json", "verify", "demo.events")
+	rep = indexer.VerifyReport{}
+	if code != 1 || json.Unmarshal([]byte(stdout), &rep) != nil || rep.OK() ||
+		!strings.Contains(rep.Problems[0], rep.Segments[0].Path) || !strings.Contains(rep.Problems[0], "checksum mismatch") ||
+		!strings.Contains(stderr, "icebloom rebuild demo.events") {
+		t.Fatalf("verify of a corrupt index: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	stdout, _, code = icebloom(t, "--output", "json", "maintain", "--verify-sample", "1")
+	if code != 1 || !strings.Contains(stdout, "checksum mismatch") {
+		t.Fatalf("maintain --verify-sample of a corrupt index: exit %d, %s", code, stdout)
+	}
+	if _, stderr, code := icebloom(t, "verify", "demo.events", "--sample", "-1"); code != 1 || !strings.Contains(stderr, "--sample -1") {
+		t.Fatalf("verify --sample -1: exit %d, %s", code, stderr)
+	}
+}

@@ -1,0 +1,303 @@
+package indexer
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+
+	icecatalog "github.com/apache/iceberg-go/catalog"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/catalog"
+	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/sbbf"
+	"github.com/icebloom/icebloom/index/segment"
+	"github.com/icebloom/icebloom/puffin"
+)
+
+// VerifyOptions configure Verify.
+type VerifyOptions struct {
+	// Sample is how many covered live data files Verify re-reads to check
+	// that their filters hold every value of the file.
+	Sample int
+	// Seed chooses the sample; 0 chooses one at random, which the report
+	// gives so that a run can be repeated.
+	Seed uint64
+}
+
+// VerifyReport is what Verify found. Problems lists every problem, each
+// naming its file (and column); an index without problems may still leave
+// live files uncovered, which Columns reports.
+type VerifyReport struct {
+	SnapshotID int64            `json:"snapshot_id"`
+	Segments   []SegmentReport  `json:"segments"`
+	Columns    []CoverageReport `json:"columns"`
+	Sampled    []SampleReport   `json:"sampled"`
+	Seed       uint64           `json:"seed"`
+	Problems   []string         `json:"problems"`
+}
+
+// OK reports whether Verify found no problem.
+func (r *VerifyReport) OK() bool { return len(r.Problems) == 0 }
+
+// SegmentReport is the check of one statistics file holding index filters.
+type SegmentReport struct {
+	Path       string `json:"path"`
+	SnapshotID int64  `json:"snapshot_id"`
+	Format     int    `json:"format"` // 1 or 2; 0 when unreadable
+	Groups     int    `json:"groups"`
+	Filters    int    `json:"filters"`
+	// BytesVerified counts the filter bytes read and checked against their
+	// checksums (format 2; v1 files have none).
+	BytesVerified int64    `json:"bytes_verified"`
+	Problems      []string `json:"problems"`
+}
+
+// CoverageReport is how much of the live data files an indexed column covers.
+type CoverageReport struct {
+	FieldID   int    `json:"field_id"`
+	Name      string `json:"name"`
+	Covered   int    `json:"covered"`
+	Uncovered int    `json:"uncovered"`
+	// UncoveredFiles lists the first uncovered files (at most
+	// maxListedUncovered); a sync indexes them.
+	UncoveredFiles []string `json:"uncovered_files"`
+}
+
+// SampleReport is the re-read of one sampled data file.
+type SampleReport struct {
+	File    string   `json:"file"`
+	Columns []string `json:"columns"`
+	// Values counts the distinct values checked against the filters.
+	Values   int64    `json:"values"`
+	Problems []string `json:"problems"`
+}
+
+// maxListedUncovered bounds the uncovered files a report lists by name.
+const maxListedUncovered = 20
+
+// Verify checks a table's index as a reader relies on it: every checksum of
+// every segment (the directory and every chunk of every group), that
+// footers and directories agree, which live data files each indexed column
+// covers, and, for a sample of covered data files, that re-reading the file
+// finds every distinct value in its filter (no false negative). It changes
+// nothing.
+func Verify(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o VerifyOptions) (*VerifyReport, error) {
+	name := strings.Join(ident, ".")
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, fmt.Errorf("load table %s: %w", name, err)
+	}
+	rep := &VerifyReport{Segments: []SegmentReport{}, Columns: []CoverageReport{}, Sampled: []SampleReport{}, Problems: []string{}, Seed: o.Seed}
+	if rep.Seed == 0 {
+		rep.Seed = rand.Uint64()
+	}
+	fs, err := catalog.TableIO(ctx, tbl)
+	if err != nil {
+		return nil, fmt.Errorf("table %s storage: %w", name, err)
+	}
+	meta := tbl.Metadata()
+	for sf := range meta.Statistics() {
+		if index.HoldsEntries(sf) {
+			sr := checkSegment(fs, sf)
+			rep.Segments = append(rep.Segments, sr)
+			rep.Problems = append(rep.Problems, sr.Problems...)
+		}
+	}
+	snap := tbl.CurrentSnapshot()
+	if snap == nil {
+		return rep, nil
+	}
+	rep.SnapshotID = snap.SnapshotID
+	ix, _ := index.Load(ctx, fs, meta, nil) // its problems are the segments' above
+	live, err := liveDataFiles(fs, meta, snap)
+	if err != nil {
+		return nil, err
+	}
+	fields := map[int]bool{}
+	for _, seg := range ix.Segments() {
+		for f := range seg.Filters() {
+			fields[f.FieldID] = true
+		}
+	}
+	ids := slices.Sorted(func(yield func(int) bool) {
+		for id := range fields {
+			if !yield(id) {
+				return
+			}
+		}
+	})
+	var covered []dataFile
+	for _, id := range ids {
+		cr := CoverageReport{FieldID: id, Name: "field " + strconv.Itoa(id), UncoveredFiles: []string{}}
+		if n, ok := tbl.Schema().FindColumnName(id); ok {
+			cr.Name = n
+		}
+		for _, df := range live {
+			if _, ok := ix.Lookup(df.path, df.size, id); ok {
+				cr.Covered++
+			} else if cr.Uncovered++; len(cr.UncoveredFiles) < maxListedUncovered {
+				cr.UncoveredFiles = append(cr.UncoveredFiles, df.path)
+			}
+		}
+		rep.Columns = append(rep.Columns, cr)
+	}
+	for _, df := range live {
+		if slices.ContainsFunc(ids, func(id int) bool { _, ok := ix.Lookup(df.path, df.size, id); return ok }) {
+			covered = append(covered, df)
+		}
+	}
+	rng := rand.New(rand.NewPCG(rep.Seed, rep.Seed>>1|1))
+	rng.Shuffle(len(covered), func(i, j int) { covered[i], covered[j] = covered[j], covered[i] })
+	for _, df := range covered[:min(o.Sample, len(covered))] {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		sr := sampleFile(ctx, fs, tbl, ix, ids, df)
+		rep.Sampled = append(rep.Sampled, sr)
+		rep.Problems = append(rep.Problems, sr.Problems...)
+	}
+	return rep, nil
+}
+
+// checkSegment checks one statistics file holding index filters.
+func checkSegment(fs icebergio.IO, sf table.StatisticsFile) SegmentReport {
+	sr := SegmentReport{Path: sf.StatisticsPath, SnapshotID: sf.SnapshotID, Problems: []string{}}
+	problem := func(format string, args ...any) {
+		sr.Problems = append(sr.Problems, fmt.Sprintf("index file %s: ", sf.StatisticsPath)+fmt.Sprintf(format, args...))
+	}
+	f, err := fs.Open(sf.StatisticsPath)
+	if err != nil {
+		problem("%v", err)
+		return sr
+	}
+	defer f.Close()
+	pr, err := puffin.Open(f, sf.FileSizeInBytes, puffin.WithFooterSize(sf.FileFooterSizeInBytes))
+	if err != nil {
+		problem("%v", err)
+		return sr
+	}
+	off, length, isV2 := segment.FindDirectory(pr)
+	if !isV2 {
+		sr.Format = 1
+		seg, err := index.ReadSegment(fs, sf)
+		if err != nil {
+			problem("%v", err)
+			return sr
+		}
+		for i := range pr.NumBlobs() {
+			if b, _ := pr.Blob(i); index.IsEntry(b) {
+				if _, err := index.DecodeEntry(b); err != nil {
+					problem("%v", err)
+				}
+			}
+		}
+		for flt := range seg.Filters() {
+			sr.Filters++
+			bits, err := index.ReadFilter(f, flt)
+			if err != nil {
+				problem("%v", err)
+			} else if flt.NDV > 0 && !slices.ContainsFunc(bits, func(b byte) bool { return b != 0 }) {
+				problem("the filter of %s, field %d, holds %d values and is all zero", flt.DataFile, flt.FieldID, flt.NDV)
+			}
+		}
+		return sr
+	}
+	sr.Format = 2
+	if mOff, mLen, ok := index.DirectoryPlace(sf); ok && (mOff != off || mLen != length) {
+		problem("table metadata places the directory at %d (%d bytes), the footer at %d (%d bytes)", mOff, mLen, off, length)
+	}
+	dir, err := segment.ReadDirectory(f, off, length)
+	if err != nil {
+		problem("%v", err)
+		return sr
+	}
+	if err := segment.CheckFooter(pr, dir); err != nil {
+		problem("%v", err)
+	}
+	sr.Groups = len(dir.Groups)
+	for gi := range dir.Groups {
+		g := &dir.Groups[gi]
+		sr.Filters += len(g.Members)
+		if err := segment.VerifyGroup(f, sf.StatisticsPath, g, 1<<20); err != nil {
+			problem("%v", err)
+			continue
+		}
+		sr.BytesVerified += g.Bytes()
+	}
+	return sr
+}
+
+// sampleFile re-reads a data file's indexed columns as a build reads them
+// and checks every distinct value against the file's filter. A filter
+// hashed as another type than the column's current one (built before a
+// type promotion) is not re-derived.
+func sampleFile(ctx context.Context, fs icebergio.IO, tbl *table.Table, ix *index.TableIndex, ids []int, df dataFile) SampleReport {
+	sr := SampleReport{File: df.path, Columns: []string{}, Problems: []string{}}
+	var cols []Column
+	var filters []index.Filter
+	for _, id := range ids {
+		flt, ok := ix.Lookup(df.path, df.size, id)
+		if !ok {
+			continue
+		}
+		name, _ := tbl.Schema().FindColumnName(id)
+		resolved, err := ResolveColumns(tbl.Schema(), nil, []string{name}, flt.FPP)
+		if err != nil || !resolved[0].Type.Equals(flt.ValueType) {
+			continue
+		}
+		cols = append(cols, resolved[0])
+		filters = append(filters, flt)
+		sr.Columns = append(sr.Columns, name)
+	}
+	if len(cols) == 0 {
+		return sr
+	}
+	stored := make([]sbbf.Filter, len(filters))
+	for i, flt := range filters {
+		bits, err := readFilterAt(fs, flt)
+		if err == nil {
+			stored[i], err = sbbf.FromBytes(bits)
+		}
+		if err != nil {
+			sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s, column %s: %v", df.path, sr.Columns[i], err))
+			return sr
+		}
+	}
+	x := newFileIndexer(fs, cols, tbl.Metadata().NameMapping(), DefaultMaxFilterBytes, false)
+	x.onDistinct = func(ci int, unique []uint64) {
+		sr.Values += int64(len(unique))
+		missing := 0
+		for _, h := range unique {
+			if !stored[ci].Check(h) {
+				missing++
+			}
+		}
+		if missing > 0 {
+			sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s, column %s: %d of its %d distinct values are not in its filter (in %s)",
+				df.path, sr.Columns[ci], missing, len(unique), filters[ci].Path))
+		}
+		if int64(len(unique)) != filters[ci].NDV {
+			sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s, column %s: %d distinct values, the index records %d (in %s)",
+				df.path, sr.Columns[ci], len(unique), filters[ci].NDV, filters[ci].Path))
+		}
+	}
+	if _, err := x.index(ctx, df); err != nil {
+		sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s: re-read for verification: %v", df.path, err))
+	}
+	return sr
+}
+
+// readFilterAt reads a filter's bitset from its statistics file.
+func readFilterAt(fs icebergio.IO, flt index.Filter) ([]byte, error) {
+	f, err := fs.Open(flt.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return index.ReadFilter(f, flt)
+}
