@@ -1,8 +1,10 @@
-// Package index defines what icebloom stores: one Split Block Bloom Filter
-// per data file and column, each a Puffin blob of type
-// split-block-bloom-filter-v1 (docs/format.md is the specification).
-// Subpackages hold the parts: sbbf the filter itself, hashing the canonical
-// hashing of Iceberg values.
+// Package index is a table's index as readers see it: one Split Block Bloom
+// Filter per data file and column, located by Load in the table's index
+// segments — format v2 groups (package segment) or format v1 blobs, one
+// per filter, of type split-block-bloom-filter-v1 (docs/format.md is the
+// specification, v1 its Appendix A). Subpackages hold the parts: sbbf the
+// filter itself, hashing the canonical hashing of Iceberg values, segment
+// the v2 layout.
 package index
 
 import (
@@ -16,7 +18,7 @@ import (
 	"github.com/icebloom/icebloom/puffin"
 )
 
-// BlobType is the Puffin blob type of an index entry. It differs from the
+// BlobType is the Puffin blob type of a format v1 index entry. It differs from the
 // bloom-filter-v1 of Iceberg's proof of concept, whose classic Murmur3 bloom
 // filters are incompatible with these.
 const BlobType puffin.BlobType = "split-block-bloom-filter-v1"

@@ -226,15 +226,15 @@ type footer struct {
 	invalid []error
 }
 
-// loadConcurrency bounds how many footers Load reads at once: enough to hide
-// object-store latency for a table with many segments.
+// loadConcurrency bounds how many segments Load reads at once: enough to
+// hide object-store latency for a table with many segments.
 const loadConcurrency = 8
 
-// Load reads a table's index from its metadata: the footers of the
-// statistics files whose blob-metadata lists an item of type
-// split-block-bloom-filter-v1 (docs/format.md §7, §8); others are not
-// opened. Footers are read through fsys with one read each, using the sizes
-// the statistics entries record, and kept in cache (which may be nil).
+// Load reads a table's index from its metadata: the statistics files whose
+// blob-metadata lists an index item (docs/format.md §7, §8); others are not
+// opened. A v2 segment costs one read of its directory, a v1 one read of its
+// footer (the sizes the statistics entries record); what was read is kept
+// in cache (which may be nil).
 //
 // The index is advisory, so nothing here is fatal: a statistics file that
 // cannot be read, and an entry that fails DecodeEntry, are reported in the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/segment"
 )
 
 // CompactOptions configure Compact.
@@ -42,6 +44,10 @@ type CompactSummary struct {
 	EntriesKept    int           `json:"entries_kept"`
 	EntriesDropped int           `json:"entries_dropped"`
 	BytesCopied    int64         `json:"bytes_copied"`
+	// BrokenGroups lists the groups left out because their runs could not
+	// be read or failed their checksums ("path@offset"): their files lost
+	// those filters and are indexed again by the next sync.
+	BrokenGroups []string `json:"broken_groups,omitempty"`
 	StatisticsPath string        `json:"statistics_path,omitempty"`
 	Duration       time.Duration `json:"duration_ns"`
 
@@ -70,14 +76,30 @@ var errStatisticsMoved = errors.New("the table's statistics files changed during
 func Compact(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions) (*CompactSummary, error) {
 	start := time.Now()
 	var lost []index.Segment
-	for range maxOverwrites {
-		sum, err := compactOnce(ctx, cat, ident, o, lost)
+	broken := map[groupRef]bool{}
+	for attempt := 0; attempt < maxOverwrites; attempt++ {
+		sum, err := compactOnce(ctx, cat, ident, o, lost, broken)
 		if errors.Is(err, errStatisticsMoved) {
+			continue
+		}
+		var se *segment.SourceError
+		if errors.As(err, &se) && len(broken) < maxBrokenGroups {
+			// A broken group is never trusted: merge without it.
+			broken[groupRef{se.Path, se.Offset}] = true
+			if o.Logger != nil {
+				o.Logger.Warn("index group left out of the compaction: its files will be indexed again",
+					"statistics_file", se.Path, "offset", se.Offset, "error", se.Err.Error())
+			}
+			attempt--
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
+		for g := range broken {
+			sum.BrokenGroups = append(sum.BrokenGroups, fmt.Sprintf("%s@%d", g.path, g.offset))
+		}
+		slices.Sort(sum.BrokenGroups)
 		if lost = sum.replaced; len(lost) > 0 {
 			continue
 		}
@@ -87,10 +109,20 @@ func Compact(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier
 	return nil, fmt.Errorf("compact the index of %s: %w %d times", strings.Join(ident, "."), errStatisticsMoved, maxOverwrites)
 }
 
+// groupRef names a v2 group: its statistics file and offset.
+type groupRef struct {
+	path   string
+	offset int64
+}
+
+// maxBrokenGroups bounds how many broken groups one compaction leaves out
+// before it gives up.
+const maxBrokenGroups = 64
+
 // compactOnce plans and commits one compaction of the segments table
 // metadata lists plus extra ones it no longer lists (segments an earlier
-// pass replaced unseen).
-func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions, extra []index.Segment) (*CompactSummary, error) {
+// pass replaced unseen), leaving out the broken groups.
+func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions, extra []index.Segment, broken map[groupRef]bool) (*CompactSummary, error) {
 	name := strings.Join(ident, ".")
 	tbl, err := cat.LoadTable(ctx, ident)
 	if err != nil {
@@ -138,6 +170,9 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 			}
 			key := entryKey{f.DataFile, f.DataFileSize, f.FieldID}
 			if taken[key] || !held[fileKey{f.DataFile, f.DataFileSize}] {
+				return false
+			}
+			if g, _ := f.Group(); g != nil && broken[groupRef{f.Path, g.Offset}] {
 				return false
 			}
 			taken[key] = true

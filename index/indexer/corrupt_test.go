@@ -30,7 +30,7 @@ type corruptionFixture struct {
 	cat     *catalogtest.Catalog
 	ident   table.Identifier
 	batches [][]row // by data file, in append order
-	files   []string
+	files   []string // in the order the scan plans them
 }
 
 func newCorruptionFixture(t *testing.T) *corruptionFixture {
@@ -100,7 +100,31 @@ func (fx *corruptionFixture) target(t *testing.T, k int) target {
 	if !ok {
 		t.Fatalf("%s is not covered", fx.files[k])
 	}
-	tg := target{needle: fx.batches[k][1].id, file: fx.files[k]}
+	// Which batch of rows the file holds: the one whose ids its filter
+	// holds (manifests need not list files in append order).
+	r, err := fs.Open(flt.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	bits, err := index.ReadFilter(r, flt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filter, _ := sbbf.FromBytes(bits)
+	tg := target{file: fx.files[k]}
+	for _, batch := range fx.batches {
+		holds := true
+		for _, row := range batch[:20] {
+			holds = holds && filter.Check(hashing.Int64(row.id))
+		}
+		if holds {
+			tg.needle = batch[1].id
+		}
+	}
+	if tg.needle == 0 {
+		t.Fatalf("no batch of rows is in %s", tg.file)
+	}
 	for _, seg := range ix.Segments() {
 		if seg.File.StatisticsPath == flt.Path {
 			tg.sf, tg.dir = seg.File, seg.Dir
@@ -327,5 +351,41 @@ func TestVerifyCleanIndex(t *testing.T) {
 		if s.Values == 0 || len(s.Columns) != 2 {
 			t.Errorf("sample %+v", s)
 		}
+	}
+}
+
+// TestCompactionLeavesBrokenGroupsOut: a compaction (and so the expire
+// fold) never trusts a group whose run fails its checksum: it merges the
+// rest, reports the group, and the next sync indexes its files again, after
+// which the index verifies clean and covers every file.
+func TestCompactionLeavesBrokenGroupsOut(t *testing.T) {
+	fx := newCorruptionFixture(t)
+	tg := fx.target(t, 1)
+	tg.editFile(t, func(b []byte) []byte {
+		b[tg.group.RunOffset(tg.run)+3] ^= 0x20
+		return b
+	})
+	sum, err := indexer.Compact(ctx, fx.cat, fx.ident, indexer.CompactOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.BrokenGroups) != 1 || !strings.HasPrefix(sum.BrokenGroups[0], tg.sf.StatisticsPath+"@") || sum.SegmentsAfter != 1 {
+		t.Fatalf("compaction %+v", sum)
+	}
+	synced, err := indexer.Sync(ctx, fx.cat, fx.ident, indexer.Options{Columns: []string{"id", "email"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if synced.FilesIndexed != tg.members {
+		t.Fatalf("sync indexed %d files, want the broken group's %d", synced.FilesIndexed, tg.members)
+	}
+	tbl := fx.table(t)
+	coveredByAll(t, tbl, 1, 2)
+	if !planKeeps(t, tbl, iceberg.EqualTo(iceberg.Reference("id"), tg.needle), tg.file) {
+		t.Fatalf("the lookup dropped %s", tg.file)
+	}
+	rep, err := indexer.Verify(ctx, fx.cat, fx.ident, indexer.VerifyOptions{Sample: 6})
+	if err != nil || !rep.OK() {
+		t.Fatalf("verify after the repair: %v %+v", err, rep.Problems)
 	}
 }

@@ -307,7 +307,7 @@ func (w *Writer) mergeParts(c class, vt iceberg.PrimitiveType, parts []mergePart
 		for i, p := range parts {
 			run, err := readers[i].next(b)
 			if err != nil {
-				return err
+				return &SourceError{Path: p.src.Path, Offset: p.src.Group.Offset, Err: err}
 			}
 			for _, m := range p.keep {
 				off := blockInRun(m)
@@ -317,6 +317,19 @@ func (w *Writer) mergeParts(c class, vt iceberg.PrimitiveType, parts []mergePart
 		return nil
 	})
 }
+
+// SourceError reports a source group that could not be merged: a run that
+// could not be read or failed its checksum. The merge wrote part of its
+// output, which the caller must abandon; a retry without the group (whose
+// files then need indexing again) can succeed.
+type SourceError struct {
+	Path   string // the source's statistics file
+	Offset int64  // the group's offset in it
+	Err    error
+}
+
+func (e *SourceError) Error() string { return e.Err.Error() }
+func (e *SourceError) Unwrap() error { return e.Err }
 
 // runReader reads a source group's runs in order through a buffer,
 // verifying each chunk.
