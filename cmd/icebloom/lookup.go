@@ -2,8 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -13,9 +18,62 @@ import (
 
 // LookupCmd is `icebloom lookup TABLE --where EXPR`.
 type LookupCmd struct {
-	Table    string `arg:"positional,required" help:"table identifier, ns.table"`
-	Where    string `arg:"--where,required" help:"filter: col = literal, col IN (l1, ...), AND, OR, parentheses"`
-	Snapshot int64  `arg:"--snapshot" help:"snapshot to plan [default: current]"`
+	Table string `arg:"positional,required" help:"table identifier, ns.table"`
+	whereFlags
+	Snapshot int64 `arg:"--snapshot" help:"snapshot to plan [default: current]"`
+}
+
+// whereFlags are the filter of lookup and scan: given on the command line
+// or, when too long for one, read from a file or stdin.
+type whereFlags struct {
+	Where     string `arg:"--where" placeholder:"EXPR" help:"filter, as after SQL's WHERE: =, !=, <, <=, >, >=, [NOT] IN, [NOT] BETWEEN, IS [NOT] NULL, NOT, AND, OR, parentheses; only = and IN prune with the index"`
+	WhereFile string `arg:"--where-file" placeholder:"PATH" help:"read the filter from this file (- for stdin) instead of --where"`
+}
+
+// validate requires one of --where and --where-file.
+func (f *whereFlags) validate() error {
+	switch {
+	case f.Where == "" && f.WhereFile == "":
+		return errors.New("--where or --where-file is required")
+	case f.Where != "" && f.WhereFile != "":
+		return errors.New("--where and --where-file: give one of them")
+	}
+	return nil
+}
+
+// filter parses the filter from --where or --where-file; its errors name
+// the flag, and the file.
+func (f *whereFlags) filter(e *env) (iceberg.BooleanExpression, error) {
+	if f.WhereFile == "" {
+		filter, err := lookup.ParseWhere(f.Where)
+		if err != nil {
+			return nil, fmt.Errorf("--where: %w", err)
+		}
+		return filter, nil
+	}
+	var text []byte
+	var err error
+	source := f.WhereFile
+	if source == "-" {
+		source = "stdin"
+		text, err = io.ReadAll(e.stdin)
+	} else {
+		text, err = os.ReadFile(f.WhereFile)
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			err = pe.Err // the path is said once, below
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--where-file %s: %w", source, err)
+	}
+	if !utf8.Valid(text) {
+		return nil, fmt.Errorf("--where-file %s: not UTF-8 text", source)
+	}
+	filter, err := lookup.ParseWhere(string(text))
+	if err != nil {
+		return nil, fmt.Errorf("--where-file %s: %w", source, err)
+	}
+	return filter, nil
 }
 
 // LookupOutput is the JSON output of lookup.
@@ -32,12 +90,18 @@ type LookupOutput struct {
 	ElapsedMillis   float64  `json:"elapsed_ms"`
 }
 
-// plan loads the table, parses the filter and plans it with the index.
+// plan parses the filter of --where, loads the table and plans the filter
+// with the index.
 func plan(ctx context.Context, e *env, tableName, where string, snapshot int64) (*table.Table, iceberg.BooleanExpression, *lookup.Result, error) {
 	filter, err := lookup.ParseWhere(where)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("--where: %w", err)
 	}
+	return planFilter(ctx, e, tableName, filter, snapshot)
+}
+
+// planFilter loads the table and plans filter with the index.
+func planFilter(ctx context.Context, e *env, tableName string, filter iceberg.BooleanExpression, snapshot int64) (*table.Table, iceberg.BooleanExpression, *lookup.Result, error) {
 	tbl, err := e.table(ctx, tableName)
 	if err != nil {
 		return nil, nil, nil, err
@@ -55,7 +119,11 @@ func plan(ctx context.Context, e *env, tableName, where string, snapshot int64) 
 
 func (c *LookupCmd) run(ctx context.Context, e *env) error {
 	start := time.Now()
-	_, _, res, err := plan(ctx, e, c.Table, c.Where, c.Snapshot)
+	filter, err := c.filter(e)
+	if err != nil {
+		return err
+	}
+	_, _, res, err := planFilter(ctx, e, c.Table, filter, c.Snapshot)
 	if err != nil {
 		return err
 	}

@@ -55,6 +55,7 @@ func (Args) Description() string {
 // to reach the catalog, so commands are tested without a process of their
 // own.
 type env struct {
+	stdin          io.Reader // where --where-file - reads
 	stdout, stderr io.Writer
 	json           bool
 	options        catalog.Options
@@ -127,6 +128,11 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 // runOn is run with what it finds about its stderr given — whether it is a
 // terminal, and how wide — and a clock, so tests can pretend.
 func runOn(ctx context.Context, argv []string, stdout, stderr io.Writer, tty bool, width int, now func() time.Time) int {
+	return runFrom(ctx, argv, os.Stdin, stdout, stderr, tty, width, now)
+}
+
+// runFrom is runOn with its standard input given too.
+func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer, tty bool, width int, now func() time.Time) int {
 	var args Args
 	p, err := arg.NewParser(arg.Config{Program: "icebloom", Out: stderr, Exit: func(int) {}}, &args)
 	if err != nil {
@@ -145,12 +151,20 @@ func runOn(ctx context.Context, argv []string, stdout, stderr io.Writer, tty boo
 		fmt.Fprintln(stderr, "icebloom:", err)
 		return 2
 	}
+	// Flags that depend on each other, which the parser cannot check.
+	if c, ok := p.Subcommand().(interface{ validate() error }); ok {
+		if err := c.validate(); err != nil {
+			p.WriteUsageForSubcommand(stderr, p.SubcommandNames()...)
+			fmt.Fprintln(stderr, "icebloom:", err)
+			return 2
+		}
+	}
 	output := strings.ToLower(args.Output)
 	if output != "text" && output != "json" {
 		fmt.Fprintf(stderr, "icebloom: --output %q: want text or json\n", args.Output)
 		return 2
 	}
-	e := &env{stdout: stdout, stderr: stderr, json: output == "json", options: args.Options, now: now}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, json: output == "json", options: args.Options, now: now}
 	logOut := stderr
 	if tty {
 		e.status = &statusLine{w: stderr, width: width}

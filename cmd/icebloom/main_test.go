@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // icebloom runs the command in-process, as the binary would.
@@ -128,7 +132,12 @@ func TestBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"--output", "yaml", "inspect", "a.b"}, 2, `--output "yaml"`},
-		{[]string{"lookup", "a.b"}, 2, "--where"},
+		{[]string{"lookup", "a.b"}, 2, "--where or --where-file is required"},
+		{[]string{"scan", "a.b"}, 2, "--where or --where-file is required"},
+		{[]string{"scan", "a.b", "--where", "x = 1", "--where-file", "f.sql"}, 2, "--where and --where-file: give one of them"},
+		{[]string{"lookup", "db.t", "--where-file", "missing.sql"}, 1, "--where-file missing.sql: no such file or directory"},
+		{[]string{"scan", "db.t", "--where-file", "."}, 1, "--where-file .: is a directory"},
+		{[]string{"lookup", "db.t", "--where", "x > 1 AND NOT"}, 1, "--where: position 14: expected a column or ("},
 		{[]string{"lookup", "nonamespace", "--where", "x = 1"}, 1, "nonamespace"},
 		{[]string{"lookup", "db.t", "--where", "x = "}, 1, "position"},
 		{[]string{"build", "db.missing"}, 1, "db.missing"},
@@ -138,6 +147,109 @@ func TestBadInput(t *testing.T) {
 		_, stderr, code := icebloom(t, c.args...)
 		if code != c.code || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d mentioning %q", c.args, code, stderr, c.code, c.want)
+		}
+	}
+}
+
+// TestWhereFile: a filter too long for a command line (10,000 literals) is
+// read from --where-file, or from stdin with -, and plans as the same
+// filter given with --where (in-process, where arguments have no limit); comparisons, BETWEEN, NOT and IS NULL
+// filter the rows a scan returns, with and without the index; problems
+// with the file name it.
+func TestWhereFile(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	stdout, stderr, code := icebloom(t, "--output", "json", "quickstart", "--files", "4", "--rows", "50")
+	if code != 0 {
+		t.Fatalf("quickstart exited %d: %s", code, stderr)
+	}
+	var qs QuickstartOutput
+	if err := json.Unmarshal([]byte(stdout), &qs); err != nil {
+		t.Fatal(err)
+	}
+	needle, ok := strings.CutPrefix(qs.Present.Where, "user_id = ")
+	if !ok {
+		t.Fatalf("quickstart's filter %q", qs.Present.Where)
+	}
+	// Ids beyond the demo's range, one a line, then the one present.
+	var b strings.Builder
+	b.WriteString("user_id IN (\n")
+	for i := range 10_000 {
+		fmt.Fprintf(&b, "  %d,\n", 2_000_000_000_000+i)
+	}
+	b.WriteString("  " + needle + "\n)\n")
+	long := filepath.Join(dir, "ids.sql")
+	if err := os.WriteFile(long, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lookupJSON := func(stdin string, args ...string) LookupOutput {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		argv := append([]string{"--output", "json", "lookup", "demo.events"}, args...)
+		if code := runFrom(context.Background(), argv, strings.NewReader(stdin), &out, &errOut, false, 0, time.Now); code != 0 {
+			t.Fatalf("%v exited %d: %s", argv, code, errOut.String())
+		}
+		var lk LookupOutput
+		if err := json.Unmarshal(out.Bytes(), &lk); err != nil {
+			t.Fatal(err)
+		}
+		return lk
+	}
+	want := lookupJSON("", "--where", b.String()) // in-process, no limit on arguments
+	present := lookupJSON("", "--where", qs.Present.Where)
+	if !slices.Contains(want.Candidates, present.Candidates[0]) {
+		t.Fatalf("IN of 10,000 absent ids and %s keeps %v, not %s's file", needle, want.Candidates, qs.Present.Where)
+	}
+	for _, got := range []LookupOutput{lookupJSON("", "--where-file", long), lookupJSON(b.String(), "--where-file", "-")} {
+		if !slices.Equal(got.Candidates, want.Candidates) || got.FilesAfterStats != want.FilesAfterStats || got.BlocksRead != want.BlocksRead {
+			t.Errorf("IN of 10,000 absent ids and %s from a file: %+v, want as with --where: %+v", needle, got, want)
+		}
+	}
+
+	scanRows := func(stdin string, args ...string) int {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		argv := append([]string{"--output", "json", "scan", "demo.events", "--limit", "0"}, args...)
+		if code := runFrom(context.Background(), argv, strings.NewReader(stdin), &out, &errOut, false, 0, time.Now); code != 0 {
+			t.Fatalf("%v exited %d: %s", argv, code, errOut.String())
+		}
+		var sc ScanOutput
+		if err := json.Unmarshal(out.Bytes(), &sc); err != nil {
+			t.Fatal(err)
+		}
+		return len(sc.Rows)
+	}
+	for where, rows := range map[string]int{
+		"user_id BETWEEN " + needle + " AND " + needle:          1,
+		"NOT (user_id <> " + needle + ") AND email IS NOT NULL": 1,
+		"user_id != " + needle + " OR email IS NULL":            199,
+		"user_id NOT IN (" + needle + ")":                       199,
+		"user_id < " + needle + " OR user_id > " + needle:       199,
+		"user_id <= " + needle + " AND user_id >= " + needle:    1,
+		"user_id = " + needle + ".5":                            0,
+		"user_id IS NULL":                                       0,
+	} {
+		withIndex := scanRows(where, "--where-file", "-")
+		without := scanRows("", "--where", where, "--no-index")
+		if withIndex != rows || without != rows {
+			t.Errorf("scan %s: %d rows with the index, %d without, want %d", where, withIndex, without, rows)
+		}
+	}
+
+	bad := filepath.Join(dir, "bad.sql")
+	os.WriteFile(bad, []byte("user_id = 1 AND\n  email = 5 5\n"), 0o644)
+	for stdin, c := range map[string]struct {
+		args []string
+		want string
+	}{
+		"":       {[]string{"lookup", "demo.events", "--where-file", bad}, "icebloom: --where-file " + bad + `: line 2, column 13: expected AND, OR or the end of the filter, found "5"`},
+		"\n\t\n": {[]string{"scan", "demo.events", "--where-file", "-"}, "icebloom: --where-file stdin: line 3, column 1: expected a column or (, found the end of the filter"},
+		"\xff":   {[]string{"lookup", "demo.events", "--where-file", "-"}, "icebloom: --where-file stdin: not UTF-8 text"},
+	} {
+		var out, errOut bytes.Buffer
+		code := runFrom(context.Background(), c.args, strings.NewReader(stdin), &out, &errOut, false, 0, time.Now)
+		if lines := strings.Split(strings.TrimSpace(errOut.String()), "\n"); code != 1 || lines[len(lines)-1] != c.want {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", c.args, code, errOut.String(), c.want)
 		}
 	}
 }

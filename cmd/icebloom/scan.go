@@ -7,16 +7,19 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/index/lookup"
 )
 
 // ScanCmd is `icebloom scan TABLE --where EXPR`.
 type ScanCmd struct {
-	Table    string `arg:"positional,required" help:"table identifier, ns.table"`
-	Where    string `arg:"--where,required" help:"filter: col = literal, col IN (l1, ...), AND, OR, parentheses"`
-	Limit    int64  `arg:"--limit" default:"100" help:"rows to print at most (0: all)"`
-	Snapshot int64  `arg:"--snapshot" help:"snapshot to read [default: current]"`
-	NoIndex  bool   `arg:"--no-index" help:"read every file statistics leave, ignoring the index (for comparison)"`
+	Table string `arg:"positional,required" help:"table identifier, ns.table"`
+	whereFlags
+	Limit    int64 `arg:"--limit" default:"100" help:"rows to print at most (0: all)"`
+	Snapshot int64 `arg:"--snapshot" help:"snapshot to read [default: current]"`
+	NoIndex  bool  `arg:"--no-index" help:"read every file statistics leave, ignoring the index (for comparison)"`
 }
 
 // ScanOutput is the JSON output of scan.
@@ -38,11 +41,21 @@ type scanResult struct {
 	elapsed    time.Duration
 }
 
-// scanRows plans the filter (with or without the index) and reads the
-// planned files with iceberg-go's reader, which applies the filter to rows.
+// scanRows plans the filter of --where (with or without the index) and
+// reads the planned files with iceberg-go's reader, which applies the
+// filter to rows.
 func scanRows(ctx context.Context, e *env, tableName, where string, snapshot, limit int64, noIndex bool) (*scanResult, error) {
+	filter, err := lookup.ParseWhere(where)
+	if err != nil {
+		return nil, fmt.Errorf("--where: %w", err)
+	}
+	return scanFilter(ctx, e, tableName, filter, snapshot, limit, noIndex)
+}
+
+// scanFilter is scanRows with the filter parsed.
+func scanFilter(ctx context.Context, e *env, tableName string, filter iceberg.BooleanExpression, snapshot, limit int64, noIndex bool) (*scanResult, error) {
 	start := time.Now()
-	tbl, filter, res, err := plan(ctx, e, tableName, where, snapshot)
+	tbl, filter, res, err := planFilter(ctx, e, tableName, filter, snapshot)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +92,11 @@ func scanRows(ctx context.Context, e *env, tableName, where string, snapshot, li
 }
 
 func (c *ScanCmd) run(ctx context.Context, e *env) error {
-	res, err := scanRows(ctx, e, c.Table, c.Where, c.Snapshot, c.Limit, c.NoIndex)
+	filter, err := c.filter(e)
+	if err != nil {
+		return err
+	}
+	res, err := scanFilter(ctx, e, c.Table, filter, c.Snapshot, c.Limit, c.NoIndex)
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,11 @@ type Column struct {
 // column the table properties enable bloom filters for, else an error. The
 // rate is fpp when positive, else the column's fpp property, else
 // DefaultFPP. Every column must be a primitive the index supports.
+//
+// Names match regardless of case, as in lookup filters: the column of
+// exactly that name if there is one, else the only one whose name differs
+// from it in case; several such columns are an error naming them. A
+// Column's Name is the schema's.
 func ResolveColumns(schema *iceberg.Schema, props iceberg.Properties, names []string, fpp float64) ([]Column, error) {
 	if len(names) == 0 {
 		for key, value := range props {
@@ -58,9 +63,9 @@ func ResolveColumns(schema *iceberg.Schema, props iceberg.Properties, names []st
 	seen := map[int]bool{}
 	for _, name := range names {
 		name = strings.TrimSpace(name)
-		field, ok := schema.FindFieldByName(name)
-		if !ok {
-			return nil, fmt.Errorf("column %q is not in the table schema", name)
+		field, err := findColumn(schema, name)
+		if err != nil {
+			return nil, err
 		}
 		typ, ok := field.Type.(iceberg.PrimitiveType)
 		if !ok || !hashing.SupportsType(typ) {
@@ -70,13 +75,15 @@ func ResolveColumns(schema *iceberg.Schema, props iceberg.Properties, names []st
 			continue
 		}
 		seen[field.ID] = true
-		col := Column{Field: field, Name: name, Type: typ, FPP: fpp}
+		full, _ := schema.FindColumnName(field.ID)
+		col := Column{Field: field, Name: full, Type: typ, FPP: fpp}
 		if col.FPP == 0 {
 			col.FPP = DefaultFPP
-			if s, ok := props[PropBloomFPPPrefix+name]; ok {
+			key, s, ok := fppProperty(props, full, name)
+			if ok {
 				v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 				if err != nil || !(v > 0 && v < 1) {
-					return nil, fmt.Errorf("table property %s%s=%q is not a rate in (0, 1)", PropBloomFPPPrefix, name, s)
+					return nil, fmt.Errorf("table property %s=%q is not a rate in (0, 1)", key, s)
 				}
 				col.FPP = v
 			}
@@ -84,4 +91,46 @@ func ResolveColumns(schema *iceberg.Schema, props iceberg.Properties, names []st
 		cols = append(cols, col)
 	}
 	return cols, nil
+}
+
+// findColumn returns the field name names: the one of exactly that name,
+// else the only one whose name differs from it in case.
+func findColumn(schema *iceberg.Schema, name string) (iceberg.NestedField, error) {
+	if field, ok := schema.FindFieldByName(name); ok {
+		return field, nil
+	}
+	names, err := iceberg.IndexByName(schema)
+	if err != nil {
+		return iceberg.NestedField{}, fmt.Errorf("column %q: %w", name, err)
+	}
+	var matches []string
+	ids := map[int]bool{}
+	for n, id := range names {
+		if strings.EqualFold(n, name) && !ids[id] {
+			ids[id] = true
+			matches = append(matches, n)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return iceberg.NestedField{}, fmt.Errorf("column %q is not in the table schema", name)
+	case 1:
+		field, _ := schema.FindFieldByName(matches[0])
+		return field, nil
+	}
+	slices.Sort(matches)
+	return iceberg.NestedField{}, fmt.Errorf("column %q is ambiguous: it matches %s regardless of case",
+		name, strings.Join(matches, ", "))
+}
+
+// fppProperty returns the table's fpp property of a column: the one keyed by
+// its name in the schema, else by the name as the caller wrote it.
+func fppProperty(props iceberg.Properties, full, written string) (key, value string, ok bool) {
+	for _, name := range []string{full, written} {
+		key = PropBloomFPPPrefix + name
+		if value, ok = props[key]; ok {
+			return key, value, true
+		}
+	}
+	return "", "", false
 }

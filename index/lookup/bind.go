@@ -1,13 +1,16 @@
 package lookup
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/iceberg-go"
@@ -69,7 +72,8 @@ func termName(t iceberg.UnboundTerm) string {
 
 // predicate is an unbound comparison of a column with literals, as
 // ParseWhere writes them: op is one of the literal operations (=, !=, <, …)
-// with one literal or a set operation (IN, NOT IN) with several.
+// with one literal, a set operation (IN, NOT IN) with several, or IS NULL
+// or IS NOT NULL with none.
 //
 // It is an iceberg.UnboundPredicate of its own, rather than iceberg-go's,
 // because iceberg-go's keep their literals to themselves, so neither an
@@ -84,12 +88,16 @@ type predicate struct {
 	lits []iceberg.Literal
 }
 
-// native returns iceberg-go's unbound form of the predicate with lits.
-func (p *predicate) native(lits []iceberg.Literal) iceberg.BooleanExpression {
-	if p.op == iceberg.OpIn || p.op == iceberg.OpNotIn {
-		return iceberg.SetPredicate(p.op, p.ref, lits)
+// native returns iceberg-go's unbound form of the predicate with op, ref
+// and lits.
+func native(op iceberg.Operation, ref iceberg.Reference, lits []iceberg.Literal) iceberg.BooleanExpression {
+	switch op {
+	case iceberg.OpIn, iceberg.OpNotIn:
+		return iceberg.SetPredicate(op, ref, lits)
+	case iceberg.OpIsNull, iceberg.OpNotNull:
+		return iceberg.UnaryPredicate(op, ref)
 	}
-	return iceberg.LiteralPredicate(p.op, p.ref, lits[0])
+	return iceberg.LiteralPredicate(op, ref, lits[0])
 }
 
 // String writes the predicate as iceberg-go writes its own, but with a set's
@@ -99,7 +107,7 @@ func (p *predicate) String() string {
 	if p.op == iceberg.OpIn || p.op == iceberg.OpNotIn {
 		return fmt.Sprintf("%s(term=%s, {%v})", p.op, p.ref, p.lits)
 	}
-	return p.native(p.lits).String()
+	return native(p.op, p.ref, p.lits).String()
 }
 
 // Op returns the predicate's operation.
@@ -108,7 +116,8 @@ func (p *predicate) Op() iceberg.Operation { return p.op }
 // Term returns the column reference.
 func (p *predicate) Term() iceberg.UnboundTerm { return p.ref }
 
-// Negate returns the opposite comparison (= becomes !=, IN becomes NOT IN).
+// Negate returns the opposite comparison (= becomes !=, < becomes >=, IN
+// becomes NOT IN, IS NULL becomes IS NOT NULL).
 func (p *predicate) Negate() iceberg.BooleanExpression {
 	return &predicate{op: p.op.Negate(), ref: p.ref, lits: p.lits}
 }
@@ -123,25 +132,90 @@ func (p *predicate) Equals(other iceberg.BooleanExpression) bool {
 
 // Bind binds the column, converts each literal to its type, naming column
 // and value when one does not fit, and binds the result as iceberg-go does.
+//
+// A number or timestamp that lies between two values of the column's type
+// (1.234 for a decimal(9,2) column, 12.5 for a long one, a nanosecond for a
+// microsecond timestamp) equals no value: = is then false, != true, IN and
+// NOT IN leave it out, and a range compares with the nearest value inside
+// it (c < 1.234 is c <= 1.23, c > 1.234 is c >= 1.24).
 func (p *predicate) Bind(schema *iceberg.Schema, caseSensitive bool) (iceberg.BooleanExpression, error) {
-	term, err := p.ref.Bind(schema, caseSensitive)
+	field, name, err := findColumn(schema, string(p.ref), caseSensitive)
 	if err != nil {
-		return nil, fmt.Errorf("%s: no such column: %w", string(p.ref), err)
+		return nil, err
 	}
-	typ := term.Type()
-	lits := make([]iceberg.Literal, len(p.lits))
-	for i, lit := range p.lits {
-		if lits[i], err = convert(lit, typ); err != nil {
-			return nil, bindError(string(p.ref), lit, typ, err)
+	op, lits := p.op, make([]iceberg.Literal, 0, len(p.lits))
+	for _, lit := range p.lits {
+		c, err := convert(lit, field.Type)
+		if err != nil {
+			return nil, bindError(string(p.ref), lit, field.Type, err)
+		}
+		switch {
+		case c.exact != nil:
+			lits = append(lits, c.exact)
+		case op == iceberg.OpEQ:
+			return iceberg.AlwaysFalse{}, nil
+		case op == iceberg.OpNEQ:
+			return iceberg.AlwaysTrue{}, nil
+		case op == iceberg.OpLT || op == iceberg.OpLTEQ:
+			op, lits = iceberg.OpLTEQ, append(lits, c.below)
+		case op == iceberg.OpGT || op == iceberg.OpGTEQ:
+			op, lits = iceberg.OpGTEQ, append(lits, c.above)
 		}
 	}
-	return iceberg.BindExpr(schema, p.native(lits), caseSensitive)
+	// Bound by the name found, exactly: iceberg-go's own search regardless
+	// of case picks any one of several matches.
+	bound, err := iceberg.BindExpr(schema, native(op, iceberg.Reference(name), lits), true)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", string(p.ref), err)
+	}
+	return bound, nil
 }
 
-// quote writes a literal as the filter would: text in single quotes.
+// findColumn returns the field a filter names and its full name in the
+// schema. Unless caseSensitive, a name matches regardless of case: the
+// field of exactly that name if there is one, else the only one whose name
+// differs from it in case; several such fields are an error naming them.
+func findColumn(schema *iceberg.Schema, name string, caseSensitive bool) (iceberg.NestedField, string, error) {
+	field, ok := schema.FindFieldByName(name)
+	if !ok && !caseSensitive {
+		names, err := iceberg.IndexByName(schema)
+		if err != nil {
+			return iceberg.NestedField{}, "", fmt.Errorf("%s: %w", name, err)
+		}
+		var matches []string
+		ids := map[int]bool{}
+		for n, id := range names {
+			if strings.EqualFold(n, name) && !ids[id] {
+				ids[id] = true
+				matches = append(matches, n)
+			}
+		}
+		if len(matches) > 1 {
+			slices.Sort(matches)
+			return iceberg.NestedField{}, "", fmt.Errorf("%s: ambiguous column: matches %s regardless of case",
+				name, strings.Join(matches, ", "))
+		}
+		if len(matches) == 1 {
+			field, ok = schema.FindFieldByName(matches[0])
+		}
+	}
+	if !ok {
+		return iceberg.NestedField{}, "", fmt.Errorf("%s: no such column", name)
+	}
+	full, _ := schema.FindColumnName(field.ID)
+	return field, full, nil
+}
+
+// quote writes a literal as the filter would: text in single quotes,
+// binary as X'…', typed literals with their type.
 func quote(lit iceberg.Literal) string {
-	if s, ok := lit.(iceberg.StringLiteral); ok {
-		return "'" + strings.ReplaceAll(string(s), "'", "''") + "'"
+	switch v := lit.(type) {
+	case iceberg.StringLiteral:
+		return "'" + strings.ReplaceAll(string(v), "'", "''") + "'"
+	case iceberg.BinaryLiteral:
+		return "X'" + strings.ToUpper(hex.EncodeToString(v)) + "'"
+	case iceberg.BoolLiteral:
+		return strings.ToUpper(v.String())
 	}
 	return lit.String()
 }
@@ -159,22 +233,31 @@ func bindError(col string, lit iceberg.Literal, typ iceberg.Type, why error) err
 	return fmt.Errorf("%s: cannot use %s as %s: %w", col, quote(lit), typ, why)
 }
 
+// converted is a literal converted to a column's type: exact when the type
+// holds its value; else no value of the type equals it, and below and above
+// are the type's nearest values on either side (12 and 13 for 12.5 and a
+// long column).
+type converted struct{ exact, below, above iceberg.Literal }
+
 // convert converts a literal to a column's type. It uses iceberg-go's
 // conversions except where they round or lose the value, which a lookup
 // must not do silently:
 //
 //   - numbers for int, long and decimal columns are converted exactly, as
-//     rationals: 12.50 fits long only as 12.5 does not, 12.5 fits
-//     decimal(12,2) as 12.50 (iceberg-go requires the same scale and turns a
-//     decimal into a long by dropping its point), and '12.345' does not fit
-//     decimal(12,2) (iceberg-go would round it);
+//     rationals: 12.50 fits long as 12, 12.5 fits decimal(12,2) as 12.50
+//     (iceberg-go requires the same scale and turns a decimal into a long
+//     by dropping its point), and 12.345 lies between two decimal(12,2)
+//     values (iceberg-go would round it);
 //   - decimals for float and double columns are parsed from their digits, so
-//     that 0.1 becomes the float nearest 0.1.
+//     that 0.1 becomes the float nearest 0.1;
+//   - timestamps are read as engines print them (see parseTimestamp), a
+//     nanosecond one for a microsecond column between two values of it;
+//   - typed literals (DATE '…', TIMESTAMP '…') convert only to their type.
 //
 // A whole number beyond an int column's range converts, as in iceberg-go,
 // to a literal above its maximum (or below its minimum), which matches no
 // row; beyond the 64-bit range it is an error.
-func convert(lit iceberg.Literal, t iceberg.Type) (iceberg.Literal, error) {
+func convert(lit iceberg.Literal, t iceberg.Type) (converted, error) {
 	switch t := t.(type) {
 	case iceberg.Int32Type, iceberg.Int64Type, iceberg.DecimalType:
 		if r, ok := rational(lit); ok {
@@ -184,16 +267,129 @@ func convert(lit iceberg.Literal, t iceberg.Type) (iceberg.Literal, error) {
 		if d, ok := lit.(iceberg.DecimalLiteral); ok {
 			f, err := strconv.ParseFloat(d.String(), bits(t))
 			if err != nil {
-				return nil, errOutOfRange
+				return converted{}, errOutOfRange
 			}
-			return iceberg.Float64Literal(f).To(t)
+			out, err := iceberg.Float64Literal(f).To(t)
+			return converted{exact: out}, err
 		}
+	case iceberg.TimestampType, iceberg.TimestampTzType, iceberg.TimestampNsType, iceberg.TimestampTzNsType:
+		if text, ok := timestampOf(lit, t); ok {
+			return fromTimestamp(text, t)
+		}
+	case iceberg.DateType:
+		if typed, ok := lit.(typedLiteral); ok && typed.typ == iceberg.PrimitiveTypes.Date {
+			lit = iceberg.StringLiteral(typed.text)
+		}
+	}
+	if _, typed := lit.(typedLiteral); typed {
+		return converted{}, errNotConvertible
 	}
 	out, err := lit.To(t)
 	if err != nil {
-		return nil, errNotConvertible
+		return converted{}, errNotConvertible
 	}
-	return out, nil
+	return converted{exact: out}, nil
+}
+
+// timestampOf returns the text of a string literal, or of a typed literal
+// of t's kind (TIMESTAMP for a timestamp column, TIMESTAMPTZ for a
+// timestamptz one).
+func timestampOf(lit iceberg.Literal, t iceberg.Type) (string, bool) {
+	switch v := lit.(type) {
+	case iceberg.StringLiteral:
+		return string(v), true
+	case typedLiteral:
+		isZoned := v.typ == iceberg.PrimitiveTypes.TimestampTz
+		if v.typ != iceberg.PrimitiveTypes.Date && isZoned == zoned(t) {
+			return v.text, true
+		}
+	}
+	return "", false
+}
+
+// zoned reports whether a timestamp type is one with a zone.
+func zoned(t iceberg.Type) bool {
+	switch t.(type) {
+	case iceberg.TimestampTzType, iceberg.TimestampTzNsType:
+		return true
+	}
+	return false
+}
+
+// timestampText is a timestamp as engines print them: date, a T or a
+// space, the time of day with seconds and their fraction optional, and a
+// zone.
+var timestampText = regexp.MustCompile(`^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2})(:\d{2}(?:\.\d{1,9})?)?\s*([Zz]|UTC|[+-]\d{2}(?::?\d{2})?)?$`)
+
+// parseTimestamp reads a timestamp as Iceberg, Spark, Trino, PostgreSQL
+// and DuckDB print them: '2024-01-31T10:00:00.123456',
+// '2024-01-31 10:00:00.123456', and with a zone for timestamptz
+// ('…Z', '… UTC', '…+00', '…+00:00', '…-05:30'). It returns the time in UTC
+// and whether a zone was written.
+func parseTimestamp(s string) (time.Time, bool, error) {
+	m := timestampText.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return time.Time{}, false, errNotConvertible
+	}
+	seconds := m[3]
+	if seconds == "" {
+		seconds = ":00"
+	}
+	t, err := time.Parse("2006-01-02T15:04:05.999999999", m[1]+"T"+m[2]+seconds)
+	if err != nil {
+		return time.Time{}, false, errNotConvertible
+	}
+	zone := m[4]
+	if zone == "" {
+		return t, false, nil
+	}
+	if digits := strings.ReplaceAll(zone, ":", ""); zone[0] == '+' || zone[0] == '-' {
+		h, _ := strconv.Atoi(digits[1:3])
+		var min int
+		if len(digits) == 5 {
+			min, _ = strconv.Atoi(digits[3:])
+		}
+		if h > 18 || min > 59 {
+			return time.Time{}, false, errNotConvertible
+		}
+		offset := time.Duration(h)*time.Hour + time.Duration(min)*time.Minute
+		if zone[0] == '+' {
+			offset = -offset
+		}
+		t = t.Add(offset)
+	}
+	return t, true, nil
+}
+
+// nanoRange bounds the times a nanosecond timestamp holds.
+var nanoRange = [2]time.Time{time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)}
+
+// fromTimestamp converts a timestamp's text to a timestamp column's type t:
+// with a zone for a column with one, without for one without (that
+// timestamptz values were written with their zone is the only way to tell
+// them apart from a session's local time).
+func fromTimestamp(text string, t iceberg.Type) (converted, error) {
+	tm, hasZone, err := parseTimestamp(text)
+	switch {
+	case err != nil:
+		return converted{}, err
+	case hasZone && !zoned(t):
+		return converted{}, errors.New("a zone, for a column without one")
+	case !hasZone && zoned(t):
+		return converted{}, errors.New("no zone, for a column with one (add Z or +00:00)")
+	}
+	switch t.(type) {
+	case iceberg.TimestampNsType, iceberg.TimestampTzNsType:
+		if tm.Before(nanoRange[0]) || tm.After(nanoRange[1]) {
+			return converted{}, errOutOfRange
+		}
+		return converted{exact: iceberg.TimestampNsLiteral(tm.UnixNano())}, nil
+	}
+	micros := tm.UnixMicro() // rounded down: the nanoseconds are never negative
+	if tm.Nanosecond()%1000 != 0 {
+		return converted{below: iceberg.TimestampLiteral(micros), above: iceberg.TimestampLiteral(micros + 1)}, nil
+	}
+	return converted{exact: iceberg.TimestampLiteral(micros)}, nil
 }
 
 func bits(t iceberg.Type) int {
@@ -247,23 +443,41 @@ var errOutOfRange = errors.New("out of range")
 var maxUnscaled = pow10(38)
 
 // fromRational converts an exact number to an int, long or decimal literal
-// if the type holds it exactly.
-func fromRational(r *big.Rat, t iceberg.Type) (iceberg.Literal, error) {
+// if the type holds it exactly, else to the type's nearest values below and
+// above it.
+func fromRational(r *big.Rat, t iceberg.Type) (converted, error) {
+	scale := 0
 	if d, ok := t.(iceberg.DecimalType); ok {
-		scaled := new(big.Rat).Mul(r, new(big.Rat).SetInt(pow10(d.Scale())))
-		if !scaled.IsInt() {
-			return nil, fmt.Errorf("more than %d digits after the point", d.Scale())
-		}
-		if new(big.Int).Abs(scaled.Num()).Cmp(maxUnscaled) >= 0 {
+		scale = d.Scale()
+	}
+	scaled := new(big.Rat).Mul(r, new(big.Rat).SetInt(pow10(scale)))
+	if scaled.IsInt() {
+		lit, err := scaledLiteral(scaled.Num(), t)
+		return converted{exact: lit}, err
+	}
+	// Num/Denom rounded down, then the next one up.
+	floor := new(big.Int).Div(scaled.Num(), scaled.Denom()) // Euclidean: down for a positive divisor
+	below, err := scaledLiteral(floor, t)
+	if err != nil {
+		return converted{}, err
+	}
+	above, err := scaledLiteral(floor.Add(floor, big.NewInt(1)), t)
+	if err != nil {
+		return converted{}, err
+	}
+	return converted{below: below, above: above}, nil
+}
+
+// scaledLiteral makes a literal of t from a value scaled by t's scale.
+func scaledLiteral(v *big.Int, t iceberg.Type) (iceberg.Literal, error) {
+	if d, ok := t.(iceberg.DecimalType); ok {
+		if new(big.Int).Abs(v).Cmp(maxUnscaled) >= 0 {
 			return nil, errOutOfRange
 		}
-		return iceberg.DecimalLiteral{Val: decimal128.FromBigInt(scaled.Num()), Scale: d.Scale()}, nil
+		return iceberg.DecimalLiteral{Val: decimal128.FromBigInt(v), Scale: d.Scale()}, nil
 	}
-	if !r.IsInt() {
-		return nil, errors.New("not a whole number")
-	}
-	if !r.Num().IsInt64() {
+	if !v.IsInt64() {
 		return nil, errOutOfRange
 	}
-	return iceberg.Int64Literal(r.Num().Int64()).To(t)
+	return iceberg.Int64Literal(v.Int64()).To(t)
 }

@@ -1,11 +1,13 @@
 package lookup
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/big"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -13,28 +15,47 @@ import (
 	"github.com/apache/iceberg-go"
 )
 
-// ParseWhere parses the filter of the lookup command:
+// ParseWhere parses the filter of the lookup command, SQL as people write
+// it after WHERE:
 //
 //	filter    = or
 //	or        = and { OR and }
-//	and       = primary { AND primary }
-//	primary   = "(" or ")" | column "=" literal | column IN "(" literal { "," literal } ")"
+//	and       = not { AND not }
+//	not       = NOT not | primary
+//	primary   = "(" or ")" | column op literal
+//	          | column [NOT] IN "(" literal { "," literal } ")"
+//	          | column [NOT] BETWEEN literal AND literal
+//	          | column IS [NOT] NULL
+//	op        = "=" | "!=" | "<>" | "<" | "<=" | ">" | ">="
 //	column    = name { "." name } | '"' text '"'       ("" stands for ")
-//	literal   = number | "'" text "'"                  ('' stands for ')
+//	literal   = number | "'" text "'" | TRUE | FALSE   ('' stands for ')
+//	          | X "'" hex "'" | DATE "'" text "'"
+//	          | TIMESTAMP [WITHOUT TIME ZONE] "'" text "'"
+//	          | ( TIMESTAMPTZ | TIMESTAMP WITH TIME ZONE ) "'" text "'"
 //
 // Keywords are case-insensitive. Numbers are written unquoted: whole numbers
 // become long literals (decimal ones beyond the 64-bit range), numbers with
 // a point decimal literals of the scale written (12.50 has scale 2), and
 // numbers with an exponent double literals. Quoted text becomes a string
 // literal, to be read as the column's type when bound: dates as
-// '2024-01-31', timestamps as '2024-01-31T10:00:00.123456', uuids and
-// decimals as usual. Dotted names reach nested fields.
+// '2024-01-31', timestamps as '2024-01-31 10:00:00.123456' (or with a T
+// for the space), with a zone (Z, UTC, +00, +00:00, -05:30) when the column
+// has one and without one when it has not, uuids and decimals as usual.
+// A typed literal binds only to a column of its type (DATE to date,
+// TIMESTAMP to timestamp, TIMESTAMPTZ to timestamptz, at any precision) and
+// is checked here: a TIMESTAMPTZ names its zone. X'00ff' is binary.
+// Dotted names reach nested fields.
+//
+// BETWEEN includes its bounds; NOT BETWEEN is the opposite. Every form
+// reaches iceberg-go's statistics pruning and the scan's row filter, but
+// only = and IN prune with the index (docs/format.md §5).
 //
 // The literals are converted when the expression is bound (see Bind), which
 // names the column and the value that does not fit. A syntax error names the
-// position (in characters, from 1) and what was found there.
+// position (in characters, from 1; line and column when the filter has
+// several lines) and what was found there.
 func ParseWhere(s string) (iceberg.BooleanExpression, error) {
-	p := parser{lex: lexer{src: s}}
+	p := parser{lex: lexer{src: s, multiline: strings.ContainsAny(s, "\n\r"), line: 1}}
 	p.next()
 	expr := p.or()
 	if p.err == nil && p.tok.kind != tokEOF {
@@ -53,14 +74,15 @@ const (
 	tokName
 	tokQuotedName
 	tokString
+	tokBinary // X'…', its text the hex digits
 	tokNumber
-	tokPunct // ( ) , = and any other single character
+	tokPunct // ( ) , = <= <> and any other character
 )
 
 type token struct {
 	kind tokenKind
-	text string // the name, the string's content, the number or the character
-	pos  int    // in characters, from 1
+	text string // the name, the string's content, the number or the operator
+	at   string // where it starts, for errors: "position 7" or "line 2, column 3"
 }
 
 // describe names the token for an error.
@@ -70,6 +92,8 @@ func (t token) describe() string {
 		return "the end of the filter"
 	case tokString:
 		return fmt.Sprintf("string %s", quote(iceberg.StringLiteral(t.text)))
+	case tokBinary:
+		return fmt.Sprintf("X%s", quote(iceberg.StringLiteral(t.text)))
 	case tokQuotedName:
 		return fmt.Sprintf("name %q", t.text)
 	}
@@ -77,9 +101,11 @@ func (t token) describe() string {
 }
 
 type lexer struct {
-	src string
-	off int // byte offset of the next character
-	pos int // the number of characters before it
+	src       string
+	multiline bool // errors then say line and column
+	off       int  // byte offset of the next character
+	pos       int  // the number of characters before it
+	line, col int  // of the next character, from 1 and 0
 }
 
 // peek returns the next character without consuming it (-1 at the end).
@@ -95,7 +121,19 @@ func (l *lexer) advance() rune {
 	r, n := utf8.DecodeRuneInString(l.src[l.off:])
 	l.off += n
 	l.pos++
+	l.col++
+	if r == '\n' || r == '\r' && !strings.HasPrefix(l.src[l.off:], "\n") {
+		l.line, l.col = l.line+1, 0
+	}
 	return r
+}
+
+// at says where the next character is, for errors.
+func (l *lexer) at() string {
+	if l.multiline {
+		return fmt.Sprintf("line %d, column %d", l.line, l.col+1)
+	}
+	return fmt.Sprintf("position %d", l.pos+1)
 }
 
 // scan returns the next token; unterminated quotes are errors.
@@ -103,17 +141,24 @@ func (l *lexer) scan() (token, error) {
 	for unicode.IsSpace(l.peek()) {
 		l.advance()
 	}
-	start, pos := l.off, l.pos+1
+	start, at := l.off, l.at()
 	tok := func(kind tokenKind, text string) (token, error) {
-		return token{kind: kind, text: text, pos: pos}, nil
+		return token{kind: kind, text: text, at: at}, nil
 	}
 	switch r := l.peek(); {
 	case r == -1:
 		return tok(tokEOF, "")
+	case (r == 'x' || r == 'X') && strings.HasPrefix(l.src[l.off+1:], "'"):
+		l.advance()
+		text, ok := l.quoted('\'')
+		if !ok {
+			return token{}, fmt.Errorf("%s: unterminated '", at)
+		}
+		return tok(tokBinary, text)
 	case r == '\'' || r == '"':
 		text, ok := l.quoted(r)
 		if !ok {
-			return token{}, fmt.Errorf("position %d: unterminated %c", pos, r)
+			return token{}, fmt.Errorf("%s: unterminated %c", at, r)
 		}
 		if r == '"' {
 			return tok(tokQuotedName, text)
@@ -129,6 +174,9 @@ func (l *lexer) scan() (token, error) {
 		return tok(tokNumber, l.src[start:l.off])
 	default:
 		l.advance()
+		if op := l.src[start:l.off] + string(l.peek()); op == "<=" || op == ">=" || op == "<>" || op == "!=" {
+			l.advance()
+		}
 		return tok(tokPunct, l.src[start:l.off])
 	}
 }
@@ -223,7 +271,7 @@ func (p *parser) next() {
 
 func (p *parser) fail(expected string) {
 	if p.err == nil {
-		p.err = fmt.Errorf("position %d: %s, found %s", p.tok.pos, expected, p.tok.describe())
+		p.err = fmt.Errorf("%s: %s, found %s", p.tok.at, expected, p.tok.describe())
 	}
 }
 
@@ -231,12 +279,22 @@ func (p *parser) keyword(word string) bool {
 	return p.tok.kind == tokName && strings.EqualFold(p.tok.text, word)
 }
 
+// expect consumes keyword word, or fails.
+func (p *parser) expect(word, after string) bool {
+	if !p.keyword(word) {
+		p.fail(fmt.Sprintf("expected %s after %s", strings.ToUpper(word), after))
+		return false
+	}
+	p.next()
+	return p.err == nil
+}
+
 func (p *parser) punct(c string) bool {
 	return p.tok.kind == tokPunct && p.tok.text == c
 }
 
 func (p *parser) or() iceberg.BooleanExpression  { return p.chain("or", p.and, iceberg.NewOr) }
-func (p *parser) and() iceberg.BooleanExpression { return p.chain("and", p.primary, iceberg.NewAnd) }
+func (p *parser) and() iceberg.BooleanExpression { return p.chain("and", p.not, iceberg.NewAnd) }
 
 // chain parses operand { word operand }, joining the operands from the left
 // with join (iceberg.NewAnd or iceberg.NewOr).
@@ -254,6 +312,26 @@ func (p *parser) chain(word string, operand func() iceberg.BooleanExpression,
 	return left
 }
 
+// not parses NOT not | primary: NOT binds more tightly than AND, less than
+// a comparison (NOT a = 1 is NOT (a = 1)).
+func (p *parser) not() iceberg.BooleanExpression {
+	if !p.keyword("not") {
+		return p.primary()
+	}
+	p.next()
+	child := p.not()
+	if p.err != nil {
+		return nil
+	}
+	return iceberg.NewNot(child)
+}
+
+// comparisons are the operators of column op literal.
+var comparisons = map[string]iceberg.Operation{
+	"=": iceberg.OpEQ, "!=": iceberg.OpNEQ, "<>": iceberg.OpNEQ,
+	"<": iceberg.OpLT, "<=": iceberg.OpLTEQ, ">": iceberg.OpGT, ">=": iceberg.OpGTEQ,
+}
+
 // primary returns nil after an error; callers return before using it.
 func (p *parser) primary() iceberg.BooleanExpression {
 	if p.punct("(") {
@@ -269,31 +347,70 @@ func (p *parser) primary() iceberg.BooleanExpression {
 	if !ok {
 		return nil
 	}
-	switch {
-	case p.punct("="):
+	if op, ok := comparisons[p.tok.text]; ok && p.tok.kind == tokPunct {
 		p.next()
 		lit, ok := p.literal()
 		if !ok {
 			return nil
 		}
-		return &predicate{op: iceberg.OpEQ, ref: col, lits: []iceberg.Literal{lit}}
+		return &predicate{op: op, ref: col, lits: []iceberg.Literal{lit}}
+	}
+	negated := p.keyword("not")
+	if negated {
+		p.next()
+	}
+	switch {
 	case p.keyword("in"):
 		p.next()
 		lits, ok := p.list()
 		if !ok {
 			return nil
 		}
-		if len(lits) == 1 {
-			return &predicate{op: iceberg.OpEQ, ref: col, lits: lits}
+		op := iceberg.OpIn
+		if negated {
+			op = iceberg.OpNotIn
 		}
-		return &predicate{op: iceberg.OpIn, ref: col, lits: lits}
+		if len(lits) == 1 {
+			op = map[bool]iceberg.Operation{false: iceberg.OpEQ, true: iceberg.OpNEQ}[negated]
+		}
+		return &predicate{op: op, ref: col, lits: lits}
+	case p.keyword("between"):
+		p.next()
+		lo, ok := p.literal()
+		if !ok || !p.expect("and", "BETWEEN "+quote(lo)) {
+			return nil
+		}
+		hi, ok := p.literal()
+		if !ok {
+			return nil
+		}
+		if negated {
+			return iceberg.NewOr(&predicate{op: iceberg.OpLT, ref: col, lits: []iceberg.Literal{lo}},
+				&predicate{op: iceberg.OpGT, ref: col, lits: []iceberg.Literal{hi}})
+		}
+		return iceberg.NewAnd(&predicate{op: iceberg.OpGTEQ, ref: col, lits: []iceberg.Literal{lo}},
+			&predicate{op: iceberg.OpLTEQ, ref: col, lits: []iceberg.Literal{hi}})
+	case negated:
+		p.fail(fmt.Sprintf("expected IN or BETWEEN after %s NOT", string(col)))
+		return nil
+	case p.keyword("is"):
+		p.next()
+		op := iceberg.OpIsNull
+		if p.keyword("not") {
+			op = iceberg.OpNotNull
+			p.next()
+		}
+		if !p.expect("null", "IS") {
+			return nil
+		}
+		return &predicate{op: op, ref: col}
 	}
-	p.fail(fmt.Sprintf("expected = or IN after %s", string(col)))
+	p.fail(fmt.Sprintf("expected a comparison, IN, BETWEEN or IS after %s", string(col)))
 	return nil
 }
 
 func (p *parser) column() (iceberg.Reference, bool) {
-	isKeyword := p.keyword("and") || p.keyword("or") || p.keyword("in")
+	isKeyword := p.keyword("and") || p.keyword("or") || p.keyword("not") || p.keyword("in")
 	if p.tok.kind == tokQuotedName || p.tok.kind == tokName && !isKeyword {
 		name := p.tok.text
 		p.next()
@@ -329,21 +446,132 @@ func (p *parser) list() ([]iceberg.Literal, bool) {
 }
 
 func (p *parser) literal() (iceberg.Literal, bool) {
+	tok := p.tok
+	invalid := func(err error) (iceberg.Literal, bool) {
+		p.err = fmt.Errorf("%s: %s: %w", tok.at, tok.describe(), err)
+		return nil, false
+	}
 	var lit iceberg.Literal
-	switch p.tok.kind {
-	case tokString:
-		lit = iceberg.StringLiteral(p.tok.text)
-	case tokNumber:
-		n, err := parseNumber(p.tok.text)
+	switch {
+	case tok.kind == tokString:
+		lit = iceberg.StringLiteral(tok.text)
+	case tok.kind == tokBinary:
+		b, err := hex.DecodeString(tok.text)
 		if err != nil {
-			p.err = fmt.Errorf("position %d: %s: %w", p.tok.pos, p.tok.describe(), err)
-			return nil, false
+			return invalid(errors.New("not hexadecimal digits in pairs"))
+		}
+		lit = iceberg.BinaryLiteral(b)
+	case tok.kind == tokNumber:
+		n, err := parseNumber(tok.text)
+		if err != nil {
+			return invalid(err)
 		}
 		lit = n
+	case p.keyword("true") || p.keyword("false"):
+		lit = iceberg.BoolLiteral(p.keyword("true"))
+	case p.keyword("date") || p.keyword("timestamp") || p.keyword("timestamptz"):
+		return p.typed()
 	default:
-		p.fail("expected a number or a quoted value")
+		p.fail("expected a number, a quoted value, TRUE or FALSE")
 		return nil, false
 	}
 	p.next()
 	return lit, p.err == nil
+}
+
+// typed parses a typed literal, DATE '…', TIMESTAMP '…' and TIMESTAMPTZ '…'
+// or TIMESTAMP WITH TIME ZONE '…', and checks its text.
+func (p *parser) typed() (iceberg.Literal, bool) {
+	typ := map[string]iceberg.PrimitiveType{
+		"date":        iceberg.PrimitiveTypes.Date,
+		"timestamp":   iceberg.PrimitiveTypes.Timestamp,
+		"timestamptz": iceberg.PrimitiveTypes.TimestampTz,
+	}[strings.ToLower(p.tok.text)]
+	p.next()
+	if typ == iceberg.PrimitiveTypes.Timestamp && (p.keyword("with") || p.keyword("without")) {
+		if p.keyword("with") {
+			typ = iceberg.PrimitiveTypes.TimestampTz
+		}
+		p.next()
+		if !p.expect("time", "WITH") || !p.expect("zone", "TIME") {
+			return nil, false
+		}
+	}
+	lit := typedLiteral{typ: typ, text: p.tok.text}
+	if p.tok.kind != tokString {
+		p.fail(fmt.Sprintf("expected a quoted value after %s", lit.keyword()))
+		return nil, false
+	}
+	if err := lit.check(); err != nil {
+		p.err = fmt.Errorf("%s: %s: %w", p.tok.at, lit, err)
+		return nil, false
+	}
+	p.next()
+	return lit, p.err == nil
+}
+
+// typedLiteral is a literal written with its type: DATE '2024-01-31',
+// TIMESTAMP '2024-01-31 10:00:00' or TIMESTAMPTZ '2024-01-31 10:00:00Z'.
+// Its text is read when it is bound (see convert), and only as its type or
+// the same type at another precision: it never binds to a string column,
+// nor a TIMESTAMP to a timestamptz column.
+type typedLiteral struct {
+	typ  iceberg.PrimitiveType // date, timestamp or timestamptz
+	text string
+}
+
+// keyword is the type as the filter writes it.
+func (l typedLiteral) keyword() string { return strings.ToUpper(l.typ.String()) }
+
+// check reports whether the text is a value of the type, a timestamptz
+// one naming its zone.
+func (l typedLiteral) check() error {
+	if l.typ == iceberg.PrimitiveTypes.Date {
+		if _, err := time.Parse(time.DateOnly, l.text); err != nil {
+			return errors.New("not a date (YYYY-MM-DD)")
+		}
+		return nil
+	}
+	_, zoned, err := parseTimestamp(l.text)
+	switch {
+	case err != nil:
+		return errors.New("not a timestamp (YYYY-MM-DD HH:MM:SS[.ffffff])")
+	case zoned && l.typ == iceberg.PrimitiveTypes.Timestamp:
+		return errors.New("a zone in a TIMESTAMP (write TIMESTAMPTZ)")
+	case !zoned && l.typ == iceberg.PrimitiveTypes.TimestampTz:
+		return errors.New("no zone (add Z or +00:00)")
+	}
+	return nil
+}
+
+// String writes the literal as the filter does.
+func (l typedLiteral) String() string {
+	return l.keyword() + " " + quote(iceberg.StringLiteral(l.text))
+}
+
+// Type returns the type the literal was written with.
+func (l typedLiteral) Type() iceberg.Type { return l.typ }
+
+// Any returns the text.
+func (l typedLiteral) Any() any { return l.text }
+
+// MarshalBinary returns the text's bytes.
+func (l typedLiteral) MarshalBinary() ([]byte, error) { return []byte(l.text), nil }
+
+// To converts the literal to t exactly, as Bind does.
+func (l typedLiteral) To(t iceberg.Type) (iceberg.Literal, error) {
+	c, err := convert(l, t)
+	if err == nil && c.exact == nil {
+		err = errors.New("no value of the type equals it")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s to %s: %w", iceberg.ErrBadCast, l, t, err)
+	}
+	return c.exact, nil
+}
+
+// Equals reports whether other is the same typed literal.
+func (l typedLiteral) Equals(other iceberg.Literal) bool {
+	o, ok := other.(typedLiteral)
+	return ok && o.typ == l.typ && o.text == l.text
 }
