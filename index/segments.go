@@ -7,13 +7,13 @@ import (
 	"iter"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/apache/iceberg-go"
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/icebloom/icebloom/index/sbbf"
 	"github.com/icebloom/icebloom/index/segment"
@@ -257,27 +257,26 @@ func Load(ctx context.Context, fsys icebergio.IO, meta table.Metadata, cache *Fo
 
 	footers := make([]*footer, len(files))
 	errs := make([]error, len(files))
-	sem := make(chan struct{}, loadConcurrency)
-	var wg sync.WaitGroup
+	var g errgroup.Group // errors are per file, in errs: none stops the others
+	g.SetLimit(loadConcurrency)
 	for i, sf := range files {
 		if f, ok := cache.get(sf.StatisticsPath); ok {
 			footers[i] = f
 			continue
 		}
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			if err := ctx.Err(); err != nil {
 				errs[i] = fmt.Errorf("index: statistics file %s: %w", sf.StatisticsPath, err)
-				return
+				return nil
 			}
 			footers[i], errs[i] = readFooter(fsys, sf)
 			if errs[i] == nil {
 				cache.add(sf.StatisticsPath, footers[i])
 			}
+			return nil
 		})
 	}
-	wg.Wait()
+	g.Wait()
 
 	ix := &TableIndex{byFile: make(map[entryKey]filterRef)}
 	var problems []error

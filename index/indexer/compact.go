@@ -39,15 +39,15 @@ type CompactOptions struct {
 
 // CompactSummary reports what Compact did.
 type CompactSummary struct {
-	SegmentsBefore int           `json:"segments_before"`
-	SegmentsAfter  int           `json:"segments_after"`
-	EntriesKept    int           `json:"entries_kept"`
-	EntriesDropped int           `json:"entries_dropped"`
-	BytesCopied    int64         `json:"bytes_copied"`
+	SegmentsBefore int   `json:"segments_before"`
+	SegmentsAfter  int   `json:"segments_after"`
+	EntriesKept    int   `json:"entries_kept"`
+	EntriesDropped int   `json:"entries_dropped"`
+	BytesCopied    int64 `json:"bytes_copied"`
 	// BrokenGroups lists the groups left out because their runs could not
 	// be read or failed their checksums ("path@offset"): their files lost
 	// those filters and are indexed again by the next sync.
-	BrokenGroups []string `json:"broken_groups,omitempty"`
+	BrokenGroups   []string      `json:"broken_groups,omitempty"`
 	StatisticsPath string        `json:"statistics_path,omitempty"`
 	Duration       time.Duration `json:"duration_ns"`
 

@@ -29,7 +29,7 @@ import (
 type corruptionFixture struct {
 	cat     *catalogtest.Catalog
 	ident   table.Identifier
-	batches [][]row // by data file, in append order
+	batches [][]row  // by data file, in append order
 	files   []string // in the order the scan plans them
 }
 
