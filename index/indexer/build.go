@@ -73,11 +73,13 @@ type Progress struct {
 	File  string // the data file that just finished; "" in the first call
 }
 
-// FileFailure is a data file the build could not read. It stays unindexed,
-// which is safe: an uncovered file is never pruned.
+// FileFailure is a data file the build could not read, or with Column set
+// one column of it. It stays unindexed (for that column), which is safe: an
+// uncovered file is never pruned.
 type FileFailure struct {
-	Path  string `json:"path"`
-	Error string `json:"error"`
+	Path   string `json:"path"`
+	Column string `json:"column,omitempty"` // "": the whole file failed
+	Error  string `json:"error"`
 }
 
 // Summary reports what a build or sync did.
@@ -334,7 +336,17 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 			report(&r.file)
 			continue
 		}
+		indexed := false
 		for _, f := range r.filters {
+			if f.err != nil {
+				if j.o.FailFast {
+					failure = fmt.Errorf("index %s: %w", r.file.path, f.err)
+					cancel()
+					break
+				}
+				j.sum.FilesFailed = append(j.sum.FilesFailed, FileFailure{Path: r.file.path, Column: j.cols[f.col].Name, Error: f.err.Error()})
+				continue
+			}
 			e := index.Entry{
 				DataFile: r.file.path, DataFileSize: r.file.size,
 				FieldID: j.cols[f.col].Field.ID, ValueType: j.cols[f.col].Type,
@@ -349,8 +361,11 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 			bitsets.put(f.filter) // written: the bitset is free for the next file
 			j.sum.Blobs++
 			j.sum.DistinctValues += f.ndv
+			indexed = true
 		}
-		j.sum.FilesIndexed++
+		if indexed {
+			j.sum.FilesIndexed++
+		}
 		if failure == nil {
 			report(&r.file)
 		}
