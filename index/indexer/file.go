@@ -82,9 +82,9 @@ func newFileIndexer(fs icebergio.IO, cols []Column, nm iceberg.NameMapping, maxB
 // index reads the indexed columns of one data file and returns a filter per
 // column, in the order of x.cols. Only those columns' chunks are read.
 //
-// Columns fail one by one: a column whose chunks cannot be decoded (or whose
-// decoder panics) gets a filterOf with err set and no filter, and the other
-// columns are still read. The error is the file's only when the file
+// Columns fail one by one: a column whose chunks cannot be decoded, whose
+// decoder panics, or whose filter comes out corrupt gets a filterOf with err
+// set and no filter, and the other columns are still read. The error is the file's only when the file
 // cannot be read at all: it cannot be opened, its footer is bad, its columns
 // cannot be told apart, or ctx is done. A decoder that panics while the file
 // is opened makes a file error too; a data file is untrusted input, and a
@@ -151,8 +151,8 @@ func (x *fileIndexer) indexColumn(rdr *file.Reader, leaves map[int]int, ci int, 
 	x.insert(filter, unique)
 	if len(unique) > 0 && allZero(filter.Bytes()) {
 		// A correct build cannot make this; a filter with no bit set
-		// would prune every lookup of the column, so it is never written.
-		x.filters.put(filter)
+		// would prune every lookup of the column, so it is never written
+		// (nor its bitset reused, in case another holds it too).
 		return filterOf{col: ci, err: fmt.Errorf("column %s: corrupt filter: no bit set for %d distinct values", col.Name, len(unique))}
 	}
 	return filterOf{col: ci, ndv: int64(len(unique)), filter: filter}

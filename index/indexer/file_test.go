@@ -183,44 +183,56 @@ func TestColumnsFailOneByOne(t *testing.T) {
 		{"panic", PageTypeV2, "panic while reading: runtime error"},
 	} {
 		for _, shortcut := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%s/shortcut=%v", tc.name, shortcut), func(t *testing.T) {
-				path := WriteBadColumnFile(t, t.TempDir(), tc.damage)
-				x := newFileIndexer(icebergio.LocalFS{}, badFileColumns(), nil, DefaultMaxFilterBytes, !shortcut)
-				out, err := x.index(t.Context(), dataFile{path: path})
-				if err != nil {
-					t.Fatalf("the file failed: %v", err)
-				}
-				if len(out) != 2 || out[0].col != 0 || out[1].col != 1 {
-					t.Fatalf("results %+v, want one per column in order", out)
-				}
-				id, n := out[0], out[1]
-				if id.err != nil || id.ndv != BadColumnRows {
-					t.Fatalf("column id: ndv %d, error %v; want %d distinct values", id.ndv, id.err, BadColumnRows)
-				}
-				for i := range BadColumnRows {
-					if v, _ := BadColumnValues(i); !id.filter.Check(hashing.Int64(v)) {
-						t.Fatalf("column id: present %d is pruned", v)
+			for _, nFirst := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/shortcut=%v/nFirst=%v", tc.name, shortcut, nFirst), func(t *testing.T) {
+					path := WriteBadColumnFile(t, t.TempDir(), tc.damage)
+					cols := badFileColumns()
+					if nFirst { // the damaged column read first, the good one after it
+						cols[0], cols[1] = cols[1], cols[0]
 					}
-				}
-				if n.err == nil || n.filter.Bytes() != nil || n.ndv != 0 {
-					t.Fatalf("column n: error %v, %d filter bytes, ndv %d; want an error and no filter", n.err, len(n.filter.Bytes()), n.ndv)
-				}
-				if msg := n.err.Error(); !strings.HasPrefix(msg, "column n: ") || !strings.Contains(msg, tc.cause) {
-					t.Fatalf("column n: error %q, want it to name the column and %q", msg, tc.cause)
-				}
+					x := newFileIndexer(icebergio.LocalFS{}, cols, nil, DefaultMaxFilterBytes, !shortcut)
+					out, err := x.index(t.Context(), dataFile{path: path})
+					if err != nil {
+						t.Fatalf("the file failed: %v", err)
+					}
+					if len(out) != 2 || out[0].col != 0 || out[1].col != 1 {
+						t.Fatalf("results %+v, want one per column in order", out)
+					}
+					id, n := out[0], out[1]
+					if nFirst {
+						id, n = n, id
+					}
+					if id.err != nil || id.ndv != BadColumnRows {
+						t.Fatalf("column id: ndv %d, error %v; want %d distinct values", id.ndv, id.err, BadColumnRows)
+					}
+					for i := range BadColumnRows {
+						if v, _ := BadColumnValues(i); !id.filter.Check(hashing.Int64(v)) {
+							t.Fatalf("column id: present %d is pruned", v)
+						}
+					}
+					if n.err == nil || n.filter.Bytes() != nil || n.ndv != 0 {
+						t.Fatalf("column n: error %v, %d filter bytes, ndv %d; want an error and no filter", n.err, len(n.filter.Bytes()), n.ndv)
+					}
+					if msg := n.err.Error(); !strings.HasPrefix(msg, "column n: ") || !strings.Contains(msg, tc.cause) {
+						t.Fatalf("column n: error %q, want it to name the column and %q", msg, tc.cause)
+					}
 
-				// The same worker, next file: the filters of a fresh one.
-				got, err := x.index(t.Context(), dataFile{path: good})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, f := range got {
-					if f.err != nil {
-						t.Fatalf("next file: %v", f.err)
+					// The same worker, next file: the filters of a fresh one.
+					got, err := x.index(t.Context(), dataFile{path: good})
+					if err != nil {
+						t.Fatal(err)
 					}
-				}
-				sameFilters(t, badFileColumns(), want, got)
-			})
+					for _, f := range got {
+						if f.err != nil {
+							t.Fatalf("next file: %v", f.err)
+						}
+					}
+					if nFirst {
+						got[0], got[1] = got[1], got[0]
+					}
+					sameFilters(t, badFileColumns(), want, got)
+				})
+			}
 		}
 	}
 }
