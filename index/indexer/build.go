@@ -78,11 +78,13 @@ type Progress struct {
 	File  string // the data file that just finished; "" in the first call
 }
 
-// FileFailure is a data file the build could not read. It stays unindexed,
-// which is safe: an uncovered file is never pruned.
+// FileFailure is a data file the build could not read, or with Column set
+// one column of it. It stays unindexed (for that column), which is safe: an
+// uncovered file is never pruned.
 type FileFailure struct {
-	Path  string `json:"path"`
-	Error string `json:"error"`
+	Path   string `json:"path"`
+	Column string `json:"column,omitempty"` // "": the whole file failed
+	Error  string `json:"error"`
 }
 
 // Summary reports what a build or sync did.
@@ -152,6 +154,10 @@ type job struct {
 	keepEntries bool
 	// prepared is the table the last commit attempt was prepared on.
 	prepared *table.Table
+	// has, when set, reports the data files' columns the index covers
+	// already, whose filters the run does not write again (a sync of a
+	// file some of whose columns failed before).
+	has func(df dataFile, fieldID int) bool
 }
 
 func newJob(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*job, error) {
@@ -360,8 +366,22 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 			report(&r.file)
 			continue
 		}
+		indexed := false
 		for _, f := range r.filters {
+			if f.err != nil {
+				if j.o.FailFast {
+					failure = fmt.Errorf("index %s: %w", r.file.path, f.err)
+					cancel()
+					break
+				}
+				j.sum.FilesFailed = append(j.sum.FilesFailed, FileFailure{Path: r.file.path, Column: j.cols[f.col].Name, Error: f.err.Error()})
+				continue
+			}
 			col := &j.cols[f.col]
+			if j.has != nil && j.has(r.file, col.Field.ID) {
+				indexed = true
+				continue // a sync re-reading a file whose other column failed
+			}
 			start := time.Now()
 			err := sw.add(segment.Filter{
 				File:    segment.File{Path: r.file.path, Size: r.file.size},
@@ -377,8 +397,11 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 			bitsets.put(f.filter) // written: the bitset is free for the next file
 			j.sum.Blobs++
 			j.sum.DistinctValues += f.ndv
+			indexed = true
 		}
-		j.sum.FilesIndexed++
+		if indexed {
+			j.sum.FilesIndexed++
+		}
 		if failure == nil {
 			report(&r.file)
 		}

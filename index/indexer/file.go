@@ -22,11 +22,17 @@ import (
 // call, small enough for the buffers to stay in cache.
 const batchSize = 4096
 
-// filterOf is one column's filter built from one data file.
+// filterOf is one column's filter built from one data file, or why the
+// column could not be indexed.
 type filterOf struct {
 	col    int // index into the build's columns
 	ndv    int64
 	filter sbbf.Filter
+	// err is set when the column could not be read: there is no filter,
+	// and the file stays uncovered for the column (never pruned by it)
+	// while its other columns are indexed. It names the column and the
+	// cause; the caller knows the file.
+	err error
 }
 
 // fileIndexer builds the filters of data files, one file at a time. Each
@@ -40,6 +46,10 @@ type fileIndexer struct {
 	// noDictShortcut decodes every data page even when the dictionary
 	// page alone would do (Options.DisableDictionaryShortcut).
 	noDictShortcut bool
+
+	// insertHook, for tests, replaces the insertion of a column's hashes
+	// into its filter; nil: sbbf.Filter.InsertMany.
+	insertHook func(sbbf.Filter, []uint64)
 
 	// Counters of how chunks were read, for tests: chunks hashed from
 	// their dictionary page, chunks whose shortcut failed and were decoded
@@ -76,8 +86,22 @@ func newFileIndexer(fs icebergio.IO, cols []Column, nm iceberg.NameMapping, maxB
 }
 
 // index reads the indexed columns of one data file and returns a filter per
-// column. Only those columns' chunks are read.
-func (x *fileIndexer) index(ctx context.Context, df dataFile) ([]filterOf, error) {
+// column, in the order of x.cols. Only those columns' chunks are read.
+//
+// Columns fail one by one: a column whose chunks cannot be decoded, whose
+// decoder panics, or whose filter comes out corrupt gets a filterOf with err
+// set and no filter, and the other columns are still read. The error is the file's only when the file
+// cannot be read at all: it cannot be opened, its footer is bad, its columns
+// cannot be told apart, or ctx is done. A decoder that panics while the file
+// is opened makes a file error too; a data file is untrusted input, and a
+// panic reading it must not end the run (as arrow-go's pqarrow reader turns
+// its decoders' panics into errors).
+func (x *fileIndexer) index(ctx context.Context, df dataFile) (out []filterOf, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, recovered(p)
+		}
+	}()
 	f, err := x.fs.Open(df.path)
 	if err != nil {
 		return nil, err
@@ -94,38 +118,84 @@ func (x *fileIndexer) index(ctx context.Context, df dataFile) ([]filterOf, error
 	if err != nil {
 		return nil, err
 	}
-	out := make([]filterOf, 0, len(x.cols))
-	for ci, col := range x.cols {
+	out = make([]filterOf, 0, len(x.cols))
+	for ci := range x.cols {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		x.hashes = x.hashes[:0]
-		x.distinct.reset()
-		leaf, ok := leaves[col.Field.ID]
-		if ok {
-			if err := x.readColumn(rdr, leaf, col); err != nil {
-				return nil, fmt.Errorf("column %s: %w", col.Name, err)
-			}
-		} else if err := x.missingColumn(col, df); err != nil {
-			return nil, fmt.Errorf("column %s (not in the file): %w", col.Name, err)
-		}
-		x.flush()
-		unique := x.distinct.hashes()
-		if x.onDistinct != nil {
-			x.onDistinct(ci, unique)
-		}
-		blocks, err := sbbf.NumBlocks(uint64(len(unique)), col.FPP, x.maxBytes)
-		if err != nil {
-			return nil, fmt.Errorf("column %s: %w", col.Name, err)
-		}
-		if c := segment.SizeClass(blocks); c*sbbf.BlockBytes <= x.maxBytes {
-			blocks = c // filters of one size class share a group
-		}
-		filter := x.filters.get(blocks)
-		filter.InsertMany(unique)
-		out = append(out, filterOf{col: ci, ndv: int64(len(unique)), filter: filter})
+		out = append(out, x.indexColumn(rdr, leaves, ci, df))
 	}
 	return out, nil
+}
+
+// indexColumn builds the filter of column ci of the open data file, or
+// returns why it cannot: a read error, a panic of the decoder, or a filter
+// that came out corrupt.
+func (x *fileIndexer) indexColumn(rdr *file.Reader, leaves map[int]int, ci int, df dataFile) (fo filterOf) {
+	col := x.cols[ci]
+	defer func() {
+		if p := recover(); p != nil {
+			fo = filterOf{col: ci, err: fmt.Errorf("column %s: %w", col.Name, recovered(p))}
+		}
+	}()
+	x.hashes = x.hashes[:0]
+	x.distinct.reset()
+	if leaf, ok := leaves[col.Field.ID]; ok {
+		if err := x.readColumn(rdr, leaf, col); err != nil {
+			return filterOf{col: ci, err: fmt.Errorf("column %s: %w", col.Name, err)}
+		}
+	} else if err := x.missingColumn(col, df); err != nil {
+		return filterOf{col: ci, err: fmt.Errorf("column %s (not in the file): %w", col.Name, err)}
+	}
+	x.flush()
+	unique := x.distinct.hashes()
+	if x.onDistinct != nil {
+		x.onDistinct(ci, unique)
+	}
+	blocks, err := sbbf.NumBlocks(uint64(len(unique)), col.FPP, x.maxBytes)
+	if err != nil {
+		return filterOf{col: ci, err: fmt.Errorf("column %s: %w", col.Name, err)}
+	}
+	if c := segment.SizeClass(blocks); c*sbbf.BlockBytes <= x.maxBytes {
+		blocks = c // filters of one size class share a group
+	}
+	filter := x.filters.get(blocks)
+	x.insert(filter, unique)
+	if len(unique) > 0 && allZero(filter.Bytes()) {
+		// A correct build cannot make this; a filter with no bit set
+		// would prune every lookup of the column, so it is never written
+		// (nor its bitset reused, in case another holds it too).
+		return filterOf{col: ci, err: fmt.Errorf("column %s: corrupt filter: no bit set for %d distinct values", col.Name, len(unique))}
+	}
+	return filterOf{col: ci, ndv: int64(len(unique)), filter: filter}
+}
+
+// insert adds the hashes to the filter: sbbf.Filter.InsertMany, unless a
+// test replaces it.
+func (x *fileIndexer) insert(f sbbf.Filter, hs []uint64) {
+	if x.insertHook != nil {
+		x.insertHook(f, hs)
+		return
+	}
+	f.InsertMany(hs)
+}
+
+// allZero reports whether no byte of b is set.
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// recovered turns a panic while reading a data file into an error.
+func recovered(p any) error {
+	if err, ok := p.(error); ok {
+		return fmt.Errorf("panic while reading: %w", err)
+	}
+	return fmt.Errorf("panic while reading: %v", p)
 }
 
 // leafColumns maps Iceberg field ids to the file's leaf columns. Files

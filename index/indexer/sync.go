@@ -57,6 +57,7 @@ func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 			todo = append(todo, f)
 		}
 	}
+	j.has = func(df dataFile, fieldID int) bool { _, ok := ix.Lookup(df.path, df.size, fieldID); return ok }
 	j.sum.FilesTotal, j.sum.FilesCovered = len(files), len(files)-len(todo)
 	if len(todo) == 0 {
 		return j.finish(j.tbl), nil

@@ -286,8 +286,14 @@ func sampleFile(ctx context.Context, fs icebergio.IO, tbl *table.Table, ix *inde
 				df.path, sr.Columns[ci], len(unique), filters[ci].NDV, filters[ci].Path))
 		}
 	}
-	if _, err := x.index(ctx, df); err != nil {
+	filtersRead, err := x.index(ctx, df)
+	if err != nil {
 		sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s: re-read for verification: %v", df.path, err))
+	}
+	for _, fo := range filtersRead {
+		if fo.err != nil {
+			sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s: re-read for verification: %v", df.path, fo.err))
+		}
 	}
 	return sr
 }
