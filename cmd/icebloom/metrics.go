@@ -47,7 +47,7 @@ var (
 	metricRuns          = metricFamily{"icebloom_runs_total", counter, "Runs of the command on the table (maintain: one per table and round)."}
 	metricRunsFailed    = metricFamily{"icebloom_runs_failed_total", counter, "Runs of the command on the table that failed."}
 	metricFilesIndexed  = metricFamily{"icebloom_files_indexed_total", counter, "Data files indexed."}
-	metricFilesFailed   = metricFamily{"icebloom_files_failed_total", counter, "Data files that could not be read and stay unindexed (never pruned)."}
+	metricFilesFailed   = metricFamily{"icebloom_files_failed_total", counter, "Data files, or columns of data files, that could not be read and stay unindexed (never pruned)."}
 	metricDataBytes     = metricFamily{"icebloom_data_bytes_indexed_total", counter, "Size of the data files read for indexing, indexed or failed, as the manifests list them; only the indexed columns' chunks of them are read."}
 	metricIndexBytes    = metricFamily{"icebloom_index_bytes_written_total", counter, "Bytes of index files written: the committed statistics file of a build, sync or rebuild, the blob bytes a compaction copied."}
 	metricExpired       = metricFamily{"icebloom_snapshots_expired_total", counter, "Snapshots expired."}

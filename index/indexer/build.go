@@ -40,7 +40,7 @@ type Options struct {
 	FPP            float64  // target false-positive rate; 0: per-column property or DefaultFPP
 	SnapshotID     int64    // 0: the current snapshot
 	Parallel       int      // data files read at once; 0: runtime.NumCPU()
-	FailFast       bool     // a data file that cannot be read fails the build instead of staying unindexed
+	FailFast       bool     // a data file or column that cannot be read fails the build instead of staying unindexed
 	MaxFilterBytes int      // 0: DefaultMaxFilterBytes
 	// MemoryBudget bounds the bytes of filters a run holds before writing
 	// them into the segment; 0 means segment.DefaultMemoryBudget.
@@ -93,7 +93,8 @@ type Summary struct {
 	Columns      []string `json:"columns"`
 	FilesTotal   int      `json:"files_total"`
 	FilesCovered int      `json:"files_covered"` // live files the index already covered (sync)
-	// FilesIndexed counts the data files whose data this run read.
+	// FilesIndexed counts the data files this run wrote filters of (of at
+	// least one column; FilesFailed lists the columns that failed).
 	FilesIndexed int           `json:"files_indexed"`
 	FilesFailed  []FileFailure `json:"files_failed"`
 	Blobs        int           `json:"blobs"`
@@ -379,7 +380,6 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 			}
 			col := &j.cols[f.col]
 			if j.has != nil && j.has(r.file, col.Field.ID) {
-				indexed = true
 				continue // a sync re-reading a file whose other column failed
 			}
 			start := time.Now()

@@ -128,4 +128,15 @@ func TestBuildColumnFailures(t *testing.T) {
 			}
 		}
 	}
+
+	// A sync reads the partly indexed files again (their failed column
+	// is still uncovered) but writes no second filter for the columns the
+	// index has: nothing to commit.
+	synced, err := indexer.Sync(ctx, cat, tbl.Identifier(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if synced.Blobs != 0 || synced.StatisticsPath != "" || synced.Segments != 1 {
+		t.Fatalf("sync of the partly indexed files: %+v", synced)
+	}
 }
