@@ -43,6 +43,8 @@ type S3 struct {
 
 	backend *s3mem.Backend
 	clock   *offsetClock
+	srv     *httptest.Server
+	delay   atomic.Int64 // a time.Duration each request waits; see SetDelay
 
 	mu       sync.Mutex
 	done     *sync.Cond // signalled under mu when a request completes
@@ -123,6 +125,18 @@ func NewS3(t testing.TB) *S3 {
 		t.Setenv(k, v)
 	}
 
+	s, err := StartS3()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// StartS3 starts an S3 server on loopback, as NewS3 does, for programs
+// outside tests (the bench command): it leaves the environment alone, so
+// the caller must reach it with Properties alone, and it runs until Close.
+func StartS3() (*S3, error) {
 	s := &S3{
 		Bucket:          s3TestBucket,
 		Region:          s3TestRegion,
@@ -133,13 +147,30 @@ func NewS3(t testing.TB) *S3 {
 	s.done = sync.NewCond(&s.mu)
 	s.backend = s3mem.New(s3mem.WithTimeSource(s.clock))
 	if err := s.backend.CreateBucket(s.Bucket); err != nil {
-		t.Fatalf("create bucket %s: %v", s.Bucket, err)
+		return nil, fmt.Errorf("create bucket %s: %w", s.Bucket, err)
 	}
 	fake := gofakes3.New(s.backend)
-	srv := httptest.NewServer(s.handler(fake.Server()))
-	t.Cleanup(srv.Close)
-	s.URL = srv.URL
-	return s
+	s.srv = httptest.NewServer(s.handler(fake.Server()))
+	s.URL = s.srv.URL
+	return s, nil
+}
+
+// Close stops the server StartS3 started.
+func (s *S3) Close() { s.srv.Close() }
+
+// SetDelay makes the server wait d before answering each request from now
+// on, as the round trip to a remote object store would: requests a client
+// sends one after another then add up, and concurrent ones overlap. Zero
+// answers at once.
+func (s *S3) SetDelay(d time.Duration) { s.delay.Store(int64(d)) }
+
+// PutObject writes an object straight into the backend, bypassing HTTP, as
+// Put does, for programs outside tests.
+func (s *S3) PutObject(key string, data []byte) error {
+	if _, err := s.backend.PutObject(s.Bucket, key, map[string]string{}, bytes.NewReader(data), int64(len(data)), nil); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	return nil
 }
 
 // Properties are the catalog properties, key=value as catalog.Options and
@@ -266,6 +297,9 @@ func (s *S3) handler(next http.Handler) http.Handler {
 		case !strings.Contains(r.Header.Get("Authorization"), "Credential="+s.AccessKeyID+"/"):
 			s3Error(cw, http.StatusForbidden, "InvalidAccessKeyId", "request not signed with access key "+s.AccessKeyID)
 		default:
+			if d := time.Duration(s.delay.Load()); d > 0 {
+				time.Sleep(d)
+			}
 			next.ServeHTTP(cw, r)
 		}
 		s.mu.Lock()

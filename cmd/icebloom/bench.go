@@ -48,6 +48,10 @@ type BenchCmd struct {
 	// PruneFiles is the size of the second, many-file table on which the
 	// pruning step alone is timed.
 	PruneFiles int `arg:"--prune-files" default:"10000" help:"data files of the table the pruning step alone is timed on (0: skip)"`
+	// Scale and S3Files select the scale benchmark of index format v2
+	// (bench_scale.go) instead.
+	Scale   string `arg:"--scale" placeholder:"N,N,..." help:"measure index format v2 on tables of these many tiny data files instead (e.g. 1000,10000,100000)"`
+	S3Files int    `arg:"--s3-files" default:"1000" help:"with --scale: data files of the table timed on the in-process S3 server (0: skip)"`
 }
 
 // BenchOutput is the JSON output of bench: the run's setup, notes on what
@@ -86,6 +90,9 @@ const (
 )
 
 func (c *BenchCmd) run(ctx context.Context, e *env) error {
+	if c.Scale != "" {
+		return c.runScale(ctx, e)
+	}
 	if c.Files < 1 || c.Rows < 1 || c.Repeat < 1 || c.Probes < 1 || c.PruneFiles < 0 {
 		return fmt.Errorf("--files, --rows, --repeat and --probes must be positive, --prune-files not negative")
 	}

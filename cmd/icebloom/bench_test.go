@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 )
@@ -61,5 +62,85 @@ func TestBenchJSON(t *testing.T) {
 	// The raw JSON carries the fields by name, pass included even when null.
 	if !strings.Contains(stdout, `"pass": null`) || !strings.Contains(stdout, `"target":`) {
 		t.Errorf("JSON lacks pass/target fields: %s", stdout)
+	}
+}
+
+// TestBenchScaleJSON runs bench --scale at a tiny size and checks the shape
+// of its JSON output: a local run and an S3 run, each with its
+// measurements, sane values, and a verdict wherever a target applies. The
+// verdicts of timed targets are not asserted; the counts are.
+func TestBenchScaleJSON(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, code := icebloom(t, "--output", "json", "bench", "--scale", "200", "--s3-files", "50",
+		"--dir", dir, "--repeat", "1")
+	if code != 0 {
+		t.Fatalf("bench --scale exited %d: %s", code, stderr)
+	}
+	var out ScaleOutput
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("bench --scale output %q: %v", stdout, err)
+	}
+	if len(out.Runs) != 2 || out.Runs[0].Files != 200 || out.Runs[0].Storage != "local" ||
+		out.Runs[1].Files != 50 || out.Runs[1].Storage != "s3" {
+		t.Fatalf("runs %+v, want 200 files local and 50 on s3", out.Runs)
+	}
+	want := [][]string{{
+		"footer_bytes", "directory_bytes", "index_bytes", "build_ms", "build_read_ms", "build_write_ms",
+		"index_size_vs_sbbf_optimum", "measured_fpp_vs_target",
+		"lookup_cold_ms", "lookup_index_ms", "lookup_planning_ms", "lookup_index_vs_planning",
+		"sync_1_file_ms", "sync_peak_heap", "sync_files_read", "sync_vs_planning",
+		"compact_ms", "compact_vs_build_write", "false_negatives",
+	}, {
+		"s3_lookup_index_requests", "s3_lookup_index_bytes", "s3_lookup_index_ms", "s3_lookup_planning_ms",
+		"s3_scan_all_ms", "s3_index_vs_scan",
+	}}
+	// Lines whose target applies at 200 files; the others report only.
+	targeted := map[string]bool{"index_size_vs_sbbf_optimum": true, "measured_fpp_vs_target": true,
+		"sync_files_read": true, "false_negatives": true, "s3_lookup_index_requests": true, "s3_index_vs_scan": true}
+	mayBeZero := map[string]bool{"false_negatives": true, "sync_peak_heap": true}
+	for i, run := range out.Runs {
+		got := map[string]BenchLine{}
+		for _, l := range run.Measurements {
+			got[l.Key] = l
+		}
+		for _, key := range want[i] {
+			l, ok := got[key]
+			switch {
+			case !ok:
+				t.Errorf("%s run: no measurement %q", run.Storage, key)
+			case math.IsNaN(l.Value) || math.IsInf(l.Value, 0) || l.Value < 0 || (l.Value == 0 && !mayBeZero[key]):
+				t.Errorf("%s = %v", key, l.Value)
+			case l.Target == "" || l.Unit == "" || l.Detail == "":
+				t.Errorf("%s: target %q, unit %q, detail %q", key, l.Target, l.Unit, l.Detail)
+			case targeted[key] != (l.Pass != nil):
+				t.Errorf("%s: target %q, pass %v", key, l.Target, l.Pass)
+			}
+		}
+		if len(got) != len(want[i]) {
+			t.Errorf("%s run: %d measurements, want %d", run.Storage, len(got), len(want[i]))
+		}
+	}
+	local, s3 := map[string]BenchLine{}, map[string]BenchLine{}
+	for _, l := range out.Runs[0].Measurements {
+		local[l.Key] = l
+	}
+	for _, l := range out.Runs[1].Measurements {
+		s3[l.Key] = l
+	}
+	// What is counted, not timed, holds at any size.
+	for _, key := range []string{"sync_files_read", "false_negatives", "index_size_vs_sbbf_optimum", "s3_lookup_index_requests"} {
+		l, ok := local[key]
+		if !ok {
+			l = s3[key]
+		}
+		if l.Pass == nil || !*l.Pass {
+			t.Errorf("%s = %v, target %s: %s", key, l.Value, l.Target, l.Detail)
+		}
+	}
+	if local["directory_bytes"].Value >= local["index_bytes"].Value || local["footer_bytes"].Value >= local["index_bytes"].Value {
+		t.Errorf("footer %v B, directory %v B, index %v B", local["footer_bytes"].Value, local["directory_bytes"].Value, local["index_bytes"].Value)
+	}
+	if f := local["measured_fpp_vs_target"].Value; f > 1.05 {
+		t.Errorf("measured FPP %vx the target: %s", f, local["measured_fpp_vs_target"].Detail)
 	}
 }
