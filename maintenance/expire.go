@@ -23,7 +23,12 @@ import (
 // ExpireSnapshots does: those older than OlderThan, keeping at least the
 // RetainLast most recent (and always the current one).
 type ExpireOptions struct {
-	OlderThan  time.Duration
+	// OlderThan, when set, is the age past which snapshots expire; 0 is now,
+	// expiring every snapshot but those retained. nil leaves the table's
+	// history.expire.max-snapshot-age-ms (iceberg-go's default: 5 days).
+	OlderThan *time.Duration
+	// RetainLast is how many of the most recent snapshots are kept whatever
+	// their age; 0 leaves the table's history.expire.min-snapshots-to-keep.
 	RetainLast int
 	// Logger, when set, gets the warnings of the index fold's commit that
 	// are not errors (indexer.CompactOptions.Logger).
@@ -79,8 +84,8 @@ func Expire(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 
 func expireOpts(o ExpireOptions) []table.ExpireSnapshotsOpt {
 	var opts []table.ExpireSnapshotsOpt
-	if o.OlderThan > 0 {
-		opts = append(opts, table.WithOlderThan(o.OlderThan))
+	if o.OlderThan != nil {
+		opts = append(opts, table.WithOlderThan(*o.OlderThan))
 	}
 	if o.RetainLast > 0 {
 		opts = append(opts, table.WithRetainLast(o.RetainLast))

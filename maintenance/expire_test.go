@@ -85,7 +85,7 @@ func TestExpireFoldsSegments(t *testing.T) {
 		t.Fatalf("%d snapshots", n)
 	}
 
-	sum, err := maintenance.Expire(bg, cat, tbl.Identifier(), maintenance.ExpireOptions{OlderThan: time.Nanosecond, RetainLast: 1})
+	sum, err := maintenance.Expire(bg, cat, tbl.Identifier(), maintenance.ExpireOptions{OlderThan: new(time.Nanosecond), RetainLast: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestExpireFoldsSegments(t *testing.T) {
 	}
 
 	// Nothing left to expire: nothing happens.
-	again, err := maintenance.Expire(bg, cat, tbl.Identifier(), maintenance.ExpireOptions{OlderThan: time.Nanosecond, RetainLast: 1})
+	again, err := maintenance.Expire(bg, cat, tbl.Identifier(), maintenance.ExpireOptions{OlderThan: new(time.Nanosecond), RetainLast: 1})
 	if err != nil || len(again.SnapshotsExpired) != 0 || again.Folded != nil {
 		t.Fatalf("second expiry %+v, %v", again, err)
 	}
@@ -169,5 +169,32 @@ func TestSyncAfterForeignExpiry(t *testing.T) {
 		if !ok {
 			t.Errorf("%s not covered", f)
 		}
+	}
+}
+
+// TestExpireOlderThanZero: an age of 0 is now, as gc's --older-than 0s is:
+// every snapshot but those retained expires (not iceberg-go's 5-day default,
+// which is what an age left unset gets).
+func TestExpireOlderThanZero(t *testing.T) {
+	cat := catalogtest.NewCatalog(t)
+	tbl := cat.NewTable(t, "events", catalogtest.IDSchema, nil)
+	for id := range int64(3) {
+		tbl = catalogtest.AppendIDs(t, tbl, id)
+	}
+	// Unset: the default age keeps these young snapshots.
+	sum, err := maintenance.Expire(bg, cat, tbl.Identifier(), maintenance.ExpireOptions{RetainLast: 1})
+	if err != nil || len(sum.SnapshotsExpired) != 0 {
+		t.Fatalf("expiry with no age: %+v, %v; want nothing expired", sum, err)
+	}
+	sum, err = maintenance.Expire(bg, cat, tbl.Identifier(), maintenance.ExpireOptions{OlderThan: new(time.Duration(0)), RetainLast: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.SnapshotsExpired) != 2 {
+		t.Fatalf("expired %v, want the 2 snapshots before the current one", sum.SnapshotsExpired)
+	}
+	tbl, _ = cat.LoadTable(bg, tbl.Identifier())
+	if snaps := tbl.Metadata().Snapshots(); len(snaps) != 1 || snaps[0].SnapshotID != tbl.CurrentSnapshot().SnapshotID {
+		t.Fatalf("snapshots left %v, want the current one", snaps)
 	}
 }
