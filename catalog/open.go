@@ -57,7 +57,8 @@ type Options struct {
 	// the file's default-catalog, else DefaultName.
 	Name string `arg:"--catalog-name" help:"catalog name, selecting the config file section [default: the file's default-catalog, else default]"`
 	// URI is the catalog's endpoint: the REST or Hive Metastore URI, or the
-	// SQL catalog's database DSN.
+	// SQL catalog's database DSN. A SQLite DSN that names no busy timeout
+	// gets one of 10 s, as the embedded catalog has.
 	URI string `arg:"--uri" help:"catalog URI (for sql: the database DSN)"`
 	// Warehouse is the location new tables are created under.
 	Warehouse string `arg:"--warehouse" help:"warehouse location"`
@@ -222,7 +223,7 @@ func withEmbedded(o Options) (Options, error) {
 	// icebloom and the iceberg CLI) wait for each other instead of failing
 	// with "database is locked"; WAL lets readers run beside a writer. Both
 	// drivers sqliteshim picks from understand these parameters.
-	o.URI = filepath.Join(dir, "catalog.db") + "?_busy_timeout=10000&_journal_mode=WAL"
+	o.URI = filepath.Join(dir, "catalog.db") + "?" + sqliteBusyTimeout + "&_journal_mode=WAL"
 	if o.Warehouse == "" {
 		slashed := filepath.ToSlash(dir)
 		if !strings.HasPrefix(slashed, "/") {
@@ -332,19 +333,59 @@ func open(ctx context.Context, name string, o Options, props iceberg.Properties)
 
 // sqlProperties returns the properties of the SQL catalog o configures.
 func sqlProperties(o Options) iceberg.Properties {
+	driver := cmp.Or(o.SQLDriver, sqliteshim.ShimName)
+	uri := o.URI
+	switch driver {
+	case sqliteshim.ShimName, "sqlite", "sqlite3": // sqliteshim's and the drivers it picks from
+		uri = withBusyTimeout(uri)
+	}
 	// uri, warehouse and credential are set even when empty, so that
 	// catalog.Load does not take them from a config file section of the same
 	// name, which may be for another catalog.
 	return iceberg.Properties{
 		"type":            string(icecat.SQL),
-		"uri":             o.URI,
+		"uri":             uri,
 		"warehouse":       o.Warehouse,
 		"credential":      o.Credential,
-		sqlcat.DriverKey:  cmp.Or(o.SQLDriver, sqliteshim.ShimName),
+		sqlcat.DriverKey:  driver,
 		sqlcat.DialectKey: cmp.Or(o.SQLDialect, string(sqlcat.SQLite)),
 		// Create the catalog's tables when the database has none yet:
 		// iceberg-go's default, made explicit because the embedded catalog
 		// relies on it.
 		"init_catalog_tables": "true",
 	}
+}
+
+// sqliteBusyTimeout is the DSN parameter that gives a SQLite connection a
+// busy timeout of 10 s: a statement that finds the database locked by
+// another connection (another icebloom process, the iceberg CLI) waits for
+// it that long instead of failing at once with SQLITE_BUSY. Both drivers
+// sqliteshim picks from, modernc.org/sqlite and mattn/go-sqlite3, read it.
+const sqliteBusyTimeout = "_busy_timeout=10000"
+
+// withBusyTimeout returns the SQLite DSN dsn, a path or a file: URI, with
+// sqliteBusyTimeout added unless it names a busy timeout of its own
+// (_busy_timeout, its alias _timeout, or _pragma=busy_timeout(...)). A DSN
+// whose parameters do not parse is left to the driver to refuse.
+func withBusyTimeout(dsn string) string {
+	if dsn == "" {
+		return dsn
+	}
+	_, query, hasQuery := strings.Cut(dsn, "?")
+	params, err := url.ParseQuery(query)
+	if err != nil || params.Has("_busy_timeout") || params.Has("_timeout") {
+		return dsn
+	}
+	for _, p := range params["_pragma"] {
+		if strings.HasPrefix(strings.ToLower(strings.TrimSpace(p)), "busy_timeout") {
+			return dsn
+		}
+	}
+	switch {
+	case !hasQuery:
+		return dsn + "?" + sqliteBusyTimeout
+	case query == "" || strings.HasSuffix(query, "&"):
+		return dsn + sqliteBusyTimeout
+	}
+	return dsn + "&" + sqliteBusyTimeout
 }

@@ -1,13 +1,17 @@
 package catalog
 
 import (
+	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/uptrace/bun/driver/sqliteshim"
 )
 
 // fileURI is the file:// location of an absolute local path.
@@ -170,5 +174,87 @@ func TestOpenErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Open(%+v) = %v, want an error containing %q", tt.o, err, tt.want)
 		}
+	}
+}
+
+// TestOpenSQLiteBusyTimeout shows that an explicit SQLite DSN, a path or a
+// file: URI, gets the embedded catalog's busy timeout, unless it names one
+// of its own, which is kept: the connections opened with the catalog's DSN
+// have it in effect.
+func TestOpenSQLiteBusyTimeout(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		uri  string
+		want int
+	}{
+		{filepath.Join(dir, "a.db"), 10000},
+		{filepath.Join(dir, "b.db") + "?_journal_mode=WAL", 10000},
+		{filepath.Join(dir, "c.db") + "?", 10000},
+		{"file:" + filepath.Join(dir, "d.db"), 10000},
+		{fileURI(filepath.Join(dir, "e.db")) + "?mode=rwc", 10000},
+		{filepath.Join(dir, "f.db") + "?_busy_timeout=1234", 1234},
+		{filepath.Join(dir, "g.db") + "?_timeout=2345", 2345},
+		{"file:" + filepath.Join(dir, "h.db") + "?_pragma=busy_timeout(3456)&_pragma=foreign_keys(1)", 3456},
+		{"file:" + filepath.Join(dir, "i.db") + "?_pragma=BUSY_TIMEOUT%3D4567", 4567},
+	} {
+		o, err := resolve(Options{Type: "sql", URI: tc.uri, Warehouse: fileURI(dir)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dsn := sqlProperties(o)["uri"]
+		db, err := sql.Open(sqliteshim.ShimName, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got int
+		if err := db.QueryRow("PRAGMA busy_timeout").Scan(&got); err != nil {
+			t.Fatalf("%s (DSN %s): %v", tc.uri, dsn, err)
+		}
+		db.Close()
+		if got != tc.want {
+			t.Errorf("%s: DSN %s has busy timeout %d, want %d", tc.uri, dsn, got, tc.want)
+		}
+		// And the catalog opens on it.
+		createTable(t, openT(t, Options{Type: "sql", URI: tc.uri, Warehouse: fileURI(dir)}), table.Identifier{"db", "t"})
+	}
+	// Other drivers' DSNs are not touched.
+	o := Options{Type: "sql", URI: "postgres://u@db/iceberg", SQLDriver: "pgx", SQLDialect: "postgres"}
+	if got := sqlProperties(o)["uri"]; got != o.URI {
+		t.Errorf("pgx DSN %s became %s", o.URI, got)
+	}
+}
+
+// TestOpenSQLiteConcurrentWriters: a catalog opened on an explicit SQLite
+// file waits for another writer's lock on it instead of failing at once
+// with "database is locked (SQLITE_BUSY)".
+func TestOpenSQLiteConcurrentWriters(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	dir := t.TempDir()
+	path := filepath.Join(dir, "catalog.db")
+	cat := openT(t, Options{Type: "sql", URI: path, Warehouse: fileURI(dir)})
+	createTable(t, cat, table.Identifier{"db", "t"})
+
+	other, err := sql.Open(sqliteshim.ShimName, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- cat.CreateNamespace(context.Background(), table.Identifier{"other"}, nil) }()
+	// Release the lock a moment later; without a busy timeout the write
+	// has failed by then.
+	release := time.AfterFunc(200*time.Millisecond, func() { conn.ExecContext(context.Background(), "ROLLBACK") })
+	defer release.Stop()
+	if err := <-done; err != nil {
+		t.Fatalf("a write while another connection held the lock: %v", err)
 	}
 }

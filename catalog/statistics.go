@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"math/rand/v2"
 	"strings"
-	"time"
 
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -29,45 +26,6 @@ type StatisticsChange struct {
 // Prepare that fails leaves nothing behind.
 type Prepare func(ctx context.Context, tbl *table.Table) (change StatisticsChange, discard func(), err error)
 
-// A CommitOption tunes CommitStatistics.
-type CommitOption func(*commitConfig)
-
-type commitConfig struct {
-	attempts int
-	sleep    func(context.Context, time.Duration) error
-	log      *slog.Logger // nil: retries are not logged
-}
-
-// DefaultCommitAttempts is how many times CommitStatistics tries a commit
-// that keeps conflicting with other commits before giving up.
-const DefaultCommitAttempts = 8
-
-// Retry backoff: 50 ms doubling per attempt up to 2 s, jittered so that
-// writers that conflicted once do not retry in lockstep.
-const (
-	firstBackoff = 50 * time.Millisecond
-	maxBackoff   = 2 * time.Second
-)
-
-// WithAttempts sets how many times a conflicting commit is tried in all
-// (DefaultCommitAttempts unless set; at least 1).
-func WithAttempts(n int) CommitOption {
-	return func(c *commitConfig) { c.attempts = max(n, 1) }
-}
-
-// WithLogger logs each retry after a conflict to l, as a warning with the
-// table, the attempt, the wait and the conflict, so that an operator sees a
-// table whose commits keep racing others.
-func WithLogger(l *slog.Logger) CommitOption {
-	return func(c *commitConfig) { c.log = l }
-}
-
-// WithSleep replaces how CommitStatistics waits between attempts, for tests.
-// sleep must return early with an error when ctx is done.
-func WithSleep(sleep func(ctx context.Context, d time.Duration) error) CommitOption {
-	return func(c *commitConfig) { c.sleep = sleep }
-}
-
 // CommitStatistics commits the change prepare builds to the statistics of
 // the table ident, and returns the table as committed.
 //
@@ -78,54 +36,75 @@ func WithSleep(sleep func(ctx context.Context, d time.Duration) error) CommitOpt
 // table's metadata as the catalog has it. When the catalog still reports a
 // conflict (table.ErrCommitFailed: a concurrent commit moved the metadata
 // during this one), CommitStatistics discards the attempt's files, waits,
-// reloads the table and calls prepare again, up to the attempts WithAttempts
-// sets. An empty change commits nothing.
+// reloads the table and calls prepare again. It does the same, keeping the
+// files, after a transient error (IsTransient) of the load, the prepare or
+// the commit. It makes the attempts WithAttempts sets, else those of the
+// table's commit.retry.* properties (see WithTableProperties), else
+// DefaultCommitAttempts, and logs each retry (WithLogger). An empty change
+// commits nothing.
 //
-// On another commit error the files are kept: the catalog may have applied
-// the commit all the same (a REST call that timed out, say), and a stray file
-// costs less than a table whose statistics name a deleted one.
+// After a commit error other than a refusal the files are kept: the catalog
+// may have applied the commit all the same (a REST call that timed out, a
+// 503, say), and a stray file costs less than a table whose statistics name
+// a deleted one. For the same reason the error wraps table.ErrCommitFailed
+// only when no attempt may have been applied, so that a caller may delete
+// its own files then.
 //
 // Writers that replace the statistics file of the same snapshot at the same
 // time do not conflict: the last commit wins, and blobs that only the file it
 // replaced held are lost. Iceberg has no requirement that could catch this.
 func CommitStatistics(ctx context.Context, cat icecat.Catalog, ident table.Identifier, prepare Prepare, opts ...CommitOption) (*table.Table, error) {
-	cfg := commitConfig{attempts: DefaultCommitAttempts, sleep: sleep}
-	for _, opt := range opts {
-		opt(&cfg)
-	}
-	var conflict error
-	for attempt := range cfg.attempts {
-		if attempt > 0 {
-			wait := backoff(attempt)
-			if cfg.log != nil {
-				cfg.log.Warn("statistics commit conflicted with another commit; retrying",
-					"table", strings.Join(ident, "."), "attempt", attempt+1, "of", cfg.attempts, "wait", wait, "error", conflict.Error())
-			}
-			if err := cfg.sleep(ctx, wait); err != nil {
-				return nil, fmt.Errorf("commit statistics of %s: %w", strings.Join(ident, "."), err)
-			}
+	cfg := newConfig(opts)
+	fromTable := cfg.props == nil
+	var committed *table.Table
+	var unknown error // a commit error after which the catalog may have applied the attempt
+	err := retryWith(ctx, &cfg, ident, "statistics commit", func(ctx context.Context) (bool, error) {
+		tbl, err := cat.LoadTable(ctx, ident)
+		if err != nil {
+			return IsTransient(err), fmt.Errorf("load table %s: %w", strings.Join(ident, "."), err)
 		}
-		tbl, conflicted, err := commitOnce(ctx, cat, ident, prepare)
-		if !conflicted {
-			return tbl, err
+		if fromTable {
+			cfg.props = tbl.Properties()
 		}
-		conflict = err
+		committed, err = commitOnce(ctx, cat, ident, tbl, prepare)
+		var cerr *commitError
+		switch {
+		case err == nil:
+			return false, nil
+		case !errors.As(err, &cerr):
+			return IsTransient(err), err // loading or preparing: nothing was committed
+		case errors.Is(err, table.ErrCommitFailed):
+			return true, err // refused, the attempt's files discarded
+		case IsTransient(err):
+			unknown = err
+			return true, err
+		}
+		return false, err
+	})
+	if err != nil && unknown != nil && errors.Is(err, table.ErrCommitFailed) {
+		// Every attempt was not refused: the one that failed with
+		// unknown may have been applied, and with it files the caller
+		// would delete after a refusal.
+		return nil, fmt.Errorf("%v (an earlier attempt may have been committed: %v)", err, unknown)
 	}
-	return nil, fmt.Errorf("%d attempts conflicted with other commits: %w", cfg.attempts, conflict)
+	return committed, err
 }
 
-// commitOnce loads the table, prepares the change and commits it. conflicted
-// reports a commit the catalog refused with table.ErrCommitFailed, worth
-// retrying; a prepare or reload error wrapping ErrCommitFailed is not.
-func commitOnce(ctx context.Context, cat icecat.Catalog, ident table.Identifier, prepare Prepare) (_ *table.Table, conflicted bool, _ error) {
+// commitError is the error of the catalog's CommitTable in a commit
+// attempt.
+type commitError struct{ err error }
+
+func (e *commitError) Error() string { return e.err.Error() }
+func (e *commitError) Unwrap() error { return e.err }
+
+// commitOnce prepares the change to tbl and commits it. An error of the
+// commit itself is a *commitError; when it is a refusal
+// (table.ErrCommitFailed) the attempt's files are discarded.
+func commitOnce(ctx context.Context, cat icecat.Catalog, ident table.Identifier, tbl *table.Table, prepare Prepare) (*table.Table, error) {
 	name := strings.Join(ident, ".")
-	tbl, err := cat.LoadTable(ctx, ident)
-	if err != nil {
-		return nil, false, fmt.Errorf("load table %s: %w", name, err)
-	}
 	change, discard, err := prepare(ctx, tbl)
 	if err != nil {
-		return nil, false, fmt.Errorf("prepare statistics of %s: %w", name, err)
+		return nil, fmt.Errorf("prepare statistics of %s: %w", name, err)
 	}
 	if discard == nil {
 		discard = func() {}
@@ -133,23 +112,22 @@ func commitOnce(ctx context.Context, cat icecat.Catalog, ident table.Identifier,
 	meta := tbl.Metadata()
 	if err := change.validate(meta); err != nil {
 		discard()
-		return nil, false, fmt.Errorf("statistics of %s: %w", name, err)
+		return nil, fmt.Errorf("statistics of %s: %w", name, err)
 	}
 	updates := change.updates()
 	if len(updates) == 0 {
 		discard()
-		return tbl, false, nil
+		return tbl, nil
 	}
 	reqs := []table.Requirement{table.AssertTableUUID(meta.TableUUID())}
 	newMeta, loc, err := cat.CommitTable(ctx, ident, reqs, updates)
 	if err != nil {
-		conflicted = errors.Is(err, table.ErrCommitFailed)
-		if conflicted {
+		if errors.Is(err, table.ErrCommitFailed) {
 			discard()
 		}
-		return nil, conflicted, fmt.Errorf("commit statistics of %s: %w", name, err)
+		return nil, fmt.Errorf("commit statistics of %s: %w", name, &commitError{err})
 	}
-	return table.New(ident, newMeta, loc, tbl.FS, cat), false, nil
+	return table.New(ident, newMeta, loc, tbl.FS, cat), nil
 }
 
 // validate checks the change against the metadata it was built on, so that a
@@ -214,23 +192,4 @@ func StatisticsFileOf(meta table.Metadata, snapshotID int64) (table.StatisticsFi
 		}
 	}
 	return table.StatisticsFile{}, false
-}
-
-// backoff is the wait before the given attempt (1 for the first retry):
-// exponential, capped, with the upper half jittered.
-func backoff(attempt int) time.Duration {
-	d := min(firstBackoff<<min(attempt-1, 8), maxBackoff)
-	return d/2 + rand.N(d/2+1)
-}
-
-// sleep waits for d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
 }

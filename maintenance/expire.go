@@ -15,6 +15,7 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
 )
@@ -23,10 +24,16 @@ import (
 // ExpireSnapshots does: those older than OlderThan, keeping at least the
 // RetainLast most recent (and always the current one).
 type ExpireOptions struct {
-	OlderThan  time.Duration
+	// OlderThan, when set, is the age past which snapshots expire; 0 is now,
+	// expiring every snapshot but those retained. nil leaves the table's
+	// history.expire.max-snapshot-age-ms (iceberg-go's default: 5 days).
+	OlderThan *time.Duration
+	// RetainLast is how many of the most recent snapshots are kept whatever
+	// their age; 0 leaves the table's history.expire.min-snapshots-to-keep.
 	RetainLast int
-	// Logger, when set, gets the warnings of the index fold's commit that
-	// are not errors (indexer.CompactOptions.Logger).
+	// Logger, when set, gets the warnings that are not errors: the retries
+	// of the expiry's commit and those of the index fold's
+	// (indexer.CompactOptions.Logger).
 	Logger *slog.Logger
 }
 
@@ -36,51 +43,79 @@ type ExpireSummary struct {
 	Folded           *indexer.CompactSummary `json:"folded,omitempty"`
 }
 
-const maxExpireAttempts = 5
+// maxExpireFolds bounds the folds of one attempt at an expiry: each is
+// followed by a new plan, on the table as the fold left it.
+const maxExpireFolds = 5
 
 // Expire expires snapshots with iceberg-go, but first folds the index
 // segments attached to the snapshots about to expire into one segment of
 // the current snapshot, dropping the entries of data files only those
 // snapshots held. Expiry deletes the statistics files of expired snapshots,
 // so without the fold the live files they covered would lose coverage.
+//
+// A commit that conflicts with another (catalog.IsConflict: an append
+// moved the branch since the plan) is planned again on the table as it is
+// now and retried, as are transient catalog errors (catalog.IsTransient)
+// of the loads and the commit, with backoff, up to the table's
+// commit.retry.* properties or catalog.DefaultCommitAttempts; each retry is
+// logged to o.Logger.
 func Expire(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o ExpireOptions) (*ExpireSummary, error) {
 	name := strings.Join(ident, ".")
 	sum := &ExpireSummary{SnapshotsExpired: []int64{}}
-	for range maxExpireAttempts {
-		tbl, err := cat.LoadTable(ctx, ident)
-		if err != nil {
-			return nil, fmt.Errorf("load table %s: %w", name, err)
-		}
-		retained, expiring, err := plan(tbl, o)
-		if err != nil {
-			return nil, fmt.Errorf("plan expiry of %s: %w", name, err)
-		}
-		if len(expiring) == 0 {
-			return sum, nil
-		}
-		if segmentOn(tbl, expiring) {
-			if sum.Folded, err = indexer.Compact(ctx, cat, ident, indexer.CompactOptions{Retained: retained, Logger: o.Logger}); err != nil {
-				return nil, fmt.Errorf("fold the index of %s before expiry: %w", name, err)
-			}
-			continue // re-plan on the table as the fold left it
-		}
-		txn := tbl.NewTransaction()
-		if err := txn.ExpireSnapshots(expireOpts(o)...); err != nil {
-			return nil, fmt.Errorf("expire snapshots of %s: %w", name, err)
-		}
-		if _, err := txn.Commit(ctx); err != nil {
-			return nil, fmt.Errorf("expire snapshots of %s: %w", name, err)
-		}
-		sum.SnapshotsExpired = expiring
-		return sum, nil
+	var retry []catalog.CommitOption
+	if o.Logger != nil {
+		retry = append(retry, catalog.WithLogger(o.Logger))
 	}
-	return nil, fmt.Errorf("expire snapshots of %s: the index kept changing under the fold", name)
+	tbl, err := catalog.LoadTable(ctx, cat, ident, retry...)
+	if err != nil {
+		return nil, fmt.Errorf("load table %s: %w", name, err)
+	}
+	retry = append(retry, catalog.WithTableProperties(tbl.Properties()))
+	err = catalog.Retry(ctx, ident, "snapshot expiry", func(ctx context.Context) (bool, error) {
+		for range maxExpireFolds {
+			if tbl == nil {
+				var err error
+				if tbl, err = cat.LoadTable(ctx, ident); err != nil {
+					return catalog.IsTransient(err), fmt.Errorf("load table %s: %w", name, err)
+				}
+			}
+			now := tbl
+			tbl = nil // the next plan loads the table anew
+			retained, expiring, err := plan(now, o)
+			if err != nil {
+				return false, fmt.Errorf("plan expiry of %s: %w", name, err)
+			}
+			if len(expiring) == 0 {
+				return false, nil
+			}
+			if segmentOn(now, expiring) {
+				if sum.Folded, err = indexer.Compact(ctx, cat, ident, indexer.CompactOptions{Retained: retained, Logger: o.Logger}); err != nil {
+					return false, fmt.Errorf("fold the index of %s before expiry: %w", name, err)
+				}
+				continue // re-plan on the table as the fold left it
+			}
+			txn := now.NewTransaction()
+			if err := txn.ExpireSnapshots(expireOpts(o)...); err != nil {
+				return false, fmt.Errorf("expire snapshots of %s: %w", name, err)
+			}
+			if _, err := txn.Commit(ctx); err != nil {
+				return catalog.IsConflict(err) || catalog.IsTransient(err), fmt.Errorf("expire snapshots of %s: %w", name, err)
+			}
+			sum.SnapshotsExpired = expiring
+			return false, nil
+		}
+		return false, fmt.Errorf("expire snapshots of %s: the index kept changing under the fold", name)
+	}, retry...)
+	if err != nil {
+		return nil, err
+	}
+	return sum, nil
 }
 
 func expireOpts(o ExpireOptions) []table.ExpireSnapshotsOpt {
 	var opts []table.ExpireSnapshotsOpt
-	if o.OlderThan > 0 {
-		opts = append(opts, table.WithOlderThan(o.OlderThan))
+	if o.OlderThan != nil {
+		opts = append(opts, table.WithOlderThan(*o.OlderThan))
 	}
 	if o.RetainLast > 0 {
 		opts = append(opts, table.WithRetainLast(o.RetainLast))

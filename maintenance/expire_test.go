@@ -1,15 +1,23 @@
 package maintenance_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
@@ -85,7 +93,7 @@ func TestExpireFoldsSegments(t *testing.T) {
 		t.Fatalf("%d snapshots", n)
 	}
 
-	sum, err := maintenance.Expire(bg, cat, tbl.Identifier(), maintenance.ExpireOptions{OlderThan: time.Nanosecond, RetainLast: 1})
+	sum, err := maintenance.Expire(bg, cat, tbl.Identifier(), maintenance.ExpireOptions{OlderThan: new(time.Nanosecond), RetainLast: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +125,7 @@ func TestExpireFoldsSegments(t *testing.T) {
 	}
 
 	// Nothing left to expire: nothing happens.
-	again, err := maintenance.Expire(bg, cat, tbl.Identifier(), maintenance.ExpireOptions{OlderThan: time.Nanosecond, RetainLast: 1})
+	again, err := maintenance.Expire(bg, cat, tbl.Identifier(), maintenance.ExpireOptions{OlderThan: new(time.Nanosecond), RetainLast: 1})
 	if err != nil || len(again.SnapshotsExpired) != 0 || again.Folded != nil {
 		t.Fatalf("second expiry %+v, %v", again, err)
 	}
@@ -169,5 +177,143 @@ func TestSyncAfterForeignExpiry(t *testing.T) {
 		if !ok {
 			t.Errorf("%s not covered", f)
 		}
+	}
+}
+
+// TestExpireOlderThanZero: an age of 0 is now, as gc's --older-than 0s is:
+// every snapshot but those retained expires (not iceberg-go's 5-day default,
+// which is what an age left unset gets).
+func TestExpireOlderThanZero(t *testing.T) {
+	cat := catalogtest.NewCatalog(t)
+	tbl := cat.NewTable(t, "events", catalogtest.IDSchema, nil)
+	for id := range int64(3) {
+		tbl = catalogtest.AppendIDs(t, tbl, id)
+	}
+	// Unset: the default age keeps these young snapshots.
+	sum, err := maintenance.Expire(bg, cat, tbl.Identifier(), maintenance.ExpireOptions{RetainLast: 1})
+	if err != nil || len(sum.SnapshotsExpired) != 0 {
+		t.Fatalf("expiry with no age: %+v, %v; want nothing expired", sum, err)
+	}
+	sum, err = maintenance.Expire(bg, cat, tbl.Identifier(), maintenance.ExpireOptions{OlderThan: new(time.Duration(0)), RetainLast: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.SnapshotsExpired) != 2 {
+		t.Fatalf("expired %v, want the 2 snapshots before the current one", sum.SnapshotsExpired)
+	}
+	tbl, _ = cat.LoadTable(bg, tbl.Identifier())
+	if snaps := tbl.Metadata().Snapshots(); len(snaps) != 1 || snaps[0].SnapshotID != tbl.CurrentSnapshot().SnapshotID {
+		t.Fatalf("snapshots left %v, want the current one", snaps)
+	}
+}
+
+// appendingCatalog lands an append to the table, through the catalog it
+// wraps, right before the first commit that removes snapshots, as a writer
+// appending while expire runs would. The tables it loads commit through it.
+type appendingCatalog struct {
+	*catalogtest.Catalog
+	t        *testing.T
+	appended int64
+}
+
+func (c *appendingCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	tbl, err := c.Catalog.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), tbl.FS, c), nil
+}
+
+func (c *appendingCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+	if c.appended == 0 && slices.ContainsFunc(updates, func(u table.Update) bool { return u.Action() == table.UpdateRemoveSnapshots }) {
+		tbl, err := c.Catalog.LoadTable(ctx, ident)
+		if err != nil {
+			return nil, "", err
+		}
+		c.appended = catalogtest.AppendIDs(c.t, tbl, 99).CurrentSnapshot().SnapshotID
+	}
+	return c.Catalog.CommitTable(ctx, ident, reqs, updates)
+}
+
+// TestExpireRetriesConflict: an append lands between expire's plan and its
+// commit, which the catalog refuses ("requirement failed: branch "main" has
+// changed"). Expire plans again on the table with the append, commits, and
+// logs the retry.
+func TestExpireRetriesConflict(t *testing.T) {
+	cat := &appendingCatalog{Catalog: catalogtest.NewCatalog(t), t: t}
+	tbl := cat.NewTable(t, "events", catalogtest.IDSchema, nil)
+	for id := range int64(3) {
+		tbl = catalogtest.AppendIDs(t, tbl, id)
+	}
+	var logged bytes.Buffer
+	sum, err := maintenance.Expire(bg, cat, tbl.Identifier(), maintenance.ExpireOptions{
+		OlderThan: new(time.Duration(0)), RetainLast: 1, Logger: slog.New(slog.NewJSONHandler(&logged, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cat.appended == 0 || len(sum.SnapshotsExpired) != 3 {
+		t.Fatalf("expired %v (appended %d), want the 3 snapshots before the append's", sum.SnapshotsExpired, cat.appended)
+	}
+	tbl, _ = cat.LoadTable(bg, tbl.Identifier())
+	if snaps := tbl.Metadata().Snapshots(); len(snaps) != 1 || snaps[0].SnapshotID != cat.appended {
+		t.Fatalf("snapshots left %v, want the append's %d", snaps, cat.appended)
+	}
+	if n := strings.Count(logged.String(), `"level":"WARN"`); n != 1 || !strings.Contains(logged.String(), "has changed") {
+		t.Errorf("retries logged as %s, want one warning naming the conflict", logged.String())
+	}
+}
+
+// TestExpireRetriesTransient: on a REST catalog whose server answers the
+// first load of the table with 429 and the expiry's commit with 503, expire
+// retries both and expires.
+func TestExpireRetriesTransient(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	srv := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{})
+	cat, err := catalog.Open(bg, catalog.Options{Type: "rest", URI: srv.URL, Credential: srv.Credential})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cat.(icecatalog.Closer).Close() })
+	ident := table.Identifier{"db", "events"}
+	tbl, err := cat.CreateTable(bg, ident, catalogtest.IDSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range int64(3) {
+		tbl = catalogtest.AppendIDs(t, tbl, id)
+	}
+	var loads, commits atomic.Int64
+	srv.Fault = func(r *http.Request) int {
+		if !strings.HasSuffix(r.URL.Path, "/namespaces/db/tables/events") {
+			return 0
+		}
+		switch {
+		case r.Method == http.MethodGet && loads.Add(1) == 1:
+			return http.StatusTooManyRequests
+		case r.Method == http.MethodPost && commits.Add(1) == 1:
+			return http.StatusServiceUnavailable
+		}
+		return 0
+	}
+	var logged bytes.Buffer
+	sum, err := maintenance.Expire(bg, cat, ident, maintenance.ExpireOptions{
+		OlderThan: new(time.Duration(0)), RetainLast: 1, Logger: slog.New(slog.NewJSONHandler(&logged, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.SnapshotsExpired) != 2 {
+		t.Fatalf("expired %v, want the 2 snapshots before the current one", sum.SnapshotsExpired)
+	}
+	backing, err := srv.Catalog.LoadTable(bg, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(backing.Metadata().Snapshots()); n != 1 {
+		t.Fatalf("%d snapshots left, want 1", n)
+	}
+	if n := strings.Count(logged.String(), `"level":"WARN"`); n != 2 {
+		t.Errorf("retries logged as %s, want 2 warnings", logged.String())
 	}
 }

@@ -145,7 +145,7 @@ func TestMaintenanceScenario(t *testing.T) {
 	}
 	s.check("sync after data compaction", 3)
 
-	r = s.maintain(maintenance.MaintainOptions{Expire: &maintenance.ExpireOptions{OlderThan: time.Nanosecond, RetainLast: 1}, GC: gcNow})
+	r = s.maintain(maintenance.MaintainOptions{Expire: &maintenance.ExpireOptions{OlderThan: new(time.Nanosecond), RetainLast: 1}, GC: gcNow})
 	if len(r.Expire.SnapshotsExpired) == 0 || r.Expire.Folded == nil {
 		t.Fatalf("expire %+v", r.Expire)
 	}

@@ -60,13 +60,21 @@ type RESTServer struct {
 	// makes this one fail with 409: the server does not retry a lost race,
 	// the client must. Set it before the requests it is to see.
 	BeforeCommit func(ident table.Identifier)
+	// Fault, when set, runs first in each request but those of the config
+	// and token endpoints. A status it returns other than 0 is the answer,
+	// with the REST error model, and the request is not served; -1 closes
+	// the connection without an answer. It lets a test meet the transient
+	// failures of a real server: 429, 503, a dropped connection. Set it
+	// before the requests it is to see.
+	Fault func(r *http.Request) int
 
 	cfg      RESTConfig
 	mu       sync.Mutex
 	requests []RESTRequest
 }
 
-// RESTRequest is a request the server got and its response status.
+// RESTRequest is a request the server got and its response status (-1 for
+// a connection a Fault closed).
 type RESTRequest struct {
 	Method string
 	Path   string // unescaped
@@ -106,10 +114,41 @@ func (s *RESTServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests = append(s.requests, RESTRequest{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone()})
 	s.mu.Unlock()
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	if s.fault(rec, r) {
+		s.mu.Lock()
+		s.requests[i].Status = rec.status
+		s.mu.Unlock()
+		return
+	}
 	s.route(rec, r)
 	s.mu.Lock()
 	s.requests[i].Status, s.requests[i].Form = rec.status, r.PostForm
 	s.mu.Unlock()
+}
+
+// fault answers r as Fault says, reporting whether it did.
+func (s *RESTServer) fault(w *statusRecorder, r *http.Request) bool {
+	if s.Fault == nil || r.URL.Path == "/v1/config" || r.URL.Path == "/v1/oauth/tokens" {
+		return false
+	}
+	switch status := s.Fault(r); {
+	case status == 0:
+		return false
+	case status < 0:
+		w.status = -1
+		conn, _, err := http.NewResponseController(w.ResponseWriter).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		conn.Close()
+	case status == http.StatusServiceUnavailable:
+		restError(w, status, "ServiceUnavailableException", "injected fault")
+	case status >= 500:
+		restError(w, status, "ServerErrorException", "injected fault")
+	default:
+		restError(w, status, "RESTException", "injected fault")
+	}
+	return true
 }
 
 type statusRecorder struct {

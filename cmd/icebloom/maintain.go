@@ -68,7 +68,7 @@ func (c *RebuildCmd) run(ctx context.Context, e *env) error {
 // ExpireCmd is `icebloom expire TABLE`.
 type ExpireCmd struct {
 	Table      string `arg:"positional,required" help:"table identifier, ns.table"`
-	OlderThan  *gcAge `arg:"--older-than,required" placeholder:"DUR" help:"expire snapshots older than this (a Go duration or days such as 7d)"`
+	OlderThan  *gcAge `arg:"--older-than,required" placeholder:"DUR" help:"expire snapshots older than this (a Go duration or days such as 7d); 0s expires every snapshot but the retained ones"`
 	RetainLast int    `arg:"--retain-last" default:"1" help:"always keep this many most recent snapshots"`
 }
 
@@ -77,7 +77,7 @@ func (c *ExpireCmd) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	sum, err := maintenance.Expire(ctx, cat, ident, maintenance.ExpireOptions{OlderThan: c.OlderThan.d, RetainLast: c.RetainLast, Logger: e.log})
+	sum, err := maintenance.Expire(ctx, cat, ident, maintenance.ExpireOptions{OlderThan: new(c.OlderThan.d), RetainLast: c.RetainLast, Logger: e.log})
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func (c *ExpireCmd) run(ctx context.Context, e *env) error {
 type MaintainCmd struct {
 	Tables          []string `arg:"positional" help:"tables to maintain [default: every table with indexed columns configured]"`
 	Namespace       string   `arg:"--namespace" help:"maintain the tables of this namespace"`
-	ExpireOlderThan *gcAge   `arg:"--expire-older-than" placeholder:"DUR" help:"also expire snapshots older than this, folding their index segments first"`
+	ExpireOlderThan *gcAge   `arg:"--expire-older-than" placeholder:"DUR" help:"also expire snapshots older than this, folding their index segments first; 0s expires every snapshot but the retained ones"`
 	RetainLast      int      `arg:"--retain-last" default:"1" help:"with --expire-older-than: keep this many most recent snapshots"`
 	GCOlderThan     *gcAge   `arg:"--gc-older-than" placeholder:"DUR" help:"grace period of orphan index files [default: 3d]"`
 	CompactAbove    int      `arg:"--compact-above" help:"compact a table's index when it has more segments than this [default: 8]"`
@@ -120,7 +120,7 @@ func (c *MaintainCmd) run(ctx context.Context, e *env) error {
 	}
 	o := maintenance.MaintainOptions{Index: indexer.Options{Parallel: c.Parallel, Logger: e.log}, CompactAbove: c.CompactAbove}
 	if c.ExpireOlderThan != nil {
-		o.Expire = &maintenance.ExpireOptions{OlderThan: c.ExpireOlderThan.d, RetainLast: c.RetainLast, Logger: e.log}
+		o.Expire = &maintenance.ExpireOptions{OlderThan: new(c.ExpireOlderThan.d), RetainLast: c.RetainLast, Logger: e.log}
 	}
 	o.GC.OlderThan = c.GCOlderThan.grace()
 	if c.VerifySample != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/icebloom/icebloom/maintenance"
 )
 
 // TestMaintainCommand: one round over every table prints a JSON report per
@@ -90,5 +92,39 @@ func TestIndexCommands(t *testing.T) {
 		if col.Uncovered != 0 {
 			t.Fatalf("after expiry %+v", col)
 		}
+	}
+}
+
+// TestExpireOlderThanZero: --older-than 0s (expire) and --expire-older-than
+// 0s (maintain) mean now, as gc's --older-than 0s does: every snapshot but
+// the retained last one expires, instead of none under iceberg-go's 5-day
+// default.
+func TestExpireOlderThanZero(t *testing.T) {
+	quickstart := func() {
+		t.Helper()
+		t.Chdir(t.TempDir())
+		if _, stderr, code := icebloom(t, "quickstart", "--files", "3", "--rows", "50"); code != 0 {
+			t.Fatal(stderr)
+		}
+	}
+
+	quickstart()
+	stdout, stderr, code := icebloom(t, "--output", "json", "expire", "demo.events", "--older-than", "0s", "--retain-last", "1")
+	var expired maintenance.ExpireSummary
+	if code != 0 || json.Unmarshal([]byte(stdout), &expired) != nil {
+		t.Fatalf("expire: %d %s %s", code, stdout, stderr)
+	}
+	if n := len(expired.SnapshotsExpired); n != 2 {
+		t.Fatalf("expire --older-than 0s expired %d snapshots, want 2 of the 3 quickstart appends", n)
+	}
+
+	quickstart()
+	stdout, stderr, code = icebloom(t, "--output", "json", "maintain", "--expire-older-than", "0s")
+	var out MaintainOutput
+	if code != 0 || json.Unmarshal([]byte(stdout), &out) != nil {
+		t.Fatalf("maintain: %d %s %s", code, stdout, stderr)
+	}
+	if len(out.Tables) != 1 || out.Tables[0].Expire == nil || len(out.Tables[0].Expire.SnapshotsExpired) != 2 {
+		t.Fatalf("maintain --expire-older-than 0s: %+v, want 2 snapshots expired", out)
 	}
 }
