@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/apache/iceberg-go"
 
@@ -135,7 +137,10 @@ func cmpEOF(err error) error {
 // It is immutable and safe for concurrent use.
 type TableIndex struct {
 	segments []Segment
-	byFile   map[entryKey]filterRef
+	// byFile is built on the first Lookup: a lookup over many files
+	// matches them with Match instead, which needs no map of the index.
+	once   sync.Once
+	byFile map[entryKey]filterRef
 }
 
 // entryKey is what makes an entry apply to a planned data file (§6).
@@ -161,6 +166,7 @@ func (ix *TableIndex) Segments() []Segment {
 // several segments hold an applicable filter, all are equally valid (§6)
 // and Lookup returns the first.
 func (ix *TableIndex) Lookup(dataFile string, size int64, fieldID int) (Filter, bool) {
+	ix.once.Do(ix.index)
 	ref, ok := ix.byFile[entryKey{dataFile, size, fieldID}]
 	if !ok {
 		return Filter{}, false
@@ -278,7 +284,7 @@ func Load(ctx context.Context, fsys icebergio.IO, meta table.Metadata, cache *Fo
 	}
 	g.Wait()
 
-	ix := &TableIndex{byFile: make(map[entryKey]filterRef)}
+	ix := &TableIndex{}
 	var problems []error
 	for i, sf := range files {
 		if errs[i] != nil {
@@ -287,7 +293,7 @@ func Load(ctx context.Context, fsys icebergio.IO, meta table.Metadata, cache *Fo
 		}
 		f := footers[i]
 		problems = append(problems, f.invalid...)
-		ix.add(Segment{File: sf, Dir: f.dir, Entries: f.entries})
+		ix.segments = append(ix.segments, Segment{File: sf, Dir: f.dir, Entries: f.entries})
 	}
 	// An index with problems is rebuilt next time, as I/O errors may pass;
 	// one of more files than the cache holds footers is not kept either, so
@@ -298,25 +304,66 @@ func Load(ctx context.Context, fsys icebergio.IO, meta table.Metadata, cache *Fo
 	return ix, problems
 }
 
-// add adds a segment and its filters to the index, the first applicable
-// filter of a file and field winning.
-func (ix *TableIndex) add(seg Segment) {
-	si := int32(len(ix.segments))
-	ix.segments = append(ix.segments, seg)
+// index builds byFile, the first applicable filter of a file and field
+// winning.
+func (ix *TableIndex) index() {
+	ix.byFile = make(map[entryKey]filterRef)
 	put := func(file string, size int64, field int, ref filterRef) {
 		key := entryKey{file, size, field}
 		if _, dup := ix.byFile[key]; !dup {
 			ix.byFile[key] = ref
 		}
 	}
-	for j, e := range seg.Entries {
-		put(e.DataFile, e.DataFileSize, e.FieldID, filterRef{si, -1, int32(j)})
-	}
-	if seg.Dir != nil {
+	for si := range ix.segments {
+		seg := &ix.segments[si]
+		for j, e := range seg.Entries {
+			put(e.DataFile, e.DataFileSize, e.FieldID, filterRef{int32(si), -1, int32(j)})
+		}
+		if seg.Dir == nil {
+			continue
+		}
 		for gi, g := range seg.Dir.Groups {
 			for m, mem := range g.Members {
 				f := seg.Dir.Files[mem.File]
-				put(f.Path, f.Size, g.FieldID, filterRef{si, int32(gi), int32(m)})
+				put(f.Path, f.Size, g.FieldID, filterRef{int32(si), int32(gi), int32(m)})
+			}
+		}
+	}
+}
+
+// Match finds the filters that apply to planned data files: files maps
+// each file's location to its index in sizes, which holds its size. It
+// calls fn for every applicable filter of a field in fields, segment by
+// segment in Lookup's order, so the first call for a file and field is
+// the filter Lookup returns. It reads each segment's list of files once,
+// so it costs one map lookup per covered file and segment — far less than
+// a Lookup per file and field on a large index.
+func (ix *TableIndex) Match(files map[string]int, sizes []int64, fields []int, fn func(file int, f Filter)) {
+	for si := range ix.segments {
+		seg := &ix.segments[si]
+		for j, e := range seg.Entries {
+			if i, ok := files[e.DataFile]; ok && sizes[i] == e.DataFileSize && slices.Contains(fields, e.FieldID) {
+				fn(i, seg.v1Filter(j))
+			}
+		}
+		if seg.Dir == nil {
+			continue
+		}
+		planned := make([]int32, len(seg.Dir.Files)) // the directory's files' indexes in sizes, -1 if not planned
+		for k, f := range seg.Dir.Files {
+			planned[k] = -1
+			if i, ok := files[f.Path]; ok && sizes[i] == f.Size {
+				planned[k] = int32(i)
+			}
+		}
+		for gi, g := range seg.Dir.Groups {
+			if !slices.Contains(fields, g.FieldID) {
+				continue
+			}
+			for m, mem := range g.Members {
+				if i := planned[mem.File]; i >= 0 {
+					fn(int(i), seg.v2Filter(gi, m))
+				}
 			}
 		}
 	}

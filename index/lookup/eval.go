@@ -5,6 +5,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/hashing"
 	"github.com/icebloom/icebloom/index/sbbf"
 )
@@ -150,10 +151,12 @@ type fileCheck struct {
 	listed bool // in Result.Candidates already
 }
 
-// testCheck is one test for one file: whether it was prepared and the file
-// has an entry for the column, the checks of its values that need a block,
-// and whether a value already answered maybe without one.
+// testCheck is one test for one file: the file's filter for the column if
+// it has one (indexed), whether the test was prepared, the checks of its
+// values that need a block, and whether a value already answered maybe
+// without one.
 type testCheck struct {
+	filter                   index.Filter
 	prepared, indexed, maybe bool
 	probes                   []probe // carved from the run's probe arena
 }
@@ -190,19 +193,18 @@ func (r *run) hashes(t *test, valueType iceberg.PrimitiveType) []hashedValue {
 	return values
 }
 
-// prepare looks up the test's entry for the file and classifies its values
-// without reading (hashing.Literal): a value no entry value can equal needs
+// prepare classifies the test's values against the file's filter without
+// reading (hashing.Literal): a value no entry value can equal needs
 // no block, one the index cannot judge makes the test maybe, the others
 // each need their block. Problems are reported to r and keep the file.
 func (fc *fileCheck) prepare(r *run, t *test) {
 	tc := &fc.checks[t.idx]
 	tc.prepared = true
-	flt, ok := r.ix.Lookup(fc.path, fc.size, t.fieldID)
-	if !ok {
+	if !tc.indexed {
 		tc.maybe = true
 		return
 	}
-	tc.indexed = true
+	flt := &tc.filter
 	probes := r.arena.take(len(t.values))[:0]
 	for i, hv := range r.hashes(t, flt.ValueType) {
 		if hv.err != nil {

@@ -116,6 +116,7 @@ func Plan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpressio
 	ix, errs := index.Load(ctx, fsys, tbl.Metadata(), o.Cache)
 	r := &run{ix: ix, fsys: fsys, blockStats: blockStats{errs: errs}, hashed: make([][]typedHashes, len(f.tests))}
 	files, byPath := r.files(f, tasks)
+	r.match(f, files, byPath)
 	if err := r.prune(ctx, f, files); err != nil {
 		return nil, err
 	}
@@ -235,15 +236,35 @@ func (r *run) prune(ctx context.Context, f *filter, files []fileCheck) error {
 	return nil
 }
 
-// indexed reports whether a data file has an applicable entry for every
+// match finds each file's applicable filter for each test's column, one
+// pass over each segment's files (index.TableIndex.Match).
+func (r *run) match(f *filter, files []fileCheck, byPath map[string]int) {
+	sizes := make([]int64, len(files))
+	for i := range files {
+		sizes[i] = files[i].size
+	}
+	testsOf := map[int][]int{} // test indexes by field id
+	var fields []int
+	for _, t := range f.tests {
+		if testsOf[t.fieldID] == nil {
+			fields = append(fields, t.fieldID)
+		}
+		testsOf[t.fieldID] = append(testsOf[t.fieldID], t.idx)
+	}
+	r.ix.Match(byPath, sizes, fields, func(i int, flt index.Filter) {
+		for _, ti := range testsOf[flt.FieldID] {
+			if tc := &files[i].checks[ti]; !tc.indexed { // the first segment's wins
+				tc.filter, tc.indexed = flt, true
+			}
+		}
+	})
+}
+
+// indexed reports whether a data file has an applicable filter for every
 // column of the filter's tests.
 func (r *run) indexed(f *filter, fc *fileCheck) bool {
 	for _, t := range f.tests {
-		if tc := &fc.checks[t.idx]; tc.prepared {
-			if !tc.indexed {
-				return false
-			}
-		} else if _, ok := r.ix.Lookup(fc.path, fc.size, t.fieldID); !ok {
+		if !fc.checks[t.idx].indexed {
 			return false
 		}
 	}
