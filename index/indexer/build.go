@@ -270,7 +270,7 @@ func (j *job) carryFrom(sw *segmentWriter, sf *table.StatisticsFile) error {
 	if err == nil && j.keepEntries && index.HoldsEntries(*sf) {
 		var seg index.Segment
 		if seg, err = index.ReadSegment(j.fs, *sf); err == nil {
-			err = sw.copyFilters(j.fs, []index.Segment{seg}, func(int, index.Filter) bool { return true })
+			err = sw.copyFilters(j.fs, []index.Segment{seg}, func(int, int, index.Filter) bool { return true })
 		}
 	}
 	if err != nil {
@@ -578,7 +578,7 @@ func (j *job) rebase(base *table.StatisticsFile, replaces string, seg segmentFil
 	}
 	own, err := index.ReadSegment(j.fs, seg.location())
 	if err == nil {
-		err = sw.copyFilters(j.fs, []index.Segment{own}, func(_ int, f index.Filter) bool {
+		err = sw.copyFilters(j.fs, []index.Segment{own}, func(_, _ int, f index.Filter) bool {
 			return seg.own[segment.File{Path: f.DataFile, Size: f.DataFileSize}]
 		})
 	}

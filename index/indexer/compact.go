@@ -159,41 +159,20 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 	if err != nil {
 		return nil, err
 	}
-	// choose returns a predicate that keeps, asked filter by filter in
-	// order, the first filter of each data file and field that a retained
-	// snapshot holds (of the rebuild's segment alone, with OnlyFrom).
-	choose := func() func(int, index.Filter) bool {
-		taken := map[entryKey]bool{}
-		return func(si int, f index.Filter) bool {
-			if o.OnlyFrom != "" && segments[si].File.StatisticsPath != o.OnlyFrom {
-				return false
-			}
-			key := entryKey{f.DataFile, f.DataFileSize, f.FieldID}
-			if taken[key] || !held[fileKey{f.DataFile, f.DataFileSize}] {
-				return false
-			}
-			if g, _ := f.Group(); g != nil && broken[groupRef{f.Path, g.Offset}] {
-				return false
-			}
-			taken[key] = true
-			return true
-		}
-	}
-	keep := choose()
-	v1 := false
+	keep, v1 := chooseFilters(segments, held, broken, o.OnlyFrom)
 	for si := range segments {
-		v1 = v1 || segments[si].Dir == nil
-		for f := range segments[si].Filters() {
-			if keep(si, f) {
+		for _, k := range keep[si] {
+			if k {
 				sum.EntriesKept++
 			} else {
 				sum.EntriesDropped++
 			}
 		}
 	}
-	if len(extra) == 0 && sum.EntriesDropped == 0 && len(segments) <= 1 && (len(segments) == 0 || segments[0].File.SnapshotID == snap.SnapshotID) {
+	if len(extra) == 0 && len(broken) == 0 && !v1 && sum.EntriesDropped == 0 && len(segments) <= 1 &&
+		(len(segments) == 0 || segments[0].File.SnapshotID == snap.SnapshotID) {
 		sum.SegmentsAfter = sum.SegmentsBefore
-		return sum, nil // already one segment of the current snapshot, all of it needed
+		return sum, nil // already one v2 segment of the current snapshot, all of it needed
 	}
 
 	planned := map[int64]string{}
@@ -215,7 +194,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 			return catalog.StatisticsChange{}, nil, errStatisticsMoved
 		}
 		j := &job{cat: cat, ident: ident, tbl: now, fs: fs, snap: current, o: Options{MemoryBudget: o.MemoryBudget}}
-		m, change, written, err := j.writeCompacted(segments, len(listed), choose())
+		m, change, written, err := j.writeCompacted(segments, len(listed), func(si, ord int, _ index.Filter) bool { return keep[si][ord] })
 		if err != nil {
 			return catalog.StatisticsChange{}, nil, err
 		}
@@ -274,7 +253,7 @@ func replacedSegments(fs icebergio.IO, tbl, prepared *table.Table, planned map[i
 // and for every other segment that shares its file with other tools' blobs,
 // a copy holding only those. It returns the change that registers them and
 // removes the rest, and the paths written.
-func (j *job) writeCompacted(segments []index.Segment, listed int, keep func(int, index.Filter) bool) (segmentFile, catalog.StatisticsChange, []string, error) {
+func (j *job) writeCompacted(segments []index.Segment, listed int, keep func(seg, ord int, f index.Filter) bool) (segmentFile, catalog.StatisticsChange, []string, error) {
 	var change catalog.StatisticsChange
 	var written []string
 	fail := func(err error) (segmentFile, catalog.StatisticsChange, []string, error) {
@@ -354,27 +333,75 @@ type fileKey struct {
 	size int64
 }
 
-// entryKey is what makes an entry apply to a data file (docs/format.md §6).
-type entryKey struct {
-	file  string
-	size  int64
-	field int
-}
-
-// heldDataFiles returns the data files the snapshots hold, reading each
-// manifest once however many snapshots share it.
-func heldDataFiles(fs icebergio.IO, snaps []table.Snapshot) (map[fileKey]bool, error) {
-	held := map[fileKey]bool{}
+// heldDataFiles returns the data files the snapshots hold, each with a
+// number of its own (0, 1, …), reading each manifest once however many
+// snapshots share it.
+func heldDataFiles(fs icebergio.IO, snaps []table.Snapshot) (map[fileKey]int32, error) {
+	held := map[fileKey]int32{}
 	seen := map[string]bool{}
 	for _, snap := range snaps {
 		err := eachDataFile(fs, &snap, seen, func(df iceberg.DataFile) {
-			held[fileKey{df.FilePath(), df.FileSizeBytes()}] = true
+			key := fileKey{df.FilePath(), df.FileSizeBytes()}
+			if _, ok := held[key]; !ok {
+				held[key] = int32(len(held))
+			}
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
 	return held, nil
+}
+
+// chooseFilters decides which filters a compaction keeps, by segment and
+// place in Segment.Filters: the first filter of each data file and field
+// that a retained snapshot holds (of the rebuild's segment alone, with
+// onlyFrom), never one of a broken group. It costs one map lookup per file
+// of each segment, not per filter. v1 reports whether a segment is of
+// format v1.
+func chooseFilters(segments []index.Segment, held map[fileKey]int32, broken map[groupRef]bool, onlyFrom string) (keep [][]bool, v1 bool) {
+	taken := map[int][]bool{} // by field, by held file number
+	take := func(field int, file int32) bool {
+		t := taken[field]
+		if t == nil {
+			t = make([]bool, len(held))
+			taken[field] = t
+		}
+		if t[file] {
+			return false
+		}
+		t[file] = true
+		return true
+	}
+	keep = make([][]bool, len(segments))
+	for si := range segments {
+		seg := &segments[si]
+		v1 = v1 || seg.Dir == nil
+		skip := onlyFrom != "" && seg.File.StatisticsPath != onlyFrom
+		for _, e := range seg.Entries { // Filters lists v1 entries first
+			n, ok := held[fileKey{e.DataFile, e.DataFileSize}]
+			keep[si] = append(keep[si], !skip && ok && take(e.FieldID, n))
+		}
+		if seg.Dir == nil {
+			continue
+		}
+		files := make([]int32, len(seg.Dir.Files)) // held file numbers, -1 if no snapshot holds it
+		for k, f := range seg.Dir.Files {
+			files[k] = -1
+			if n, ok := held[fileKey{f.Path, f.Size}]; ok {
+				files[k] = n
+			}
+		}
+		for gi := range seg.Dir.Groups {
+			g := &seg.Dir.Groups[gi]
+			dead := skip || broken[groupRef{seg.File.StatisticsPath, g.Offset}]
+			for _, m := range g.Members {
+				n := files[m.File]
+				keep[si] = append(keep[si], !dead && n >= 0 && take(g.FieldID, n))
+			}
+		}
+	}
+	return keep, v1
 }
 
 // writableFS returns the table's storage (catalog.TableIO), which index

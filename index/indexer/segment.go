@@ -238,12 +238,12 @@ func (s *segmentWriter) add(f segment.Filter) error {
 	return nil
 }
 
-// copyFilters copies the filters of segments that keep selects (called once
-// per filter, in order: segment by segment, each in Segment.Filters order),
-// never re-hashing: the groups
+// copyFilters copies the filters of segments that keep selects (given the
+// segment, the filter's place in Segment.Filters and the filter), never
+// re-hashing: the groups
 // of v2 segments merged run by run, class by class; the bitsets of v1
 // entries read whole and added to the groups of their block count.
-func (s *segmentWriter) copyFilters(fs icebergio.IO, segs []index.Segment, keep func(seg int, f index.Filter) bool) error {
+func (s *segmentWriter) copyFilters(fs icebergio.IO, segs []index.Segment, keep func(seg, ord int, f index.Filter) bool) error {
 	type class struct {
 		field, blocks int
 		valueType     string
@@ -261,8 +261,9 @@ func (s *segmentWriter) copyFilters(fs icebergio.IO, segs []index.Segment, keep 
 			return fmt.Errorf("open %s: %w", seg.File.StatisticsPath, err)
 		}
 		defer f.Close()
+		ord := -1
 		for flt := range seg.Filters() {
-			if !keep(si, flt) {
+			if ord++; !keep(si, ord, flt) {
 				continue
 			}
 			s.filters++

@@ -189,3 +189,32 @@ func TestVerifySampleFindsMissingValues(t *testing.T) {
 		t.Fatalf("segment %+v: a v1 file without checksums has nothing else to fail", rep.Segments[0])
 	}
 }
+
+// TestCompactIndexRewritesALoneV1Segment: an index of one v1 segment, of the
+// current snapshot, is rewritten as v2 by compact-index, not reported as
+// nothing to do.
+func TestCompactIndexRewritesALoneV1Segment(t *testing.T) {
+	cat, tbl, _ := eventsTable(t, 2, 100, nil)
+	ident := tbl.Identifier()
+	if _, err := indexer.Build(ctx, cat, ident, indexer.Options{Columns: []string{"id"}}); err != nil {
+		t.Fatal(err)
+	}
+	written := replaceWithV1(t, cat, ident, func(b []byte) []byte { return b })
+	sum, err := indexer.Compact(ctx, cat, ident, indexer.CompactOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.StatisticsPath == "" || sum.EntriesKept != 2 {
+		t.Fatalf("compaction %+v", sum)
+	}
+	tbl, _ = cat.LoadTable(ctx, ident)
+	if segs := statisticsFiles(tbl); len(segs) != 1 || index.HoldsV1Entries(segs[0]) {
+		t.Fatalf("statistics %+v, want one v2 segment", segs)
+	}
+	_, after := indexOf(t, tbl)
+	for file, byField := range written {
+		if !bytes.Equal(after[file][1].filter.Bytes(), byField[1]) {
+			t.Fatalf("%s: the v2 filter differs from the v1 bitset", file)
+		}
+	}
+}
