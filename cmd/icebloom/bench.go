@@ -10,10 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -750,35 +748,13 @@ func (b *bencher) peakMemory(ctx context.Context) error {
 	for _, en := range entries {
 		maxNDV = max(maxNDV, en.NDV)
 	}
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
-	runtime.GC()
-	base := read()
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(200 * time.Microsecond)
-		defer t.Stop()
-		for {
-			if v := read(); v > peak.Load() {
-				peak.Store(v)
-			}
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	_, _, err = b.build(ctx, indexer.Options{Columns: []string{benchIDCol}, Parallel: 1})
-	close(done)
-	<-stopped
+	growth, err := heapPeak(func() error {
+		_, _, err := b.build(ctx, indexer.Options{Columns: []string{benchIDCol}, Parallel: 1})
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	growth := int64(peak.Load()) - int64(base)
 	growth = max(growth, 1)
 	ideal := 8 * maxNDV
 	b.add(BenchLine{Key: "build_peak_heap_vs_8B_per_value", Value: float64(growth) / float64(ideal), Unit: "x",

@@ -623,8 +623,9 @@ func (s *scaler) sizeAndFPP(ctx context.Context, run *ScaleRun, fs icebergio.IO,
 	return nil
 }
 
-// heapPeak runs fn while sampling the live heap every 200 µs, as
-// peakMemory does, and returns the peak's growth over the heap before.
+// heapPeak runs fn while sampling the live heap every 200 µs and returns
+// the peak's growth over the heap before: the peak memory of a build or a
+// sync, which a sample after it would miss.
 func heapPeak(fn func() error) (int64, error) {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }

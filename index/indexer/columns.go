@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/hashing"
 )
 
@@ -99,17 +100,9 @@ func findColumn(schema *iceberg.Schema, name string) (iceberg.NestedField, error
 	if field, ok := schema.FindFieldByName(name); ok {
 		return field, nil
 	}
-	names, err := iceberg.IndexByName(schema)
+	matches, err := index.NamesFold(schema, name)
 	if err != nil {
 		return iceberg.NestedField{}, fmt.Errorf("column %q: %w", name, err)
-	}
-	var matches []string
-	ids := map[int]bool{}
-	for n, id := range names {
-		if strings.EqualFold(n, name) && !ids[id] {
-			ids[id] = true
-			matches = append(matches, n)
-		}
 	}
 	switch len(matches) {
 	case 0:
@@ -118,7 +111,6 @@ func findColumn(schema *iceberg.Schema, name string) (iceberg.NestedField, error
 		field, _ := schema.FindFieldByName(matches[0])
 		return field, nil
 	}
-	slices.Sort(matches)
 	return iceberg.NestedField{}, fmt.Errorf("column %q is ambiguous: it matches %s regardless of case",
 		name, strings.Join(matches, ", "))
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/iceberg-go"
+
+	"github.com/icebloom/icebloom/index"
 )
 
 // Bind binds expr to schema as iceberg.BindExpr does, with errors that name
@@ -178,20 +180,11 @@ func (p *predicate) Bind(schema *iceberg.Schema, caseSensitive bool) (iceberg.Bo
 func findColumn(schema *iceberg.Schema, name string, caseSensitive bool) (iceberg.NestedField, string, error) {
 	field, ok := schema.FindFieldByName(name)
 	if !ok && !caseSensitive {
-		names, err := iceberg.IndexByName(schema)
+		matches, err := index.NamesFold(schema, name)
 		if err != nil {
 			return iceberg.NestedField{}, "", fmt.Errorf("%s: %w", name, err)
 		}
-		var matches []string
-		ids := map[int]bool{}
-		for n, id := range names {
-			if strings.EqualFold(n, name) && !ids[id] {
-				ids[id] = true
-				matches = append(matches, n)
-			}
-		}
 		if len(matches) > 1 {
-			slices.Sort(matches)
 			return iceberg.NestedField{}, "", fmt.Errorf("%s: ambiguous column: matches %s regardless of case",
 				name, strings.Join(matches, ", "))
 		}
