@@ -22,8 +22,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// transientErr is an error IsTransient accepts.
-var transientErr = errors.New("database is locked (5) (SQLITE_BUSY)")
+// errTransient is an error IsTransient accepts.
+var errTransient = errors.New("database is locked (5) (SQLITE_BUSY)")
 
 // TestRetry shows the retry loop: an operation that keeps failing
 // transiently is tried DefaultCommitAttempts times, waiting between
@@ -36,12 +36,12 @@ func TestRetry(t *testing.T) {
 	calls := 0
 	err := Retry(t.Context(), events, "table load", func(context.Context) (bool, error) {
 		calls++
-		return IsTransient(transientErr), transientErr
+		return IsTransient(errTransient), errTransient
 	}, WithSleep(func(_ context.Context, d time.Duration) error {
 		waits = append(waits, d)
 		return nil
 	}), WithLogger(slog.New(slog.NewJSONHandler(&logged, nil))))
-	if !errors.Is(err, transientErr) || !strings.Contains(err.Error(), "gave up after 8 attempts") || !strings.Contains(err.Error(), "db.events") {
+	if !errors.Is(err, errTransient) || !strings.Contains(err.Error(), "gave up after 8 attempts") || !strings.Contains(err.Error(), "db.events") {
 		t.Fatalf("error %v, want the last one after 8 attempts, naming the table", err)
 	}
 	if calls != DefaultCommitAttempts || len(waits) != DefaultCommitAttempts-1 {
@@ -63,7 +63,7 @@ func TestRetry(t *testing.T) {
 			t.Fatalf("retry %d not logged: %v", i+1, err)
 		}
 		if rec.Level != "WARN" || rec.Msg != "table load failed; retrying" || rec.Table != "db.events" ||
-			rec.Attempt != i+2 || rec.Of != DefaultCommitAttempts || rec.Error != transientErr.Error() {
+			rec.Attempt != i+2 || rec.Of != DefaultCommitAttempts || rec.Error != errTransient.Error() {
 			t.Errorf("retry %d logged as %+v", i+1, rec)
 		}
 	}
@@ -81,7 +81,7 @@ func TestRetryStops(t *testing.T) {
 	err := Retry(t.Context(), events, "x", func(context.Context) (bool, error) {
 		calls++
 		if calls < 3 {
-			return true, transientErr
+			return true, errTransient
 		}
 		return false, nil
 	}, noSleep)
@@ -103,7 +103,7 @@ func TestRetryStops(t *testing.T) {
 	calls = 0
 	err = Retry(ctx, events, "x", func(context.Context) (bool, error) {
 		calls++
-		return true, transientErr
+		return true, errTransient
 	}, WithSleep(func(ctx context.Context, d time.Duration) error {
 		cancel()
 		return sleep(ctx, time.Hour)

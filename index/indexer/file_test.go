@@ -69,7 +69,10 @@ func WriteBadColumnFile(t testing.TB, dir string, damage Damage) string {
 	var buf bytes.Buffer
 	w := file.NewParquetWriter(&buf, root, file.WithWriterProps(parquet.NewWriterProperties(
 		parquet.WithDictionaryFor("n", false), parquet.WithEncodingFor("n", parquet.Encodings.DeltaBinaryPacked))))
-	rgw := w.AppendRowGroup()
+	rgw, err := w.AppendRowGroupChecked()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ids, ns := make([]int64, BadColumnRows), make([]int32, BadColumnRows)
 	for i := range ids {
 		ids[i], ns[i] = BadColumnValues(i)

@@ -121,7 +121,7 @@ func TestV1IndexRewrittenAsV2(t *testing.T) {
 	}
 
 	// A sync of one new file rewrites the index as one v2 segment.
-	tbl = appendRows(t, tbl, 50)
+	appendRows(t, tbl, 50)
 	sum, err := indexer.Sync(ctx, cat, ident, opts)
 	if err != nil {
 		t.Fatal(err)
