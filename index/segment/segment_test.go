@@ -259,3 +259,34 @@ func TestSizeClass(t *testing.T) {
 		prev = c
 	}
 }
+
+// TestWriterMemoryBudget: the filters a Writer holds never exceed its
+// budget by more than one filter's growth: under a small budget a class is
+// written as several groups, and every filter still round-trips.
+func TestWriterMemoryBudget(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	filters := makeFilters(t, rng, 2000, 1, func(int) int { return 8 }) // 256 B each, 500 KiB in all
+	const budget = 32 << 10
+	var peak int64
+	file, res := writeSegment(t, WriterOptions{MemoryBudget: budget}, func(w *Writer) error {
+		for _, f := range filters {
+			if err := w.Add(f.Filter); err != nil {
+				return err
+			}
+			peak = max(peak, w.buffered)
+		}
+		return nil
+	})
+	if peak > budget {
+		t.Errorf("buffered %d bytes at the peak, budget %d", peak, budget)
+	}
+	if n := len(res.Directory.Groups); n < 500<<10/budget {
+		t.Errorf("%d groups for 500 KiB of filters under a %d-byte budget", n, budget)
+	}
+	got := filtersOf(t, file, res)
+	for _, f := range filters {
+		if !bytes.Equal(got[fmt.Sprintf("%s/1", f.File.Path)], f.Bits) {
+			t.Fatalf("filter of %s differs", f.File.Path)
+		}
+	}
+}
