@@ -178,11 +178,12 @@ func (ix *TableIndex) Lookup(dataFile string, size int64, fieldID int) (Filter, 
 	return seg.v2Filter(int(ref.group), int(ref.member)), true
 }
 
-// A FooterCache keeps the decoded footers of statistics files by path, so
-// that repeated loads of a table's index read only the footers of segments
-// added since. Puffin files are immutable, so an entry never goes stale. It
-// holds at most a fixed number of footers, evicting the least recently used,
-// and is safe for concurrent use.
+// A FooterCache keeps what was decoded of statistics files by path — a v2
+// segment's directory, a v1 file's footer — so that repeated loads of a
+// table's index read only the segments added since. Puffin files are
+// immutable, so an entry never goes stale. It holds at most a fixed number
+// of files, evicting the least recently used, and is safe for concurrent
+// use. (Its name is from format v1, whose index lived in footers.)
 //
 // It also keeps the last few indexes loaded whole, keyed by the statistics
 // files they were loaded from: the same immutable files make the same
