@@ -81,7 +81,7 @@ func Expire(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 			}
 			now := tbl
 			tbl = nil // the next plan loads the table anew
-			retained, expiring, err := plan(now, o)
+			expiring, err := plan(now, o)
 			if err != nil {
 				return false, fmt.Errorf("plan expiry of %s: %w", name, err)
 			}
@@ -89,7 +89,7 @@ func Expire(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 				return false, nil
 			}
 			if segmentOn(now, expiring) {
-				if sum.Folded, err = indexer.Compact(ctx, cat, ident, indexer.CompactOptions{Retained: retained, Logger: o.Logger}); err != nil {
+				if sum.Folded, err = indexer.Compact(ctx, cat, ident, indexer.CompactOptions{Expiring: expiring, Logger: o.Logger}); err != nil {
 					return false, fmt.Errorf("fold the index of %s before expiry: %w", name, err)
 				}
 				continue // re-plan on the table as the fold left it
@@ -123,24 +123,24 @@ func expireOpts(o ExpireOptions) []table.ExpireSnapshotsOpt {
 	return opts
 }
 
-// plan asks iceberg-go which snapshots an expiry with o would keep, by
+// plan asks iceberg-go which snapshots an expiry with o would remove, by
 // staging it without committing.
-func plan(tbl *table.Table, o ExpireOptions) (retained []table.Snapshot, expiring []int64, err error) {
+func plan(tbl *table.Table, o ExpireOptions) (expiring []int64, err error) {
 	txn := tbl.NewTransaction()
 	if err := txn.ExpireSnapshots(expireOpts(o)...); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	staged, err := txn.StagedTable()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	retained = staged.Metadata().Snapshots()
+	retained := staged.Metadata().Snapshots()
 	for _, s := range tbl.Metadata().Snapshots() {
 		if !slices.ContainsFunc(retained, func(r table.Snapshot) bool { return r.SnapshotID == s.SnapshotID }) {
 			expiring = append(expiring, s.SnapshotID)
 		}
 	}
-	return retained, expiring, nil
+	return expiring, nil
 }
 
 // segmentOn reports whether an index segment is attached to one of the

@@ -317,3 +317,65 @@ func TestExpireRetriesTransient(t *testing.T) {
 		t.Errorf("retries logged as %s, want 2 warnings", logged.String())
 	}
 }
+
+// syncingCatalog lands an append and its sync right before the expiry's
+// fold loads the table (the second load of the expiry): the fold then sees
+// a snapshot, and a segment, that the expiry's plan did not.
+type syncingCatalog struct {
+	*catalogtest.Catalog
+	t      *testing.T
+	loads  int
+	synced string // the appended file
+}
+
+func (c *syncingCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	if c.loads++; c.loads == 2 {
+		tbl, err := c.Catalog.LoadTable(ctx, ident)
+		if err != nil {
+			return nil, err
+		}
+		tbl = catalogtest.AppendIDs(c.t, tbl, 77)
+		if _, err := indexer.Sync(ctx, c.Catalog, ident, indexer.Options{Columns: []string{"id"}, CompactAbove: -1}); err != nil {
+			c.t.Fatal(err)
+		}
+		tasks, _ := tbl.Scan().PlanFiles(ctx)
+		for _, task := range tasks {
+			if task.File.Count() == 1 {
+				c.synced = task.File.FilePath()
+			}
+		}
+	}
+	return c.Catalog.LoadTable(ctx, ident)
+}
+
+// TestExpireFoldKeepsAFileSyncedMeanwhile: the fold decides which entries
+// to keep from the table it commits on, not from the expiry's plan, so a
+// file appended and synced between the two keeps its filter.
+func TestExpireFoldKeepsAFileSyncedMeanwhile(t *testing.T) {
+	cat := &syncingCatalog{Catalog: catalogtest.NewCatalog(t), t: t}
+	tbl := cat.NewTable(t, "events", catalogtest.IDSchema, nil)
+	for _, id := range []int64{1, 2, 3} {
+		tbl = catalogtest.AppendIDs(t, tbl, id, id+10)
+		if _, err := indexer.Sync(bg, cat.Catalog, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1}); err != nil {
+			t.Fatal(err)
+		}
+		tbl, _ = cat.Catalog.LoadTable(bg, tbl.Identifier())
+	}
+	sum, err := maintenance.Expire(bg, cat, tbl.Identifier(), maintenance.ExpireOptions{OlderThan: new(time.Duration), RetainLast: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cat.synced == "" || sum.Folded == nil {
+		t.Fatalf("expire %+v: the append and sync did not land inside it (%q)", sum, cat.synced)
+	}
+	tbl, _ = cat.Catalog.LoadTable(bg, tbl.Identifier())
+	cov := covered(t, tbl)
+	if len(cov) != 4 || !cov[cat.synced] {
+		t.Fatalf("coverage after the expiry %v: the file synced during it (%s) lost its filter", cov, cat.synced)
+	}
+	for f, ok := range cov {
+		if !ok {
+			t.Errorf("%s lost its coverage", f)
+		}
+	}
+}

@@ -21,11 +21,11 @@ import (
 
 // CompactOptions configure Compact.
 type CompactOptions struct {
-	// Retained are the snapshots whose data files the index must keep
-	// covering; nil means every snapshot of the table. Expiry passes the
-	// snapshots that will remain, so entries only expiring snapshots need
-	// are dropped.
-	Retained []table.Snapshot
+	// Expiring are the snapshots an expiry is about to remove: the index
+	// keeps covering the data files of every other snapshot of the table
+	// as each attempt finds it (so a file appended and synced after the
+	// expiry was planned keeps its filter). Nil keeps every snapshot's.
+	Expiring []int64
 	// OnlyFrom, when set, keeps only the entries of the segment at this
 	// statistics path (a rebuild's fresh segment) and drops the others'.
 	OnlyFrom string
@@ -151,9 +151,11 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 		return nil, fmt.Errorf("compact the index of %s: the current snapshot's statistics file %s cannot be read; it would be replaced", name, sf.StatisticsPath)
 	}
 
-	retained := o.Retained
-	if retained == nil {
-		retained = tbl.Metadata().Snapshots()
+	var retained []table.Snapshot
+	for _, s := range tbl.Metadata().Snapshots() {
+		if !slices.Contains(o.Expiring, s.SnapshotID) {
+			retained = append(retained, s)
+		}
 	}
 	held, err := heldDataFiles(fs, retained)
 	if err != nil {

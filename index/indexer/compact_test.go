@@ -117,8 +117,13 @@ func TestCompactDropsEntriesOfRemovedFiles(t *testing.T) {
 		t.Fatalf("compaction for all snapshots %+v: want the 3 old entries kept for time travel", keepAll)
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
-	current := *tbl.CurrentSnapshot()
-	onlyCurrent, err := indexer.Compact(ctx, cat, tbl.Identifier(), indexer.CompactOptions{Retained: []table.Snapshot{current}})
+	var others []int64
+	for _, s := range tbl.Metadata().Snapshots() {
+		if s.SnapshotID != tbl.CurrentSnapshot().SnapshotID {
+			others = append(others, s.SnapshotID)
+		}
+	}
+	onlyCurrent, err := indexer.Compact(ctx, cat, tbl.Identifier(), indexer.CompactOptions{Expiring: others})
 	if err != nil {
 		t.Fatal(err)
 	}
