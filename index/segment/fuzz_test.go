@@ -1,0 +1,40 @@
+package segment
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"testing"
+)
+
+// FuzzDecodeDirectory: no directory bytes make the decoder panic or
+// allocate beyond what they could describe, and every directory it accepts
+// keeps its promises to readers: members name files it has, and groups lie
+// before the directory's offset.
+func FuzzDecodeDirectory(f *testing.F) {
+	_, dir, _ := workedExample()
+	f.Add(dir, int64(72))
+	f.Add(dir[:len(dir)-4], int64(72))
+	f.Add([]byte("IBD2"), int64(1<<20))
+	f.Fuzz(func(t *testing.T, data []byte, groupsEnd int64) {
+		check(t, data, groupsEnd)
+		// The same bytes with a valid checksum, to reach past it.
+		check(t, binary.LittleEndian.AppendUint32(append([]byte(nil), data...), crc32.Checksum(data, castagnoli)), groupsEnd)
+	})
+}
+
+func check(t *testing.T, data []byte, groupsEnd int64) {
+	d, err := DecodeDirectory(data, groupsEnd)
+	if err != nil {
+		return
+	}
+	for _, g := range d.Groups {
+		if g.Offset < 4 || g.Offset+g.Bytes() > groupsEnd || g.Blocks < 1 || len(g.Members) < 1 {
+			t.Fatalf("accepted a group of %d runs of %d members at %d, directory at %d", g.Blocks, len(g.Members), g.Offset, groupsEnd)
+		}
+		for _, m := range g.Members {
+			if m.File < 0 || m.File >= len(d.Files) {
+				t.Fatalf("accepted a member of file %d of %d", m.File, len(d.Files))
+			}
+		}
+	}
+}
