@@ -224,7 +224,7 @@ func TestPostgresIndexLifecycle(t *testing.T) {
 	if rebuilt.FilesIndexed != 5 || rebuilt.Segments != 1 {
 		t.Fatalf("rebuild %+v, want one segment of all 5 files", rebuilt)
 	}
-	gc, err := maintenance.GC(ctx, other, pgEvents, maintenance.GCOptions{OlderThan: maintenance.NoGrace})
+	gc, err := maintenance.GC(ctx, other, pgEvents, maintenance.GCOptions{OlderThan: maintenance.NoGrace, Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/index/indexer"
 )
 
 // DefaultGCGrace is how long an unreferenced index file is kept by default:
@@ -23,18 +25,28 @@ import (
 const DefaultGCGrace = 72 * time.Hour
 
 // NoGrace as GCOptions.OlderThan deletes every unreferenced index file,
-// however recent. A build running meanwhile may then commit a file that no
-// longer exists (readers treat such an index as missing: nothing is pruned,
-// nothing is lost, but the index is gone until the next build).
+// however recent; it needs GCOptions.Force (see MinGCGrace).
 const NoGrace time.Duration = -1
+
+// MinGCGrace is the shortest grace period GC takes unless forced: twice
+// indexer.MaxUncommittedAge, the longest a run may hold a file it wrote
+// before committing it. A file a run is about to commit is therefore never
+// deleted by GC — by construction, not by timing luck — even with the
+// run's clock and the storage's half that apart. A forced GC may delete it;
+// the run then finds its committed file gone, removes the reference and
+// fails, and the next sync indexes the files again.
+const MinGCGrace = 2 * indexer.MaxUncommittedAge
 
 // GCOptions configure GC.
 type GCOptions struct {
 	// OlderThan is the grace period: an unreferenced index file is deleted
 	// only when it was written, and last referenced by table metadata,
 	// longer ago than this. 0 means DefaultGCGrace; a negative value (NoGrace)
-	// means no grace period.
+	// means no grace period. Less than MinGCGrace needs Force.
 	OlderThan time.Duration
+	// Force allows a grace period shorter than MinGCGrace, which may
+	// delete a file a run in flight is about to commit.
+	Force bool
 	// DryRun reports what would be deleted and deletes nothing.
 	DryRun bool
 	// Now is the clock, for tests; nil means time.Now.
@@ -112,6 +124,10 @@ func gc(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o G
 		grace = DefaultGCGrace
 	case grace < 0:
 		grace = 0
+	}
+	if grace < MinGCGrace && !o.Force {
+		return nil, fmt.Errorf("gc of %s: a grace period of %s is shorter than %s, the time a run may take to commit a file it wrote: it could delete such a file; force it to delete anyway",
+			name, grace, MinGCGrace)
 	}
 	now := time.Now
 	if o.Now != nil {

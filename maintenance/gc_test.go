@@ -367,12 +367,22 @@ func TestGCErrors(t *testing.T) {
 	}
 }
 
-// TestGCNoGrace deletes an unreferenced file however recent.
+// TestGCNoGrace deletes an unreferenced file however recent, when forced:
+// a grace period under MinGCGrace is refused otherwise, as it could delete
+// a file a run in flight is about to commit.
 func TestGCNoGrace(t *testing.T) {
 	cat := newTable(t)
 	first := buildIndex(t, cat)
 	buildIndex(t, cat)
-	sum := runGC(t, cat, GCOptions{OlderThan: NoGrace})
+	for _, grace := range []time.Duration{NoGrace, time.Minute, MinGCGrace - time.Second} {
+		if _, err := GC(ctx, cat, ident, GCOptions{OlderThan: grace}); err == nil || !strings.Contains(err.Error(), "force it") {
+			t.Fatalf("gc with a grace of %s, not forced: %v", grace, err)
+		}
+	}
+	if !exists(t, first.StatisticsPath) {
+		t.Fatal("a refused gc deleted a file")
+	}
+	sum := runGC(t, cat, GCOptions{OlderThan: NoGrace, Force: true})
 	if !slices.Equal(sum.Deleted, []string{first.StatisticsPath}) || exists(t, first.StatisticsPath) {
 		t.Fatalf("%+v", sum)
 	}

@@ -120,7 +120,7 @@ func (s *scenario) rewriteData() {
 // gc, then a long run of small appends with periodic maintenance.
 func TestMaintenanceScenario(t *testing.T) {
 	s := newScenario(t)
-	gcNow := maintenance.GCOptions{OlderThan: maintenance.NoGrace}
+	gcNow := maintenance.GCOptions{OlderThan: maintenance.NoGrace, Force: true}
 
 	for range 3 {
 		s.appendFile(40)

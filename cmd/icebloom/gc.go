@@ -14,8 +14,9 @@ import (
 // GCCmd is `icebloom gc TABLE`.
 type GCCmd struct {
 	Table     string `arg:"positional,required" help:"table identifier, ns.table"`
-	OlderThan *gcAge `arg:"--older-than" placeholder:"DUR" help:"grace period: delete only files written, and last referenced, longer ago than this; a Go duration or days such as 3d; 0s deletes every unreferenced index file, even one a build running now is about to commit [default: 3d]"`
+	OlderThan *gcAge `arg:"--older-than" placeholder:"DUR" help:"grace period: delete only files written, and last referenced, longer ago than this; a Go duration or days such as 3d; under 1h (0s: every unreferenced index file) needs --force [default: 3d]"`
 	DryRun    bool   `arg:"--dry-run" help:"report what would be deleted, delete nothing"`
+	Force     bool   `arg:"--force" help:"allow a grace period under 1h, which may delete a file a run in flight is about to commit (the run then removes its reference and fails)"`
 }
 
 // gcAge is the --older-than value: a Go duration, or days such as 3d.
@@ -89,7 +90,7 @@ func (c *GCCmd) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	o := maintenance.GCOptions{DryRun: c.DryRun}
+	o := maintenance.GCOptions{DryRun: c.DryRun, Force: c.Force}
 	o.OlderThan = c.OlderThan.grace()
 	sum, err := maintenance.GC(ctx, cat, ident, o)
 	if sum == nil {

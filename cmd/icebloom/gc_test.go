@@ -55,7 +55,7 @@ func TestGC(t *testing.T) {
 		len(sum.Kept) != 1 || sum.Kept[0] != first {
 		t.Fatalf("dry run, default grace: %+v", sum)
 	}
-	sum = gcJSON("--dry-run", "--older-than", "0s")
+	sum = gcJSON("--dry-run", "--older-than", "0s", "--force")
 	if !sum.DryRun || len(sum.Deleted) != 1 || sum.Deleted[0] != first || sum.BytesDeleted == 0 || !exists(first) {
 		t.Fatalf("dry run, no grace: %+v", sum)
 	}
@@ -65,7 +65,13 @@ func TestGC(t *testing.T) {
 		!strings.Contains(stdout, "demo.events: 2 index files, 1 referenced, 1 kept inside the grace period, deleted 0") {
 		t.Fatalf("gc --older-than 3d: %d %q %s", code, stdout, stderr)
 	}
+	// Under the minimum grace, gc refuses unless forced: it could delete a
+	// file a run in flight is about to commit.
 	stdout, stderr, code = icebloom(t, "gc", "demo.events", "--older-than", "0s")
+	if code != 1 || !strings.Contains(stderr, "shorter than 1h0m0s") || !exists(first) {
+		t.Fatalf("gc --older-than 0s without --force: %d %q %s", code, stdout, stderr)
+	}
+	stdout, stderr, code = icebloom(t, "gc", "demo.events", "--older-than", "0s", "--force")
 	if code != 0 || !strings.Contains(stdout, "deleted "+first+"\n") || !strings.Contains(stdout, "deleted 1 (") || exists(first) {
 		t.Fatalf("gc --older-than 0s: %d %q %s", code, stdout, stderr)
 	}
@@ -76,7 +82,7 @@ func TestGC(t *testing.T) {
 		in.Columns[0].Covered != 2 {
 		t.Fatalf("inspect after gc: %d %s", code, stdout)
 	}
-	if sum := gcJSON("--older-than", "0s"); sum.Scanned != 1 || sum.Referenced != 1 || len(sum.Deleted) != 0 {
+	if sum := gcJSON("--older-than", "0s", "--force"); sum.Scanned != 1 || sum.Referenced != 1 || len(sum.Deleted) != 0 {
 		t.Fatalf("gc again: %+v", sum)
 	}
 }

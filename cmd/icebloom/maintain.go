@@ -98,7 +98,7 @@ type MaintainCmd struct {
 	Namespace       string   `arg:"--namespace" help:"maintain the tables of this namespace"`
 	ExpireOlderThan *gcAge   `arg:"--expire-older-than" placeholder:"DUR" help:"also expire snapshots older than this, folding their index segments first; 0s expires every snapshot but the retained ones"`
 	RetainLast      int      `arg:"--retain-last" default:"1" help:"with --expire-older-than: keep this many most recent snapshots"`
-	GCOlderThan     *gcAge   `arg:"--gc-older-than" placeholder:"DUR" help:"grace period of orphan index files [default: 3d]"`
+	GCOlderThan     *gcAge   `arg:"--gc-older-than" placeholder:"DUR" help:"grace period of orphan index files, at least 1h [default: 3d]"`
 	CompactAbove    int      `arg:"--compact-above" help:"compact a table's index when it has more segments than this [default: 8]"`
 	Parallel        int      `arg:"--parallel" help:"data files read at once [default: number of CPUs]"`
 	Every           *gcAge   `arg:"--every" placeholder:"DUR" help:"keep running, once every DUR"`

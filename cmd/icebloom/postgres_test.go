@@ -109,7 +109,7 @@ func TestPostgresCatalog(t *testing.T) {
 		t.Fatalf("rebuild %+v", sum)
 	}
 	var gc maintenance.GCSummary
-	pg(&gc, "gc", "db.events", "--older-than", "0s")
+	pg(&gc, "gc", "db.events", "--older-than", "0s", "--force")
 	if gc.Referenced != 1 || gc.Scanned != len(gc.Deleted)+1 || len(gc.Deleted) < 2 || len(gc.Failed) != 0 {
 		t.Fatalf("gc %+v, want all but the rebuild's index file deleted", gc)
 	}

@@ -170,9 +170,12 @@ func TestS3(t *testing.T) {
 	reqs := s3.Requests()
 	checkDataReads(t, reqs, e.dataKeys)
 	objects := s3.Objects(t, s3TablePath)
+	// One PUT, then one HEAD: the run's check that the file it committed
+	// exists.
 	puts := requestsOn(reqs, first)
-	if len(puts) != 1 || puts[0].Method != "PUT" || puts[0].Status != 200 || puts[0].BytesIn != objects[first] || objects[first] == 0 {
-		t.Fatalf("index file %s (%d bytes) written by %v, want one PUT of it", first, objects[first], puts)
+	if len(puts) != 2 || puts[0].Method != "PUT" || puts[0].Status != 200 || puts[0].BytesIn != objects[first] || objects[first] == 0 ||
+		puts[1].Method != "HEAD" {
+		t.Fatalf("index file %s (%d bytes) written by %v, want one PUT of it and one HEAD", first, objects[first], puts)
 	}
 
 	// append, then sync: only the new file is read, as a second segment.
@@ -254,8 +257,8 @@ func TestS3(t *testing.T) {
 			}
 		}
 	}
-	if puts := requestsOn(reqs, merged); len(puts) != 1 || puts[0].Method != "PUT" {
-		t.Fatalf("merged index file %s written by %v, want one PUT", merged, puts)
+	if puts := requestsOn(reqs, merged); len(puts) != 2 || puts[0].Method != "PUT" || puts[1].Method != "HEAD" {
+		t.Fatalf("merged index file %s written by %v, want one PUT and the HEAD that checks it", merged, puts)
 	}
 	objects = s3.Objects(t, s3TablePath)
 	s3.Reset()
@@ -295,7 +298,7 @@ func TestS3(t *testing.T) {
 	gc := func(olderThan string, deleted []string, kept []string) {
 		t.Helper()
 		s3.Reset()
-		e.icebloomJSON(t, &sum, "gc", s3Table, "--older-than", olderThan)
+		e.icebloomJSON(t, &sum, "gc", s3Table, "--older-than", olderThan, "--force")
 		var bytes int64
 		for _, k := range deleted {
 			bytes += objects[k]
@@ -457,7 +460,7 @@ func TestS3GCListsEveryPage(t *testing.T) {
 	e.s3.Backdate(0)
 	e.s3.Reset()
 	var sum maintenance.GCSummary
-	e.icebloomJSON(t, &sum, "gc", s3Table, "--dry-run", "--older-than", "30m")
+	e.icebloomJSON(t, &sum, "gc", s3Table, "--dry-run", "--older-than", "30m", "--force")
 	if sum.Scanned != orphans+1 || sum.Referenced != 1 || len(sum.Deleted) != orphans || sum.BytesDeleted != orphans ||
 		slices.Contains(sum.Deleted, built.StatisticsPath) {
 		t.Fatalf("gc --dry-run: scanned %d, referenced %d, would delete %d (%d bytes); want %d, 1, %d",

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"log/slog"
 	"runtime"
 	"slices"
@@ -449,6 +450,10 @@ func (j *job) commit(ctx context.Context, seg segmentFile) (segmentFile, *table.
 			committed = copied
 			discard = func() { j.fs.Remove(copied.path) }
 		}
+		if err := committed.checkFresh(); err != nil { // wraps errStale
+			discard()
+			return catalog.StatisticsChange{}, nil, err
+		}
 		change := catalog.StatisticsChange{Set: []table.StatisticsFile{committed.statisticsFile(snap, replaced)}}
 		return change, discard, nil
 	}, commitOptions(j.o.Logger)...)
@@ -456,7 +461,7 @@ func (j *job) commit(ctx context.Context, seg segmentFile) (segmentFile, *table.
 		// Only a refused commit surely left the file unreferenced; after
 		// another error the catalog may have applied it, and gc removes a
 		// file no metadata references once its grace period is over.
-		if errors.Is(err, table.ErrCommitFailed) {
+		if errors.Is(err, table.ErrCommitFailed) || errors.Is(err, errStale) {
 			j.fs.Remove(seg.path)
 		}
 		return segmentFile{}, nil, fmt.Errorf("commit the index of %s: %w", strings.Join(j.ident, "."), err)
@@ -492,6 +497,9 @@ func (j *job) commitVerified(ctx context.Context, seg segmentFile) (segmentFile,
 	for range maxOverwrites {
 		committed, tbl, err := j.commit(ctx, seg)
 		if err != nil {
+			return segmentFile{}, nil, err
+		}
+		if err := ensureCommitted(ctx, j.cat, j.ident, j.fs, j.o.Logger, tbl); err != nil {
 			return segmentFile{}, nil, err
 		}
 		missed, err := j.replacedUnseen(ctx, tbl, committed)
@@ -538,6 +546,52 @@ func (j *job) newSegment(base *table.StatisticsFile, replaces string) (*segmentW
 		return nil, err
 	}
 	return sw, nil
+}
+
+// ensureCommitted checks that every index file table metadata lists after
+// a run's commit exists. One gc deleted before the commit landed (which the
+// grace periods exclude, unless gc was forced) would leave metadata naming
+// a missing file: its reference is removed at once — the index is
+// advisory, its files are indexed again by the next sync — and the run
+// fails, saying so.
+func ensureCommitted(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, fs icebergio.IO, log *slog.Logger, tbl *table.Table) error {
+	var missing []string
+	for sf := range tbl.Metadata().Statistics() {
+		if !index.HoldsEntries(sf) {
+			continue
+		}
+		f, err := fs.Open(sf.StatisticsPath)
+		if err == nil {
+			_, err = f.Stat()
+			f.Close()
+		}
+		if errors.Is(err, iofs.ErrNotExist) {
+			missing = append(missing, sf.StatisticsPath)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	_, err := catalog.CommitStatistics(ctx, cat, ident, func(ctx context.Context, now *table.Table) (catalog.StatisticsChange, func(), error) {
+		var change catalog.StatisticsChange
+		for sf := range now.Metadata().Statistics() {
+			if slices.Contains(missing, sf.StatisticsPath) {
+				change.Remove = append(change.Remove, sf.SnapshotID)
+			}
+		}
+		return change, func() {}, nil
+	}, commitOptions(log)...)
+	name := strings.Join(ident, ".")
+	if err != nil {
+		return fmt.Errorf("index files of %s vanished after the commit that registered them (%s), and removing their references failed: %w",
+			name, strings.Join(missing, ", "), err)
+	}
+	if log != nil {
+		log.Warn("index files vanished after their commit: references removed, their data files will be indexed again",
+			"table", name, "files", missing)
+	}
+	return fmt.Errorf("index files of %s vanished after the commit that registered them, deleted by gc with a grace period shorter than %s (forced) or by hand: %s; their references were removed, and the next sync indexes their data files again",
+		name, 2*MaxUncommittedAge, strings.Join(missing, ", "))
 }
 
 // previousMetadata reads the metadata the latest commit of tbl replaced (the

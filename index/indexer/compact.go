@@ -197,7 +197,13 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 		}
 		j := &job{cat: cat, ident: ident, tbl: now, fs: fs, snap: current, o: Options{MemoryBudget: o.MemoryBudget}}
 		m, change, written, err := j.writeCompacted(segments, len(listed), func(si, ord int, _ index.Filter) bool { return keep[si][ord] })
+		if err == nil {
+			err = m.checkFresh()
+		}
 		if err != nil {
+			for _, p := range written {
+				fs.Remove(p)
+			}
 			return catalog.StatisticsChange{}, nil, err
 		}
 		merged = m
@@ -212,6 +218,9 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 			return nil, errStatisticsMoved
 		}
 		return nil, fmt.Errorf("commit the compacted index of %s: %w", name, err)
+	}
+	if err := ensureCommitted(ctx, cat, ident, fs, o.Logger, committed); err != nil {
+		return nil, err
 	}
 	sum.StatisticsPath = merged.path
 	sum.BytesCopied = merged.bytesCopied

@@ -2,10 +2,12 @@ package indexer
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
@@ -108,6 +110,32 @@ type segmentFile struct {
 	// other tools' blobs has no directory.
 	dir         *segment.Result
 	bytesCopied int64
+	// finished is when the file was completed, by the run's clock: it
+	// must be committed within MaxUncommittedAge of it (checkFresh).
+	finished time.Time
+}
+
+// MaxUncommittedAge is how long after writing a segment file a run may
+// still commit it. gc never deletes an unreferenced index file younger than
+// twice this (maintenance.MinGCGrace, unless forced), so a file a run
+// commits has not been deleted by gc, even with the run's clock and the
+// storage's 30 minutes apart. A run past it fails rather than commit a file
+// gc may have taken; the next run indexes its files again.
+const MaxUncommittedAge = 30 * time.Minute
+
+// clock is the indexer's time, replaced by tests.
+var clock = time.Now
+
+// errStale is why a run refuses to commit a file it wrote too long ago.
+var errStale = errors.New("gc may have deleted it: not committed; run again")
+
+// checkFresh refuses to commit a segment file older than MaxUncommittedAge.
+func (s segmentFile) checkFresh() error {
+	if age := clock().Sub(s.finished); age > MaxUncommittedAge {
+		return fmt.Errorf("index file %s was written %s ago, longer than the %s a run may take to commit one (%w)",
+			s.path, age.Round(time.Second), MaxUncommittedAge, errStale)
+	}
+	return nil
 }
 
 // location describes the segment as openPuffin needs it.
@@ -325,6 +353,7 @@ func (s *segmentWriter) finish() (segmentFile, error) {
 		s.fs.Remove(s.seg.path)
 		return segmentFile{}, fmt.Errorf("write %s: %w", s.seg.path, err)
 	}
+	s.seg.finished = clock()
 	return s.seg, nil
 }
 
