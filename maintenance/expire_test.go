@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -376,6 +377,81 @@ func TestExpireFoldKeepsAFileSyncedMeanwhile(t *testing.T) {
 	for f, ok := range cov {
 		if !ok {
 			t.Errorf("%s lost its coverage", f)
+		}
+	}
+}
+
+// TestExpireNotBlockedByABrokenIndexFile: an index file of a snapshot due
+// to expire is missing, and the current snapshot's is zeroed. Expiry
+// neither blocks nor fails: the fold removes the missing file's reference
+// and replaces the zeroed one, reporting both, and the next sync indexes
+// the files they covered, so every live file is covered again.
+func TestExpireNotBlockedByABrokenIndexFile(t *testing.T) {
+	cat := catalogtest.NewCatalog(t)
+	tbl := cat.NewTable(t, "events", catalogtest.IDSchema, nil)
+	opts := indexer.Options{Columns: []string{"id"}, CompactAbove: -1}
+	var files []string
+	for _, id := range []int64{1, 2, 3} {
+		tbl = catalogtest.AppendIDs(t, tbl, id)
+		sum, err := indexer.Sync(bg, cat, tbl.Identifier(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, strings.TrimPrefix(sum.StatisticsPath, "file://"))
+		tbl, _ = cat.LoadTable(bg, tbl.Identifier())
+	}
+	if err := os.Remove(files[0]); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.Stat(files[2])
+	if err := os.WriteFile(files[2], make([]byte, st.Size()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := maintenance.Expire(bg, cat, tbl.Identifier(), maintenance.ExpireOptions{OlderThan: new(time.Duration), RetainLast: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.SnapshotsExpired) != 2 || sum.Folded == nil || len(sum.Folded.BrokenFiles) != 2 {
+		t.Fatalf("expire %+v (folded %+v)", sum, sum.Folded)
+	}
+	synced, err := indexer.Sync(bg, cat, tbl.Identifier(), opts)
+	if err != nil || synced.FilesIndexed != 2 {
+		t.Fatalf("sync after the repair: %+v, %v", synced, err)
+	}
+	tbl, _ = cat.LoadTable(bg, tbl.Identifier())
+	for f, ok := range covered(t, tbl) {
+		if !ok {
+			t.Errorf("%s is not covered", f)
+		}
+	}
+}
+
+// TestSyncReplacesABrokenCurrentFile: the current snapshot's index file is
+// missing; sync neither fails nor carries it: it indexes the files it
+// covered into the segment that replaces it, and reports it.
+func TestSyncReplacesABrokenCurrentFile(t *testing.T) {
+	cat := catalogtest.NewCatalog(t)
+	tbl := cat.NewTable(t, "events", catalogtest.IDSchema, nil)
+	opts := indexer.Options{Columns: []string{"id"}}
+	tbl = catalogtest.AppendIDs(t, tbl, 1, 2)
+	built, err := indexer.Build(bg, cat, tbl.Identifier(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(strings.TrimPrefix(built.StatisticsPath, "file://")); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := indexer.Sync(bg, cat, tbl.Identifier(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.FilesIndexed != 1 || !slices.Equal(sum.BrokenFiles, []string{built.StatisticsPath}) || sum.Segments != 1 {
+		t.Fatalf("sync %+v", sum)
+	}
+	tbl, _ = cat.LoadTable(bg, tbl.Identifier())
+	for f, ok := range covered(t, tbl) {
+		if !ok {
+			t.Errorf("%s is not covered", f)
 		}
 	}
 }

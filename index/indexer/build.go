@@ -112,6 +112,10 @@ type Summary struct {
 	// the run that the dictionary shortcut and the reading speed decide,
 	// without planning, writing and committing the index.
 	ReadTime time.Duration `json:"read_ns"`
+	// BrokenFiles are index files the run found referenced but missing or
+	// corrupt and replaced: their blobs are gone from the index, and their
+	// data files are indexed again.
+	BrokenFiles []string `json:"broken_files,omitempty"`
 	// WriteTime is the time spent writing the index: filters into groups,
 	// the directory, the file, and the commit — the part of a build that
 	// an index compaction of the same files redoes.
@@ -202,6 +206,9 @@ func (j *job) run(ctx context.Context, files []dataFile) (*Summary, error) {
 		return nil, err
 	}
 	j.sum.StatisticsPath = committed.path
+	if committed.broken != "" {
+		j.sum.BrokenFiles = append(j.sum.BrokenFiles, committed.broken)
+	}
 	j.sum.IndexBytes = committed.stats.FileSize
 	j.sum.BytesCopied = committed.bytesCopied
 	return j.finish(tbl), nil
@@ -270,7 +277,9 @@ func (j *job) carryFrom(sw *segmentWriter, sf *table.StatisticsFile) error {
 	err := sw.copyForeign(j.fs, *sf)
 	if err == nil && j.keepEntries && index.HoldsEntries(*sf) {
 		var seg index.Segment
-		if seg, err = index.ReadSegment(j.fs, *sf); err == nil {
+		if seg, err = index.ReadSegment(j.fs, *sf); err != nil {
+			err = &unreadableError{sf.StatisticsPath, err}
+		} else {
 			err = sw.copyFilters(j.fs, []index.Segment{seg}, func(int, int, index.Filter) bool { return true })
 		}
 	}
@@ -541,11 +550,65 @@ func (j *job) newSegment(base *table.StatisticsFile, replaces string) (*segmentW
 		return nil, err
 	}
 	sw.seg.replaces = replaces
-	if err := j.carryFrom(sw, base); err != nil {
+	err = j.carryFrom(sw, base)
+	if err != nil && brokenFile(err) {
+		// A broken index file is repaired, never trusted: the new segment
+		// replaces it without its blobs, and its data files, which the
+		// index no longer covers, are indexed again (by this sync, whose
+		// index did not load them, or by the next).
+		sw.abandon()
+		if sw, err = createSegment(j.fs, path, j.segmentOptions()); err != nil {
+			return nil, err
+		}
+		sw.seg.replaces = replaces
+		sw.seg.broken = base.StatisticsPath
+		if j.o.Logger != nil {
+			j.o.Logger.Warn("index file cannot be read: replaced without its blobs",
+				"table", strings.Join(j.ident, "."), "statistics_file", base.StatisticsPath,
+				"lost", blobTypes(*base), "error", err.Error())
+		}
+		return sw, nil
+	}
+	if err != nil {
 		sw.abandon()
 		return nil, err
 	}
 	return sw, nil
+}
+
+// unreadableError is a failure to read an index file the run copies from
+// (as opposed to one writing its own).
+type unreadableError struct {
+	path string
+	err  error
+}
+
+func (e *unreadableError) Error() string { return e.err.Error() }
+func (e *unreadableError) Unwrap() error { return e.err }
+
+// brokenFile reports whether an error means that an index file the run
+// reads is missing or corrupt, as opposed to a failure that may pass (a
+// cancelled run, a transient storage or network error) or one writing the
+// run's own file: a broken file is replaced or removed, the others fail
+// the run.
+func brokenFile(err error) bool {
+	var ue *unreadableError
+	var se *segment.SourceError
+	if !errors.As(err, &ue) && !errors.As(err, &se) {
+		return false
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !catalog.IsTransient(err)
+}
+
+// blobTypes lists the blob types a statistics entry says its file holds.
+func blobTypes(sf table.StatisticsFile) []string {
+	var types []string
+	for _, bm := range sf.BlobMetadata {
+		if t := string(bm.Type); !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	return types
 }
 
 // ensureCommitted checks that every index file table metadata lists after

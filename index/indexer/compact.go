@@ -44,6 +44,11 @@ type CompactSummary struct {
 	EntriesKept    int   `json:"entries_kept"`
 	EntriesDropped int   `json:"entries_dropped"`
 	BytesCopied    int64 `json:"bytes_copied"`
+	// BrokenFiles are the index files that were referenced but missing or
+	// corrupt: removed from table metadata (rewritten with the other
+	// tools' blobs where those could still be read), their data files
+	// indexed again by the next sync.
+	BrokenFiles []string `json:"broken_files,omitempty"`
 	// BrokenGroups lists the groups left out because their runs could not
 	// be read or failed their checksums ("path@offset"): their files lost
 	// those filters and are indexed again by the next sync.
@@ -122,7 +127,7 @@ const maxBrokenGroups = 64
 // compactOnce plans and commits one compaction of the segments table
 // metadata lists plus extra ones it no longer lists (segments an earlier
 // pass replaced unseen), leaving out the broken groups.
-func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions, extra []index.Segment, broken map[groupRef]bool) (*CompactSummary, error) {
+func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions, extra []index.Segment, brokenGroups map[groupRef]bool) (*CompactSummary, error) {
 	name := strings.Join(ident, ".")
 	tbl, err := cat.LoadTable(ctx, ident)
 	if err != nil {
@@ -137,19 +142,27 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 		return nil, err
 	}
 	ix, errs := index.Load(ctx, fs, tbl.Metadata(), nil)
-	unreadable := map[string]bool{}
+	// A segment that cannot be read because it is missing or corrupt is
+	// removed (replaced, for the current snapshot); one whose read may
+	// succeed later fails the compaction rather than lose it.
+	var broken []table.StatisticsFile
 	for _, err := range errs {
 		var se *index.SegmentError
-		if errors.As(err, &se) {
-			unreadable[se.Path] = true
+		if !errors.As(err, &se) {
+			continue
+		}
+		if !brokenFile(&unreadableError{se.Path, se.Err}) {
+			return nil, fmt.Errorf("compact the index of %s: %w", name, err)
+		}
+		for sf := range tbl.Metadata().Statistics() {
+			if sf.StatisticsPath == se.Path {
+				broken = append(broken, sf)
+			}
 		}
 	}
 	listed := ix.Segments()
 	segments := append(listed, extra...)
-	sum := &CompactSummary{SegmentsBefore: len(listed) + len(unreadable)}
-	if sf, ok := catalog.StatisticsFileOf(tbl.Metadata(), snap.SnapshotID); ok && unreadable[sf.StatisticsPath] {
-		return nil, fmt.Errorf("compact the index of %s: the current snapshot's statistics file %s cannot be read; it would be replaced", name, sf.StatisticsPath)
-	}
+	sum := &CompactSummary{SegmentsBefore: len(listed) + len(broken)}
 
 	var retained []table.Snapshot
 	for _, s := range tbl.Metadata().Snapshots() {
@@ -161,7 +174,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 	if err != nil {
 		return nil, err
 	}
-	keep, v1 := chooseFilters(segments, held, broken, o.OnlyFrom)
+	keep, v1 := chooseFilters(segments, held, brokenGroups, o.OnlyFrom)
 	for si := range segments {
 		for _, k := range keep[si] {
 			if k {
@@ -171,7 +184,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 			}
 		}
 	}
-	if len(extra) == 0 && len(broken) == 0 && !v1 && sum.EntriesDropped == 0 && len(segments) <= 1 &&
+	if len(extra) == 0 && len(brokenGroups) == 0 && len(broken) == 0 && !v1 && sum.EntriesDropped == 0 && len(segments) <= 1 &&
 		(len(segments) == 0 || segments[0].File.SnapshotID == snap.SnapshotID) {
 		sum.SegmentsAfter = sum.SegmentsBefore
 		return sum, nil // already one v2 segment of the current snapshot, all of it needed
@@ -180,6 +193,9 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 	planned := map[int64]string{}
 	for _, seg := range listed {
 		planned[seg.File.SnapshotID] = seg.File.StatisticsPath
+	}
+	for _, sf := range broken {
+		planned[sf.SnapshotID] = sf.StatisticsPath
 	}
 	planned[snap.SnapshotID] = (&job{snap: snap}).current(tbl.Metadata())
 	var merged segmentFile
@@ -195,8 +211,8 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 		if current == nil {
 			return catalog.StatisticsChange{}, nil, errStatisticsMoved
 		}
-		j := &job{cat: cat, ident: ident, tbl: now, fs: fs, snap: current, o: Options{MemoryBudget: o.MemoryBudget}}
-		m, change, written, err := j.writeCompacted(segments, len(listed), func(si, ord int, _ index.Filter) bool { return keep[si][ord] })
+		j := &job{cat: cat, ident: ident, tbl: now, fs: fs, snap: current, o: Options{MemoryBudget: o.MemoryBudget, Logger: o.Logger}}
+		m, change, written, err := j.writeCompacted(segments, len(listed), broken, func(si, ord int, _ index.Filter) bool { return keep[si][ord] })
 		if err == nil {
 			err = m.checkFresh()
 		}
@@ -224,6 +240,12 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 	}
 	sum.StatisticsPath = merged.path
 	sum.BytesCopied = merged.bytesCopied
+	for _, sf := range broken {
+		sum.BrokenFiles = append(sum.BrokenFiles, sf.StatisticsPath)
+	}
+	if merged.broken != "" && !slices.Contains(sum.BrokenFiles, merged.broken) {
+		sum.BrokenFiles = append(sum.BrokenFiles, merged.broken)
+	}
 	for sf := range committed.Metadata().Statistics() {
 		if index.HoldsEntries(sf) {
 			sum.SegmentsAfter++
@@ -264,7 +286,7 @@ func replacedSegments(fs icebergio.IO, tbl, prepared *table.Table, planned map[i
 // and for every other segment that shares its file with other tools' blobs,
 // a copy holding only those. It returns the change that registers them and
 // removes the rest, and the paths written.
-func (j *job) writeCompacted(segments []index.Segment, listed int, keep func(seg, ord int, f index.Filter) bool) (segmentFile, catalog.StatisticsChange, []string, error) {
+func (j *job) writeCompacted(segments []index.Segment, listed int, broken []table.StatisticsFile, keep func(seg, ord int, f index.Filter) bool) (segmentFile, catalog.StatisticsChange, []string, error) {
 	var change catalog.StatisticsChange
 	var written []string
 	fail := func(err error) (segmentFile, catalog.StatisticsChange, []string, error) {
@@ -312,6 +334,27 @@ func (j *job) writeCompacted(segments []index.Segment, listed int, keep func(seg
 		}
 		written = append(written, rewritten.StatisticsPath)
 		change.Set = append(change.Set, rewritten)
+	}
+	for _, sf := range broken { // the current snapshot's is replaced by the merged one
+		if sf.SnapshotID == j.snap.SnapshotID {
+			continue
+		}
+		if hasForeignBlobs(sf) {
+			rewritten, err := j.foreignOnlyCopy(sf)
+			if err == nil {
+				written = append(written, rewritten.StatisticsPath)
+				change.Set = append(change.Set, rewritten)
+				continue
+			}
+			if !brokenFile(err) {
+				return fail(err)
+			}
+		}
+		change.Remove = append(change.Remove, sf.SnapshotID)
+		if j.o.Logger != nil {
+			j.o.Logger.Warn("index file cannot be read: its reference is removed, its data files will be indexed again",
+				"table", strings.Join(j.ident, "."), "statistics_file", sf.StatisticsPath, "lost", blobTypes(sf))
+		}
 	}
 	return merged, change, written, nil
 }

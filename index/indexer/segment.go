@@ -110,6 +110,9 @@ type segmentFile struct {
 	// other tools' blobs has no directory.
 	dir         *segment.Result
 	bytesCopied int64
+	// broken is the path of the file the segment replaces without its
+	// blobs, because it could not be read.
+	broken string
 	// finished is when the file was completed, by the run's clock: it
 	// must be committed within MaxUncommittedAge of it (checkFresh).
 	finished time.Time
@@ -236,7 +239,7 @@ func createSegment(fs icebergio.WriteFileIO, path string, o segment.WriterOption
 func (s *segmentWriter) copyForeign(fs icebergio.IO, sf table.StatisticsFile) error {
 	src, closeSrc, err := openPuffin(fs, sf)
 	if err != nil {
-		return err
+		return &unreadableError{sf.StatisticsPath, err}
 	}
 	defer closeSrc()
 	for i := range src.NumBlobs() {
@@ -286,7 +289,7 @@ func (s *segmentWriter) copyFilters(fs icebergio.IO, segs []index.Segment, keep 
 		seg := &segs[si]
 		f, err := fs.Open(seg.File.StatisticsPath)
 		if err != nil {
-			return fmt.Errorf("open %s: %w", seg.File.StatisticsPath, err)
+			return &unreadableError{seg.File.StatisticsPath, fmt.Errorf("open %s: %w", seg.File.StatisticsPath, err)}
 		}
 		defer f.Close()
 		ord := -1
@@ -300,7 +303,7 @@ func (s *segmentWriter) copyFilters(fs icebergio.IO, segs []index.Segment, keep 
 			if g == nil {
 				bits, err := index.ReadFilter(f, flt)
 				if err != nil {
-					return err
+					return &unreadableError{seg.File.StatisticsPath, err}
 				}
 				err = s.sw.Add(segment.Filter{File: segment.File{Path: flt.DataFile, Size: flt.DataFileSize},
 					FieldID: flt.FieldID, ValueType: flt.ValueType, FPP: flt.FPP, NDV: flt.NDV, Bits: bits})
