@@ -52,6 +52,7 @@ var (
 	metricIndexBytes    = metricFamily{"icebloom_index_bytes_written_total", counter, "Bytes of index files written: the committed statistics file of a build, sync or rebuild, the blob bytes a compaction copied."}
 	metricExpired       = metricFamily{"icebloom_snapshots_expired_total", counter, "Snapshots expired."}
 	metricOrphans       = metricFamily{"icebloom_orphan_files_deleted_total", counter, "Orphan index files deleted."}
+	metricRepairs       = metricFamily{"icebloom_index_repairs_total", counter, "Index files found missing or corrupt and replaced or removed, and groups of filters left out of a compaction for failing their checksums; their data files are indexed again."}
 	metricSegments      = metricFamily{"icebloom_index_segments", gauge, "Statistics files holding index entries after the last successful run."}
 	metricDuration      = metricFamily{"icebloom_run_duration_seconds", gauge, "Duration of the last run, failed or not."}
 	metricLastRun       = metricFamily{"icebloom_last_run_timestamp_seconds", gauge, "Unix time the last run ended, failed or not."}
@@ -150,7 +151,24 @@ func (m *runMetrics) indexed(l runLabels, sum *indexer.Summary, dataBytes int64,
 	if sum.Compacted != nil {
 		m.add(metricIndexBytes, l, float64(sum.Compacted.BytesCopied))
 	}
+	m.add(metricRepairs, l, float64(repairs(sum, nil)))
 	m.set(metricSegments, l, float64(sum.Segments))
+}
+
+// repairs counts the broken index files and groups a sync's summary (with
+// its compaction) and another compaction's report; either may be nil.
+func repairs(sum *indexer.Summary, cs *indexer.CompactSummary) int {
+	n := 0
+	if sum != nil {
+		n += len(sum.BrokenFiles)
+		if sum.Compacted != nil {
+			n += len(sum.Compacted.BrokenFiles) + len(sum.Compacted.BrokenGroups)
+		}
+	}
+	if cs != nil {
+		n += len(cs.BrokenFiles) + len(cs.BrokenGroups)
+	}
+	return n
 }
 
 // compacted records a compact-index run; sum is nil when it failed.
@@ -160,6 +178,7 @@ func (m *runMetrics) compacted(l runLabels, sum *indexer.CompactSummary, dur tim
 		return
 	}
 	m.add(metricIndexBytes, l, float64(sum.BytesCopied))
+	m.add(metricRepairs, l, float64(repairs(nil, sum)))
 	m.set(metricSegments, l, float64(sum.SegmentsAfter))
 }
 
@@ -188,6 +207,11 @@ func (m *runMetrics) maintained(r maintenance.TableReport, dataBytes int64, dur 
 	if r.Expire != nil {
 		m.add(metricExpired, l, float64(len(r.Expire.SnapshotsExpired)))
 	}
+	var folded *indexer.CompactSummary
+	if r.Expire != nil {
+		folded = r.Expire.Folded
+	}
+	m.add(metricRepairs, l, float64(repairs(r.Sync, folded)))
 	if r.GC != nil {
 		m.add(metricOrphans, l, float64(len(r.GC.Deleted)))
 	}

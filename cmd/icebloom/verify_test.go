@@ -53,3 +53,31 @@ func TestVerifyCommand(t *testing.T) {
 		t.Fatalf("verify --sample -1: exit %d, %s", code, stderr)
 	}
 }
+
+// TestRepairMetric: a sync that replaces a missing index file reports it in
+// its JSON and counts it in icebloom_index_repairs_total.
+func TestRepairMetric(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if _, stderr, code := icebloom(t, "quickstart", "--files", "2", "--rows", "50"); code != 0 {
+		t.Fatal(stderr)
+	}
+	stdout, _, _ := icebloom(t, "--output", "json", "verify", "demo.events")
+	var rep indexer.VerifyReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Segments) == 0 {
+		t.Fatalf("verify: %s", stdout)
+	}
+	for _, s := range rep.Segments {
+		if s.SnapshotID == rep.SnapshotID {
+			os.Remove(strings.TrimPrefix(s.Path, "file://"))
+		}
+	}
+	metrics := "sync.prom"
+	stdout, stderr, code := icebloom(t, "--output", "json", "--metrics-file", metrics, "sync", "demo.events")
+	var sum indexer.Summary
+	if code != 0 || json.Unmarshal([]byte(stdout), &sum) != nil || len(sum.BrokenFiles) != 1 {
+		t.Fatalf("sync: exit %d, %s %s", code, stdout, stderr)
+	}
+	if m := readMetrics(t, metrics); m["icebloom_index_repairs_total"]["sync demo.events"] != 1 {
+		t.Fatalf("metrics %v", m["icebloom_index_repairs_total"])
+	}
+}

@@ -557,16 +557,16 @@ func (j *job) newSegment(base *table.StatisticsFile, replaces string) (*segmentW
 		// index no longer covers, are indexed again (by this sync, whose
 		// index did not load them, or by the next).
 		sw.abandon()
-		if sw, err = createSegment(j.fs, path, j.segmentOptions()); err != nil {
-			return nil, err
-		}
-		sw.seg.replaces = replaces
-		sw.seg.broken = base.StatisticsPath
 		if j.o.Logger != nil {
 			j.o.Logger.Warn("index file cannot be read: replaced without its blobs",
 				"table", strings.Join(j.ident, "."), "statistics_file", base.StatisticsPath,
 				"lost", blobTypes(*base), "error", err.Error())
 		}
+		if sw, err = createSegment(j.fs, path, j.segmentOptions()); err != nil {
+			return nil, err
+		}
+		sw.seg.replaces = replaces
+		sw.seg.broken = base.StatisticsPath
 		return sw, nil
 	}
 	if err != nil {
