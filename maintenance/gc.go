@@ -16,6 +16,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index/indexer"
 )
 
@@ -135,7 +136,7 @@ func gc(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o G
 	}
 	cutoff := now().Add(-grace)
 
-	tbl, err := cat.LoadTable(ctx, ident)
+	tbl, err := catalog.LoadTable(ctx, cat, ident)
 	if err != nil {
 		return nil, fmt.Errorf("load table %s: %w", name, err)
 	}
@@ -171,7 +172,7 @@ func gc(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o G
 	}
 	// A commit may have landed since the table was loaded: check again
 	// against the table as it is now, right before deleting.
-	tbl, err = cat.LoadTable(ctx, ident)
+	tbl, err = catalog.LoadTable(ctx, cat, ident)
 	if err != nil {
 		return nil, fmt.Errorf("reload table %s: %w", name, err)
 	}

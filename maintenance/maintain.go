@@ -9,6 +9,7 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index/indexer"
 )
 
@@ -125,7 +126,7 @@ func MaintainTable(ctx context.Context, cat icecatalog.Catalog, ident table.Iden
 		r.Error = err.Error()
 		return r
 	}
-	tbl, err := cat.LoadTable(ctx, ident)
+	tbl, err := catalog.LoadTable(ctx, cat, ident)
 	if err != nil {
 		return fail(fmt.Errorf("load table %s: %w", r.Table, err))
 	}

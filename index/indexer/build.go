@@ -170,7 +170,7 @@ func newJob(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 	j := &job{cat: cat, ident: ident, o: o, start: time.Now()}
 	name := strings.Join(ident, ".")
 	var err error
-	if j.tbl, err = cat.LoadTable(ctx, ident); err != nil {
+	if j.tbl, err = catalog.LoadTable(ctx, cat, ident, commitOptions(o.Logger)...); err != nil {
 		return nil, fmt.Errorf("load table %s: %w", name, err)
 	}
 	if j.snap, err = resolveSnapshot(j.tbl, o.SnapshotID); err != nil {

@@ -129,7 +129,7 @@ const maxBrokenGroups = 64
 // pass replaced unseen), leaving out the broken groups.
 func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions, extra []index.Segment, brokenGroups map[groupRef]bool) (*CompactSummary, error) {
 	name := strings.Join(ident, ".")
-	tbl, err := cat.LoadTable(ctx, ident)
+	tbl, err := catalog.LoadTable(ctx, cat, ident, commitOptions(o.Logger)...)
 	if err != nil {
 		return nil, fmt.Errorf("load table %s: %w", name, err)
 	}

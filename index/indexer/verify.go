@@ -88,7 +88,7 @@ const maxListedUncovered = 20
 // nothing.
 func Verify(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o VerifyOptions) (*VerifyReport, error) {
 	name := strings.Join(ident, ".")
-	tbl, err := cat.LoadTable(ctx, ident)
+	tbl, err := catalog.LoadTable(ctx, cat, ident)
 	if err != nil {
 		return nil, fmt.Errorf("load table %s: %w", name, err)
 	}
