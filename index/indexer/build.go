@@ -545,34 +545,44 @@ func (j *job) newSegment(base *table.StatisticsFile, replaces string) (*segmentW
 	if err != nil {
 		return nil, err
 	}
-	sw, err := createSegment(j.fs, path, j.segmentOptions())
-	if err != nil {
-		return nil, err
-	}
-	sw.seg.replaces = replaces
-	err = j.carryFrom(sw, base)
-	if err != nil && brokenFile(err) {
-		// A broken index file is repaired, never trusted: the new segment
-		// replaces it without its blobs, and its data files, which the
-		// index no longer covers, are indexed again (by this sync, whose
-		// index did not load them, or by the next).
-		sw.abandon()
-		if j.o.Logger != nil {
-			j.o.Logger.Warn("index file cannot be read: replaced without its blobs",
-				"table", strings.Join(j.ident, "."), "statistics_file", base.StatisticsPath,
-				"lost", blobTypes(*base), "error", err.Error())
-		}
-		if sw, err = createSegment(j.fs, path, j.segmentOptions()); err != nil {
+	// try starts the segment and carries what carry copies of base.
+	try := func(carry func(*segmentWriter) error) (*segmentWriter, error) {
+		sw, err := createSegment(j.fs, path, j.segmentOptions())
+		if err != nil {
 			return nil, err
 		}
 		sw.seg.replaces = replaces
-		sw.seg.broken = base.StatisticsPath
+		if err := carry(sw); err != nil {
+			sw.abandon()
+			return nil, err
+		}
 		return sw, nil
 	}
+	sw, err := try(func(sw *segmentWriter) error { return j.carryFrom(sw, base) })
+	if err == nil || !brokenFile(err) {
+		return sw, err
+	}
+	// A broken index file is repaired, never trusted: the new segment
+	// replaces it with only the other tools' blobs that can still be read,
+	// and its data files, which the index no longer covers, are indexed
+	// again (by this sync, whose index did not load them, or by the next).
+	if j.o.Logger != nil {
+		j.o.Logger.Warn("index file cannot be read: replaced without its filters",
+			"table", strings.Join(j.ident, "."), "statistics_file", base.StatisticsPath,
+			"blob_types", blobTypes(*base), "error", err.Error())
+	}
+	sw, err = try(func(sw *segmentWriter) error { return sw.copyForeign(j.fs, *base) })
+	if err != nil && brokenFile(err) {
+		if j.o.Logger != nil {
+			j.o.Logger.Warn("other tools' blobs of a broken index file are lost",
+				"table", strings.Join(j.ident, "."), "statistics_file", base.StatisticsPath, "blob_types", blobTypes(*base))
+		}
+		sw, err = try(func(*segmentWriter) error { return nil })
+	}
 	if err != nil {
-		sw.abandon()
 		return nil, err
 	}
+	sw.seg.broken = base.StatisticsPath
 	return sw, nil
 }
 

@@ -389,3 +389,58 @@ func TestCompactionLeavesBrokenGroupsOut(t *testing.T) {
 		t.Fatalf("verify after the repair: %v %+v", err, rep.Problems)
 	}
 }
+
+// TestSyncKeepsReadableForeignBlobsOfABrokenFile: the current snapshot's
+// statistics file holds Trino's theta sketches and an index whose
+// directory is corrupt. A sync replaces the file: the sketches are carried
+// byte for byte (they can still be read), the index's filters are not, and
+// the sync indexes their files again.
+func TestSyncKeepsReadableForeignBlobsOfABrokenFile(t *testing.T) {
+	cat, tbl, _ := eventsTable(t, 2, 100, nil)
+	registerTheta(t, cat, tbl)
+	opts := indexer.Options{Columns: []string{"id"}}
+	if _, err := indexer.Build(ctx, cat, tbl.Identifier(), opts); err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	sf := statisticsFiles(tbl)[0]
+	off, _, _ := index.DirectoryPlace(sf)
+	local := strings.TrimPrefix(sf.StatisticsPath, "file://")
+	b, err := os.ReadFile(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[off+10] ^= 0xff
+	if err := os.WriteFile(local, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := indexer.Sync(ctx, cat, tbl.Identifier(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.FilesIndexed != 2 || len(sum.BrokenFiles) != 1 || sum.BrokenFiles[0] != sf.StatisticsPath {
+		t.Fatalf("sync %+v", sum)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	now := statisticsFiles(tbl)
+	thetas := 0
+	for _, bm := range now[0].BlobMetadata {
+		if bm.Type == "apache-datasketches-theta-v1" {
+			thetas++
+		}
+	}
+	if len(now) != 1 || thetas != 3 {
+		t.Fatalf("statistics after the sync %+v: want the 3 theta items kept", now)
+	}
+	r := openStatistics(t, tbl, now[0])
+	blobs := 0
+	for i := range r.NumBlobs() {
+		if b, _ := r.Blob(i); b.Type == "apache-datasketches-theta-v1" {
+			blobs++
+		}
+	}
+	if blobs != 3 {
+		t.Fatalf("the new statistics file holds %d theta blobs, want the 3 carried", blobs)
+	}
+	coveredByAll(t, tbl, 1)
+}

@@ -113,6 +113,8 @@ type segmentFile struct {
 	// broken is the path of the file the segment replaces without its
 	// blobs, because it could not be read.
 	broken string
+	// foreign counts the blobs of other tools carried into the file.
+	foreign int
 	// finished is when the file was completed, by the run's clock: it
 	// must be committed within MaxUncommittedAge of it (checkFresh).
 	finished time.Time
@@ -158,7 +160,7 @@ func (s segmentFile) statisticsFile(snap *table.Snapshot, replaced *table.Statis
 		FileSizeInBytes:       s.stats.FileSize,
 		FileFooterSizeInBytes: s.stats.FooterSize,
 	}
-	if replaced != nil {
+	if replaced != nil && s.foreign > 0 { // listed only if carried: a broken file's may be lost
 		for _, bm := range replaced.BlobMetadata {
 			if !index.IsIndexBlobType(puffin.BlobType(bm.Type)) {
 				sf.BlobMetadata = append(sf.BlobMetadata, bm)
@@ -255,6 +257,7 @@ func (s *segmentWriter) copyForeign(fs icebergio.IO, sf table.StatisticsFile) er
 			return fmt.Errorf("copy blob %d (%s) of %s: %w", i, b.Type, sf.StatisticsPath, err)
 		}
 		s.seg.bytesCopied += meta.Length
+		s.seg.foreign++
 	}
 	return nil
 }
