@@ -98,7 +98,7 @@ func TestSoak(t *testing.T) {
 	cat := catalogtest.NewCatalog(t)
 	tbl := cat.NewTable(t, "soak", catalogtest.IDSchema, nil)
 	ident := tbl.Identifier()
-	tbl = catalogtest.AppendIDs(t, tbl, 1, 2, 3)
+	catalogtest.AppendIDs(t, tbl, 1, 2, 3)
 	opts := indexer.Options{Columns: []string{"id"}, Parallel: 1}
 	if _, err := indexer.Build(bg, cat, ident, opts); err != nil {
 		t.Fatal(err)
