@@ -122,8 +122,9 @@ type Summary struct {
 	WriteTime time.Duration `json:"write_ns"`
 
 	// v1Segments counts the segments of index format v1 the run left,
-	// which Sync rewrites as v2.
-	v1Segments int
+	// which Sync rewrites as v2; brokenSegments those a sync found missing
+	// or corrupt, which its compaction removes.
+	v1Segments, brokenSegments int
 }
 
 // Build indexes a snapshot of the table and commits the index. Data files
@@ -508,7 +509,9 @@ func (j *job) commitVerified(ctx context.Context, seg segmentFile) (segmentFile,
 		if err != nil {
 			return segmentFile{}, nil, err
 		}
-		if err := ensureCommitted(ctx, j.cat, j.ident, j.fs, j.o.Logger, tbl); err != nil {
+		removed, err := ensureCommitted(ctx, j.cat, j.ident, j.fs, j.o.Logger, tbl, committed.path)
+		j.sum.BrokenFiles = append(j.sum.BrokenFiles, removed...)
+		if err != nil {
 			return segmentFile{}, nil, err
 		}
 		missed, err := j.replacedUnseen(ctx, tbl, committed)
@@ -621,13 +624,14 @@ func blobTypes(sf table.StatisticsFile) []string {
 	return types
 }
 
-// ensureCommitted checks that every index file table metadata lists after
-// a run's commit exists. One gc deleted before the commit landed (which the
-// grace periods exclude, unless gc was forced) would leave metadata naming
-// a missing file: its reference is removed at once — the index is
-// advisory, its files are indexed again by the next sync — and the run
-// fails, saying so.
-func ensureCommitted(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, fs icebergio.IO, log *slog.Logger, tbl *table.Table) error {
+// ensureCommitted checks, after a run's commit, that every index file
+// table metadata lists exists, and removes the reference of any that does
+// not at once (the index is advisory: the files it covered are indexed
+// again by the next sync), returning their paths. One of own, the files
+// the run itself committed, missing means gc deleted it before the commit
+// landed (which the grace periods exclude unless gc was forced): the run
+// then fails, saying so.
+func ensureCommitted(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, fs icebergio.IO, log *slog.Logger, tbl *table.Table, own ...string) ([]string, error) {
 	var missing []string
 	for sf := range tbl.Metadata().Statistics() {
 		if !index.HoldsEntries(sf) {
@@ -643,7 +647,7 @@ func ensureCommitted(ctx context.Context, cat icecatalog.Catalog, ident table.Id
 		}
 	}
 	if len(missing) == 0 {
-		return nil
+		return nil, nil
 	}
 	_, err := catalog.CommitStatistics(ctx, cat, ident, func(ctx context.Context, now *table.Table) (catalog.StatisticsChange, func(), error) {
 		var change catalog.StatisticsChange
@@ -656,15 +660,20 @@ func ensureCommitted(ctx context.Context, cat icecatalog.Catalog, ident table.Id
 	}, commitOptions(log)...)
 	name := strings.Join(ident, ".")
 	if err != nil {
-		return fmt.Errorf("index files of %s vanished after the commit that registered them (%s), and removing their references failed: %w",
+		return nil, fmt.Errorf("index files of %s are missing (%s), and removing their references failed: %w",
 			name, strings.Join(missing, ", "), err)
 	}
 	if log != nil {
-		log.Warn("index files vanished after their commit: references removed, their data files will be indexed again",
+		log.Warn("index files are missing: references removed, their data files will be indexed again",
 			"table", name, "files", missing)
 	}
-	return fmt.Errorf("index files of %s vanished after the commit that registered them, deleted by gc with a grace period shorter than %s (forced) or by hand: %s; their references were removed, and the next sync indexes their data files again",
-		name, 2*MaxUncommittedAge, strings.Join(missing, ", "))
+	for _, path := range own {
+		if slices.Contains(missing, path) {
+			return missing, fmt.Errorf("index file %s of %s vanished after the commit that registered it, deleted by gc with a grace period shorter than %s (forced) or by hand; its reference was removed, and the next sync indexes its data files again",
+				path, name, 2*MaxUncommittedAge)
+		}
+	}
+	return missing, nil
 }
 
 // previousMetadata reads the metadata the latest commit of tbl replaced (the

@@ -235,9 +235,11 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 		}
 		return nil, fmt.Errorf("commit the compacted index of %s: %w", name, err)
 	}
-	if err := ensureCommitted(ctx, cat, ident, fs, o.Logger, committed); err != nil {
+	removed, err := ensureCommitted(ctx, cat, ident, fs, o.Logger, committed, merged.path)
+	if err != nil {
 		return nil, err
 	}
+	sum.BrokenFiles = append(sum.BrokenFiles, removed...)
 	sum.StatisticsPath = merged.path
 	sum.BytesCopied = merged.bytesCopied
 	for _, sf := range broken {

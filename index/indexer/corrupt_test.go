@@ -5,6 +5,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -443,4 +444,45 @@ func TestSyncKeepsReadableForeignBlobsOfABrokenFile(t *testing.T) {
 		t.Fatalf("the new statistics file holds %d theta blobs, want the 3 carried", blobs)
 	}
 	coveredByAll(t, tbl, 1)
+}
+
+// TestSyncRemovesAMissingSegment: a segment's file is gone. A sync
+// indexes its files again and replaces or removes the dangling reference
+// (compacting to do so when it is an older snapshot's): lookups stop
+// reporting it.
+func TestSyncRemovesAMissingSegment(t *testing.T) {
+	for _, old := range []bool{true, false} {
+		fx := newCorruptionFixture(t)
+		current := fx.table(t).CurrentSnapshot().SnapshotID
+		var tg target
+		for k := range fx.files {
+			if tg = fx.target(t, k); (tg.sf.SnapshotID != current) == old {
+				break
+			}
+		}
+		if err := os.Remove(tg.local); err != nil {
+			t.Fatal(err)
+		}
+		sum, err := indexer.Sync(ctx, fx.cat, fx.ident, indexer.Options{Columns: []string{"id", "email"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		broken := sum.BrokenFiles
+		if sum.Compacted != nil {
+			broken = append(broken, sum.Compacted.BrokenFiles...)
+		}
+		if sum.FilesIndexed != tg.members || sum.Compacted == nil || !slices.Equal(broken, []string{tg.sf.StatisticsPath}) {
+			t.Fatalf("old segment %v: sync %+v (compacted %+v)", old, sum, sum.Compacted)
+		}
+		tbl := fx.table(t)
+		for _, sf := range statisticsFiles(tbl) {
+			if sf.StatisticsPath == tg.sf.StatisticsPath {
+				t.Fatal("table metadata still references the missing file")
+			}
+		}
+		coveredByAll(t, tbl, 1, 2)
+		if n := candidates(t, tbl, iceberg.EqualTo(iceberg.Reference("id"), tg.needle)); n < 1 {
+			t.Fatal("the lookup dropped the file holding the id")
+		}
+	}
 }

@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"context"
+	"errors"
 
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -20,7 +21,8 @@ import (
 // index then has more segments than o.CompactAbove, Sync compacts it, so a
 // long run of small appends keeps the segments and table metadata bounded;
 // and it compacts an index that still has segments of format v1, which
-// the compaction rewrites as v2 by copying their bitsets.
+// the compaction rewrites as v2 by copying their bitsets, or a segment that
+// cannot be read, which the compaction removes.
 func Sync(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*Summary, error) {
 	sum, err := syncOnce(ctx, cat, ident, o)
 	if err != nil {
@@ -30,7 +32,7 @@ func Sync(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o
 	if limit == 0 {
 		limit = DefaultCompactAbove
 	}
-	if limit > 0 && (sum.Segments > limit || sum.v1Segments > 0) {
+	if limit > 0 && (sum.Segments > limit || sum.v1Segments > 0 || sum.brokenSegments > 0) {
 		if sum.Compacted, err = Compact(ctx, cat, ident, CompactOptions{Logger: o.Logger}); err != nil {
 			return nil, err
 		}
@@ -50,7 +52,13 @@ func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 	if err != nil {
 		return nil, err
 	}
-	ix, _ := index.Load(ctx, j.fs, j.tbl.Metadata(), nil)
+	ix, errs := index.Load(ctx, j.fs, j.tbl.Metadata(), nil)
+	for _, err := range errs {
+		var se *index.SegmentError
+		if errors.As(err, &se) && brokenFile(&unreadableError{se.Path, se.Err}) {
+			j.sum.brokenSegments++ // its files are indexed again below; a compaction removes it
+		}
+	}
 	var todo []dataFile
 	for _, f := range files {
 		if !covered(ix, f, j.cols) {
