@@ -160,11 +160,29 @@ func (c StatisticsChange) validate(meta table.Metadata) error {
 		}
 	}
 	for _, id := range c.Remove {
+		// A statistics entry of a snapshot no longer in the table (a set
+		// that raced an expiry: Iceberg's set-statistics does not check)
+		// may be removed, and must be, or it stays for good.
+		if meta.SnapshotByID(id) == nil && dangling(meta, id) && !seen[id] {
+			seen[id] = true
+			continue
+		}
 		if err := snapshot(id); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// dangling reports whether table metadata lists a statistics file of the
+// snapshot id.
+func dangling(meta table.Metadata, id int64) bool {
+	for sf := range meta.Statistics() {
+		if sf.SnapshotID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // updates returns the table updates that make the change.

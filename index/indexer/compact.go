@@ -326,7 +326,9 @@ func (j *job) writeCompacted(segments []index.Segment, listed int, broken []tabl
 		if seg.File.SnapshotID == j.snap.SnapshotID {
 			continue
 		}
-		if !hasForeignBlobs(seg.File) {
+		// A segment of a snapshot no longer in the table (its set raced
+		// an expiry) is removed whole: nothing reads its other blobs.
+		if !hasForeignBlobs(seg.File) || j.tbl.SnapshotByID(seg.File.SnapshotID) == nil {
 			change.Remove = append(change.Remove, seg.File.SnapshotID)
 			continue
 		}
@@ -341,7 +343,7 @@ func (j *job) writeCompacted(segments []index.Segment, listed int, broken []tabl
 		if sf.SnapshotID == j.snap.SnapshotID {
 			continue
 		}
-		if hasForeignBlobs(sf) {
+		if hasForeignBlobs(sf) && j.tbl.SnapshotByID(sf.SnapshotID) != nil {
 			rewritten, err := j.foreignOnlyCopy(sf)
 			if err == nil {
 				written = append(written, rewritten.StatisticsPath)

@@ -486,3 +486,43 @@ func TestSyncRemovesAMissingSegment(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactRemovesADanglingStatisticsEntry: a set-statistics that raced
+// an expiry left a statistics entry of a snapshot no longer in the table
+// (Iceberg does not refuse one). Compaction merges its filters and removes
+// the entry instead of failing on it for good.
+func TestCompactRemovesADanglingStatisticsEntry(t *testing.T) {
+	fx := newCorruptionFixture(t)
+	tbl := fx.table(t)
+	current := tbl.CurrentSnapshot().SnapshotID
+	var old table.StatisticsFile
+	for _, sf := range statisticsFiles(tbl) {
+		if sf.SnapshotID != current {
+			old = sf
+		}
+	}
+	// Move the old segment's entry to a snapshot that does not exist.
+	const gone = 424242
+	old.SnapshotID = gone
+	ups := []table.Update{table.NewSetStatisticsUpdate(old), table.NewRemoveStatisticsUpdate(statisticsFiles(tbl)[0].SnapshotID)}
+	if statisticsFiles(tbl)[0].SnapshotID == current {
+		ups[1] = table.NewRemoveStatisticsUpdate(statisticsFiles(tbl)[1].SnapshotID)
+	}
+	if _, _, err := fx.cat.CommitTable(ctx, fx.ident, nil, ups); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := indexer.Compact(ctx, fx.cat, fx.ident, indexer.CompactOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.SegmentsAfter != 1 || sum.EntriesKept != 12 {
+		t.Fatalf("compaction %+v", sum)
+	}
+	tbl = fx.table(t)
+	for _, sf := range statisticsFiles(tbl) {
+		if sf.SnapshotID == gone {
+			t.Fatal("the dangling entry is still listed")
+		}
+	}
+	coveredByAll(t, tbl, 1, 2)
+}
