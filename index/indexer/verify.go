@@ -184,16 +184,15 @@ func checkSegment(fs icebergio.IO, sf table.StatisticsFile) SegmentReport {
 	off, length, isV2 := segment.FindDirectory(pr)
 	if !isV2 {
 		sr.Format = 1
-		seg, err := index.ReadSegment(fs, sf)
-		if err != nil {
-			problem("%v", err)
-			return sr
-		}
+		seg := index.Segment{File: sf}
 		for i := range pr.NumBlobs() {
 			if b, _ := pr.Blob(i); index.IsEntry(b) {
-				if _, err := index.DecodeEntry(b); err != nil {
+				e, err := index.DecodeEntry(b)
+				if err != nil {
 					problem("%v", err)
+					continue
 				}
+				seg.Entries = append(seg.Entries, e)
 			}
 		}
 		for flt := range seg.Filters() {
