@@ -78,16 +78,16 @@ var scaleColumns = []string{benchIDCol, benchStrCol}
 
 // ScaleOutput is the JSON output of bench --scale.
 type ScaleOutput struct {
-	Sizes      []int      `json:"sizes"`
-	S3Files    int        `json:"s3_files"`
-	S3DelayMS  float64    `json:"s3_delay_ms"`
-	RowsPerFil int        `json:"rows_per_file"`
-	GOMAXPROCS int        `json:"gomaxprocs"`
-	NumCPU     int        `json:"num_cpu"`
-	GoVersion  string     `json:"go_version"`
-	Dir        string     `json:"dir"`
-	Notes      []string   `json:"notes"`
-	Runs       []ScaleRun `json:"runs"`
+	Sizes       []int      `json:"sizes"`
+	S3Files     int        `json:"s3_files"`
+	S3DelayMS   float64    `json:"s3_delay_ms"`
+	RowsPerFile int        `json:"rows_per_file"`
+	GOMAXPROCS  int        `json:"gomaxprocs"`
+	NumCPU      int        `json:"num_cpu"`
+	GoVersion   string     `json:"go_version"`
+	Dir         string     `json:"dir"`
+	Notes       []string   `json:"notes"`
+	Runs        []ScaleRun `json:"runs"`
 }
 
 // ScaleRun is the measurements of one table: Storage "local" (the
@@ -144,7 +144,7 @@ func (c *BenchCmd) runScale(ctx context.Context, e *env) error {
 	if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil && !errors.Is(err, icecat.ErrNamespaceAlreadyExists) {
 		return fmt.Errorf("create namespace bench: %w", err)
 	}
-	out := &ScaleOutput{Sizes: sizes, S3Files: c.S3Files, S3DelayMS: float64(scaleS3Delay) / 1e6, RowsPerFil: scaleRows,
+	out := &ScaleOutput{Sizes: sizes, S3Files: c.S3Files, S3DelayMS: float64(scaleS3Delay) / 1e6, RowsPerFile: scaleRows,
 		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), Dir: dir,
 		Notes: []string{}, Runs: []ScaleRun{}}
 	s := &scaler{c: c, e: e, out: out}
@@ -378,17 +378,9 @@ func (s *scaler) local(ctx context.Context, cat icecat.Catalog, n int) (ScaleRun
 	if built.FilesIndexed != n {
 		return run, fmt.Errorf("build indexed %d files, want %d", built.FilesIndexed, n)
 	}
-	tbl, err := cat.LoadTable(ctx, ident)
+	tbl, fs, ix, err := loadScaleIndex(ctx, cat, ident)
 	if err != nil {
 		return run, err
-	}
-	fs, err := catalog.TableIO(ctx, tbl)
-	if err != nil {
-		return run, err
-	}
-	ix, errs := index.Load(ctx, fs, tbl.Metadata(), nil)
-	if len(errs) > 0 {
-		return run, fmt.Errorf("load index: %w", errors.Join(errs...))
 	}
 	if len(ix.Segments()) != 1 {
 		return run, fmt.Errorf("%d segments after the build, want 1", len(ix.Segments()))
@@ -623,6 +615,24 @@ func (s *scaler) sizeAndFPP(ctx context.Context, run *ScaleRun, fs icebergio.IO,
 	return nil
 }
 
+// loadScaleIndex loads a bench table, its storage and its whole index; an
+// index problem is an error here, where the bench wrote every file itself.
+func loadScaleIndex(ctx context.Context, cat icecat.Catalog, ident table.Identifier) (*table.Table, icebergio.IO, *index.TableIndex, error) {
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fs, err := catalog.TableIO(ctx, tbl)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ix, errs := index.Load(ctx, fs, tbl.Metadata(), nil)
+	if len(errs) > 0 {
+		return nil, nil, nil, fmt.Errorf("load index: %w", errors.Join(errs...))
+	}
+	return tbl, fs, ix, nil
+}
+
 // heapPeak runs fn while sampling the live heap every 200 µs and returns
 // the peak's growth over the heap before: the peak memory of a build or a
 // sync, which a sample after it would miss.
@@ -692,17 +702,9 @@ func (s *scaler) onS3(ctx context.Context, dir string, n int) (ScaleRun, error) 
 	if _, err := indexer.Build(ctx, cat, ident, indexer.Options{Columns: scaleColumns, FPP: s.c.FPP, FailFast: true}); err != nil {
 		return run, fmt.Errorf("build: %w", err)
 	}
-	tbl, err := cat.LoadTable(ctx, ident)
+	tbl, _, ix, err := loadScaleIndex(ctx, cat, ident)
 	if err != nil {
 		return run, err
-	}
-	fs, err := catalog.TableIO(ctx, tbl)
-	if err != nil {
-		return run, err
-	}
-	ix, errs := index.Load(ctx, fs, tbl.Metadata(), nil)
-	if len(errs) > 0 {
-		return run, fmt.Errorf("load index: %w", errors.Join(errs...))
 	}
 	var segments, groups int
 	var dirBytes int64
@@ -814,7 +816,7 @@ func scanAll(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpres
 // printScale writes the results as one text table per run.
 func printScale(w io.Writer, out *ScaleOutput) {
 	fmt.Fprintf(w, "icebloom bench --scale: %d rows per file, columns %s, GOMAXPROCS %d, %d CPUs, %s\n",
-		out.RowsPerFil, strings.Join(scaleColumns, ","), out.GOMAXPROCS, out.NumCPU, out.GoVersion)
+		out.RowsPerFile, strings.Join(scaleColumns, ","), out.GOMAXPROCS, out.NumCPU, out.GoVersion)
 	for _, run := range out.Runs {
 		fmt.Fprintf(w, "\n%d files (%s)\n", run.Files, run.Storage)
 		if run.Storage == "s3" {

@@ -3,6 +3,7 @@ package indexer
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -124,30 +125,26 @@ func Verify(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 			fields[f.FieldID] = true
 		}
 	}
-	ids := slices.Sorted(func(yield func(int) bool) {
-		for id := range fields {
-			if !yield(id) {
-				return
-			}
-		}
-	})
-	var covered []dataFile
+	ids := slices.Sorted(maps.Keys(fields))
+	anyCovered := make([]bool, len(live)) // by some indexed column
 	for _, id := range ids {
 		cr := CoverageReport{FieldID: id, Name: "field " + strconv.Itoa(id), UncoveredFiles: []string{}}
 		if n, ok := tbl.Schema().FindColumnName(id); ok {
 			cr.Name = n
 		}
-		for _, df := range live {
+		for i, df := range live {
 			if _, ok := ix.Lookup(df.path, df.size, id); ok {
 				cr.Covered++
+				anyCovered[i] = true
 			} else if cr.Uncovered++; len(cr.UncoveredFiles) < maxListedUncovered {
 				cr.UncoveredFiles = append(cr.UncoveredFiles, df.path)
 			}
 		}
 		rep.Columns = append(rep.Columns, cr)
 	}
-	for _, df := range live {
-		if slices.ContainsFunc(ids, func(id int) bool { _, ok := ix.Lookup(df.path, df.size, id); return ok }) {
+	var covered []dataFile
+	for i, df := range live {
+		if anyCovered[i] {
 			covered = append(covered, df)
 		}
 	}
