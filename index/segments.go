@@ -107,17 +107,25 @@ func (f Filter) Place(b int) Place {
 	return Place{Offset: c.Offset, Length: c.Length + segment.ChecksumBytes, Block: int64(c.Index) * sbbf.BlockBytes, Checked: true, Check: c}
 }
 
-// ReadFilter reads a filter's whole bitset from its statistics file r,
-// verifying every chunk of a v2 filter: one read per block.
+// ReadFilter reads a filter's whole bitset from its statistics file r: a
+// v1 bitset with one read, a v2 filter with one read per block (its blocks
+// lie in N runs), verifying every chunk.
 func ReadFilter(r io.ReaderAt, f Filter) ([]byte, error) {
+	if f.group == nil {
+		bits := make([]byte, f.Blocks*sbbf.BlockBytes)
+		if n, err := r.ReadAt(bits, f.offset); n < len(bits) {
+			return nil, fmt.Errorf("index: read the filter of %s in %s: %w", f.DataFile, f.Path, shortRead(err))
+		}
+		return bits, nil
+	}
 	bits := make([]byte, 0, f.Blocks*sbbf.BlockBytes)
 	for b := range f.Blocks {
 		p := f.Place(b)
 		buf := make([]byte, p.Length)
 		if n, err := r.ReadAt(buf, p.Offset); n < len(buf) {
-			return nil, fmt.Errorf("index: read block %d of the filter of %s in %s: %w", b, f.DataFile, f.Path, cmpEOF(err))
+			return nil, fmt.Errorf("index: read block %d of the filter of %s in %s: %w", b, f.DataFile, f.Path, shortRead(err))
 		}
-		if p.Checked && !p.Check.Verify(buf) {
+		if !p.Check.Verify(buf) {
 			return nil, fmt.Errorf("index: block %d of the filter of %s in %s: %w", b, f.DataFile, f.Path, segment.ErrChecksum)
 		}
 		bits = append(bits, buf[p.Block:p.Block+sbbf.BlockBytes]...)
@@ -125,7 +133,9 @@ func ReadFilter(r io.ReaderAt, f Filter) ([]byte, error) {
 	return bits, nil
 }
 
-func cmpEOF(err error) error {
+// shortRead is the error of a ReadAt that returned fewer bytes than asked:
+// its own, or io.ErrUnexpectedEOF where it gave none or only io.EOF.
+func shortRead(err error) error {
 	if err == nil || err == io.EOF {
 		return io.ErrUnexpectedEOF
 	}
