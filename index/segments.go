@@ -23,13 +23,56 @@ import (
 )
 
 // Segment is one statistics file's part of a table's index: a format v2
-// directory, or the v1 entries its footer lists.
+// directory, or the v1 entries its footer lists. A segment file another
+// segment links (segment.Link) is a Segment of its own, listed after the
+// one linking it.
 type Segment struct {
+	// File is the segment's statistics entry; a linked segment's is made
+	// from its link (LinkedFile).
 	File table.StatisticsFile
 	// Dir is the segment's directory (format v2), nil for a v1 segment.
 	Dir *segment.Directory
 	// Entries are the v1 entries of the file's footer.
 	Entries []Entry
+	// LinkedFrom is the path of the statistics file whose directory links
+	// this segment, "" for a segment table metadata lists; Link is that
+	// link.
+	LinkedFrom string
+	Link       *segment.Link
+}
+
+// LinkedFile returns the statistics entry a linked segment would have if
+// table metadata listed it for the snapshot of the file linking it, owner:
+// its sizes and the place of its directory, so it is read like any other
+// segment.
+func LinkedFile(owner table.StatisticsFile, l segment.Link) table.StatisticsFile {
+	fields := make([]int32, len(l.Fields))
+	for i, f := range l.Fields {
+		fields[i] = int32(f)
+	}
+	return table.StatisticsFile{
+		SnapshotID:            owner.SnapshotID,
+		StatisticsPath:        l.Path,
+		FileSizeInBytes:       l.Size,
+		FileFooterSizeInBytes: l.FooterSize,
+		BlobMetadata: []table.BlobMetadata{{
+			Type:       table.BlobType(segment.DirectoryBlobType),
+			SnapshotID: owner.SnapshotID,
+			Fields:     fields,
+			Properties: map[string]string{
+				segment.PropDirectoryOffset: strconv.FormatInt(l.DirectoryOffset, 10),
+				segment.PropDirectoryLength: strconv.FormatInt(l.DirectoryLength, 10),
+			},
+		}},
+	}
+}
+
+// Links returns the segment files the segment links (segment.Link).
+func (s *Segment) Links() []segment.Link {
+	if s.Dir == nil {
+		return nil
+	}
+	return s.Dir.Links
 }
 
 // Filters returns every filter of the segment.
@@ -245,7 +288,7 @@ type footer struct {
 
 // loadConcurrency bounds how many segments Load reads at once: enough to
 // hide object-store latency for a table with many segments.
-const loadConcurrency = 8
+const loadConcurrency = 32
 
 // Load reads a table's index from its metadata: the statistics files whose
 // blob-metadata lists an index item (docs/format.md §7, §8); others are not
@@ -272,8 +315,60 @@ func Load(ctx context.Context, fsys icebergio.IO, meta table.Metadata, cache *Fo
 		}
 	}
 
-	footers := make([]*footer, len(files))
-	errs := make([]error, len(files))
+	footers, errs := readFooters(ctx, fsys, files, cache)
+	// The files linked by those read: a second round of reads, all at once.
+	var linked []table.StatisticsFile
+	for i, f := range footers {
+		if f != nil && f.dir != nil {
+			for _, l := range f.dir.Links {
+				linked = append(linked, LinkedFile(files[i], l))
+			}
+		}
+	}
+	linkedFooters, linkedErrs := readFooters(ctx, fsys, linked, cache)
+
+	ix := &TableIndex{}
+	var problems []error
+	next := 0 // the first of linked not yet added
+	for i, sf := range files {
+		if errs[i] != nil {
+			problems = append(problems, &SegmentError{Path: sf.StatisticsPath, Err: errs[i]})
+			continue
+		}
+		f := footers[i]
+		problems = append(problems, f.invalid...)
+		ix.segments = append(ix.segments, Segment{File: sf, Dir: f.dir, Entries: f.entries})
+		if f.dir == nil {
+			continue
+		}
+		for k := range f.dir.Links {
+			lsf, lf, lerr := linked[next], linkedFooters[next], linkedErrs[next]
+			next++
+			switch {
+			case lerr != nil:
+				problems = append(problems, &SegmentError{Path: lsf.StatisticsPath, LinkedFrom: sf.StatisticsPath, Err: lerr})
+			case lf.dir == nil || len(lf.dir.Links) > 0:
+				problems = append(problems, &SegmentError{Path: lsf.StatisticsPath, LinkedFrom: sf.StatisticsPath,
+					Err: fmt.Errorf("index: statistics file %s links %s, which is not a segment without links of its own", sf.StatisticsPath, lsf.StatisticsPath)})
+			default:
+				ix.segments = append(ix.segments, Segment{File: lsf, Dir: lf.dir, LinkedFrom: sf.StatisticsPath, Link: &f.dir.Links[k]})
+			}
+		}
+	}
+	// An index with problems is rebuilt next time, as I/O errors may pass;
+	// one of more files than the cache holds footers is not kept either, so
+	// the cache's size bounds what it holds.
+	if cache != nil && len(problems) == 0 && len(files) <= cache.maxFiles {
+		cache.indexes.Add(key, ix)
+	}
+	return ix, problems
+}
+
+// readFooters reads what files hold for the index, at most loadConcurrency
+// at once, from cache where it has them; a file's error is in errs.
+func readFooters(ctx context.Context, fsys icebergio.IO, files []table.StatisticsFile, cache *FooterCache) (footers []*footer, errs []error) {
+	footers = make([]*footer, len(files))
+	errs = make([]error, len(files))
 	var g errgroup.Group // errors are per file, in errs: none stops the others
 	g.SetLimit(loadConcurrency)
 	for i, sf := range files {
@@ -294,25 +389,7 @@ func Load(ctx context.Context, fsys icebergio.IO, meta table.Metadata, cache *Fo
 		})
 	}
 	g.Wait()
-
-	ix := &TableIndex{}
-	var problems []error
-	for i, sf := range files {
-		if errs[i] != nil {
-			problems = append(problems, &SegmentError{Path: sf.StatisticsPath, Err: errs[i]})
-			continue
-		}
-		f := footers[i]
-		problems = append(problems, f.invalid...)
-		ix.segments = append(ix.segments, Segment{File: sf, Dir: f.dir, Entries: f.entries})
-	}
-	// An index with problems is rebuilt next time, as I/O errors may pass;
-	// one of more files than the cache holds footers is not kept either, so
-	// the cache's size bounds what it holds.
-	if cache != nil && len(problems) == 0 && len(files) <= cache.maxFiles {
-		cache.indexes.Add(key, ix)
-	}
-	return ix, problems
+	return footers, errs
 }
 
 // index builds byFile, the first applicable filter of a file and field
@@ -395,7 +472,9 @@ func indexKey(files []table.StatisticsFile) string {
 // rewrite the index must leave it alone rather than drop it.
 type SegmentError struct {
 	Path string
-	Err  error
+	// LinkedFrom is the statistics file linking the segment (Segment.LinkedFrom).
+	LinkedFrom string
+	Err        error
 }
 
 func (e *SegmentError) Error() string { return e.Err.Error() }
@@ -428,6 +507,18 @@ func HoldsV1Entries(sf table.StatisticsFile) bool {
 // statistics file with them.
 func IsIndexBlobType(t puffin.BlobType) bool {
 	return t == BlobType || t == segment.GroupBlobType || t == segment.DirectoryBlobType
+}
+
+// LinksSegments reports whether a statistics file's directory links other
+// segment files, by the directory item of its blob-metadata
+// (segment.PropLinks).
+func LinksSegments(sf table.StatisticsFile) bool {
+	for _, b := range sf.BlobMetadata {
+		if puffin.BlobType(b.Type) == segment.DirectoryBlobType && b.Properties[segment.PropLinks] != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // DirectoryPlace returns where table metadata says a v2 segment's directory

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
+	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
 )
 
@@ -155,7 +156,10 @@ func gc(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o G
 
 	sum := &GCSummary{Scanned: len(files), Deleted: []string{}, Kept: []string{}, Failed: []GCFailure{}, DryRun: o.DryRun}
 	cache := map[string][]string{}
-	refs := newReferences(tbl, cutoff, cache)
+	refs, err := newReferences(tbl, fs, cutoff, cache)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", name, err)
+	}
 	candidates, err := classify(ctx, files, refs, cutoff, sum)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", name, err)
@@ -176,7 +180,10 @@ func gc(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o G
 	if err != nil {
 		return nil, fmt.Errorf("reload table %s: %w", name, err)
 	}
-	candidates, err = classify(ctx, candidates, newReferences(tbl, cutoff, cache), cutoff, sum)
+	if refs, err = newReferences(tbl, fs, cutoff, cache); err != nil {
+		return nil, fmt.Errorf("table %s: %w", name, err)
+	}
+	candidates, err = classify(ctx, candidates, refs, cutoff, sum)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", name, err)
 	}
@@ -307,31 +314,54 @@ func listIndexFiles(fs icebergio.IO, dir string) ([]indexFile, error) {
 // readers may still be using.
 type references struct {
 	tbl     *table.Table
+	fs      icebergio.IO
 	cutoff  time.Time
 	current map[string]bool
 	recent  map[string]bool     // nil until needed
 	cache   map[string][]string // metadata file → what it references; files never change
 }
 
-func newReferences(tbl *table.Table, cutoff time.Time, cache map[string][]string) *references {
-	r := &references{tbl: tbl, cutoff: cutoff, current: map[string]bool{}, cache: cache}
-	for _, loc := range statisticsOf(tbl.Metadata()) {
+func newReferences(tbl *table.Table, fs icebergio.IO, cutoff time.Time, cache map[string][]string) (*references, error) {
+	r := &references{tbl: tbl, fs: fs, cutoff: cutoff, current: map[string]bool{}, cache: cache}
+	locs, err := statisticsOf(fs, tbl.Metadata())
+	if err != nil {
+		return nil, err
+	}
+	for _, loc := range locs {
 		r.current[loc] = true
 	}
-	return r
+	return r, nil
 }
 
 // statisticsOf returns the normalized locations of the statistics and
-// partition statistics files meta references.
-func statisticsOf(meta table.Metadata) []string {
+// partition statistics files meta references, and of the segment files
+// those statistics files link (docs/format.md §2.5), read from the
+// directories of the files whose statistics entries say they link some. A
+// linking file that is missing or corrupt links nothing (the index repairs
+// it without its links); one that cannot be read for another reason is an
+// error, as what it links is unknown.
+func statisticsOf(fs icebergio.IO, meta table.Metadata) ([]string, error) {
 	var locs []string
 	for sf := range meta.Statistics() {
 		locs = append(locs, normalizeLocation(sf.StatisticsPath))
+		if !index.LinksSegments(sf) {
+			continue
+		}
+		seg, err := index.ReadSegment(fs, sf)
+		if err != nil {
+			if !catalog.IsTransient(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				continue // missing or corrupt: the index is repaired without it
+			}
+			return nil, fmt.Errorf("read the segments %s links: %w", sf.StatisticsPath, err)
+		}
+		for _, l := range seg.Links() {
+			locs = append(locs, normalizeLocation(l.Path))
+		}
 	}
 	for pf := range meta.PartitionStatistics() {
 		locs = append(locs, normalizeLocation(pf.StatisticsPath))
 	}
-	return locs
+	return locs, nil
 }
 
 // recentlyReferenced reports whether metadata that was current after the
@@ -360,7 +390,10 @@ func (r *references) recentlyReferenced(ctx context.Context, location string) (b
 					r.recent = nil
 					return false, fmt.Errorf("read previous metadata file %s, current within the grace period: %w", entry.MetadataFile, err)
 				}
-				locs = statisticsOf(old.Metadata())
+				if locs, err = statisticsOf(r.fs, old.Metadata()); err != nil {
+					r.recent = nil
+					return false, fmt.Errorf("previous metadata file %s, current within the grace period: %w", entry.MetadataFile, err)
+				}
 				r.cache[entry.MetadataFile] = locs
 			}
 			for _, loc := range locs {

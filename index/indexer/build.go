@@ -66,6 +66,10 @@ type Options struct {
 	// Logger, when set, gets the run's warnings that are not errors:
 	// commits retried after conflicting with other commits.
 	Logger *slog.Logger
+	// Shard, when set, makes the run one shard of a sharded run: it
+	// indexes only its shard's data files and commits a link to its
+	// segment, keeping every other entry of the index.
+	Shard *Shard
 }
 
 // Progress is how far a run is through the data files it reads.
@@ -120,6 +124,9 @@ type Summary struct {
 	// the directory, the file, and the commit — the part of a build that
 	// an index compaction of the same files redoes.
 	WriteTime time.Duration `json:"write_ns"`
+	// Shard is the shard the run was, with how many shards of its run the
+	// index held after its commit; nil for a run that was not sharded.
+	Shard *ShardSummary `json:"shard,omitempty"`
 
 	// v1Segments counts the segments of index format v1 the run left,
 	// which Sync rewrites as v2; brokenSegments those a sync found missing
@@ -131,6 +138,15 @@ type Summary struct {
 // that cannot be read are reported in the summary and left unindexed unless
 // FailFast is set. Nothing is committed when no data file could be indexed.
 func Build(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*Summary, error) {
+	sum, err := build(ctx, cat, ident, o)
+	if err != nil {
+		return nil, err
+	}
+	return sum, mergeRun(ctx, cat, ident, o, sum, false)
+}
+
+// build indexes a snapshot's files, or a shard's, and commits the index.
+func build(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*Summary, error) {
 	j, err := newJob(ctx, cat, ident, o)
 	if err != nil {
 		return nil, err
@@ -139,6 +155,7 @@ func Build(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, 
 	if err != nil {
 		return nil, err
 	}
+	files = j.shardFiles(files)
 	j.sum.FilesTotal = len(files)
 	return j.run(ctx, files)
 }
@@ -165,6 +182,11 @@ type job struct {
 	// already, whose filters the run does not write again (a sync of a
 	// file some of whose columns failed before).
 	has func(df dataFile, fieldID int) bool
+	// shardSegment is a shard's own segment file, which the files it
+	// commits link (Options.Shard).
+	shardSegment *segmentFile
+	// linked counts the segments the file the run committed links.
+	linked int
 }
 
 func newJob(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*job, error) {
@@ -184,6 +206,18 @@ func newJob(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 		return nil, err
 	}
 	j.sum = &Summary{SnapshotID: j.snap.SnapshotID, FilesFailed: []FileFailure{}}
+	if o.Shard != nil {
+		shard := *o.Shard
+		if shard.Run == "" {
+			shard.Run = DefaultRun(j.snap.SnapshotID, shard.Count)
+		}
+		if err := shard.check(); err != nil {
+			return nil, err
+		}
+		j.o.Shard = &shard
+		j.keepEntries = true // a shard never drops what other shards committed
+		j.sum.Shard = &ShardSummary{Shard: shard}
+	}
 	for _, c := range j.cols {
 		j.sum.Columns = append(j.sum.Columns, c.Name)
 	}
@@ -196,17 +230,34 @@ func (j *job) run(ctx context.Context, files []dataFile) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	if j.sum.FilesIndexed == 0 {
+	if j.sum.FilesIndexed == 0 && j.o.Shard == nil { // a shard commits even so: its run counts it
 		j.fs.Remove(seg.path)
 		return j.finish(j.tbl), nil
 	}
 	start := time.Now()
+	if j.o.Shard != nil {
+		// The shard's segment is its own file; what is committed links it.
+		own := seg
+		j.shardSegment = &own
+		meta := j.tbl.Metadata()
+		if seg, err = j.rebase(j.base(meta), j.current(meta), own); err != nil {
+			j.fs.Remove(own.path)
+			return nil, err
+		}
+	}
 	committed, tbl, err := j.commitVerified(ctx, seg)
 	j.sum.WriteTime += time.Since(start)
 	if err != nil {
 		return nil, err
 	}
+	if j.o.Shard != nil {
+		ix, _ := index.Load(ctx, j.fs, tbl.Metadata(), nil)
+		j.sum.Shard.Committed = ShardsCommitted(ix)[j.o.Shard.Run].Committed
+	}
 	j.sum.StatisticsPath = committed.path
+	if committed.dir != nil {
+		j.linked = len(committed.dir.Directory.Links)
+	}
 	if committed.broken != "" {
 		j.sum.BrokenFiles = append(j.sum.BrokenFiles, committed.broken)
 	}
@@ -217,7 +268,7 @@ func (j *job) run(ctx context.Context, files []dataFile) (*Summary, error) {
 
 // finish completes the summary with the table as the run left it.
 func (j *job) finish(tbl *table.Table) *Summary {
-	j.sum.Segments, j.sum.v1Segments = 0, 0
+	j.sum.Segments, j.sum.v1Segments = j.linked, 0
 	for sf := range tbl.Metadata().Statistics() {
 		if index.HoldsEntries(sf) {
 			j.sum.Segments++
@@ -280,8 +331,13 @@ func (j *job) carryFrom(sw *segmentWriter, sf *table.StatisticsFile) error {
 		var seg index.Segment
 		if seg, err = index.ReadSegment(j.fs, *sf); err != nil {
 			err = &unreadableError{sf.StatisticsPath, err}
+		} else if l, ok := linkable(seg); ok && j.o.Shard != nil {
+			sw.link(l) // a shard links what it carries, never copying another shard's filters
 		} else {
 			err = sw.copyFilters(j.fs, []index.Segment{seg}, func(int, int, index.Filter) bool { return true })
+			for _, l := range seg.Links() {
+				sw.link(l)
+			}
 		}
 	}
 	if err != nil {
@@ -292,7 +348,7 @@ func (j *job) carryFrom(sw *segmentWriter, sf *table.StatisticsFile) error {
 
 // segmentOptions are the options of the job's segment writers.
 func (j *job) segmentOptions() segment.WriterOptions {
-	return segment.WriterOptions{SnapshotID: j.snap.SnapshotID, SequenceNumber: j.snap.SequenceNumber, MemoryBudget: j.o.MemoryBudget}
+	return segment.WriterOptions{SnapshotID: j.snap.SnapshotID, SequenceNumber: j.snap.SequenceNumber, MemoryBudget: j.o.MemoryBudget, AllowEmpty: true}
 }
 
 // writeIndex reads the data files with o.Parallel workers and streams their
@@ -301,10 +357,15 @@ func (j *job) segmentOptions() segment.WriterOptions {
 // never the table.
 func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, error) {
 	meta := j.tbl.Metadata()
-	sw, err := j.newSegment(j.base(meta), j.current(meta))
+	base, replaces := j.base(meta), j.current(meta)
+	if j.o.Shard != nil {
+		base, replaces = nil, "" // a shard's segment carries nothing: the file committed links it
+	}
+	sw, err := j.newSegment(base, replaces)
 	if err != nil {
 		return segmentFile{}, err
 	}
+	sw.empty = j.o.Shard != nil
 
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
@@ -460,7 +521,11 @@ func (j *job) commit(ctx context.Context, seg segmentFile) (segmentFile, *table.
 			committed = copied
 			discard = func() { j.fs.Remove(copied.path) }
 		}
-		if err := committed.checkFresh(); err != nil { // wraps errStale
+		err := committed.checkFresh() // wraps errStale
+		if err == nil && j.shardSegment != nil {
+			err = j.shardSegment.checkFresh() // the file committed links it
+		}
+		if err != nil {
 			discard()
 			return catalog.StatisticsChange{}, nil, err
 		}
@@ -473,6 +538,9 @@ func (j *job) commit(ctx context.Context, seg segmentFile) (segmentFile, *table.
 		// file no metadata references once its grace period is over.
 		if errors.Is(err, table.ErrCommitFailed) || errors.Is(err, errStale) {
 			j.fs.Remove(seg.path)
+			if j.shardSegment != nil {
+				j.fs.Remove(j.shardSegment.path)
+			}
 		}
 		return segmentFile{}, nil, fmt.Errorf("commit the index of %s: %w", strings.Join(j.ident, "."), err)
 	}
@@ -511,6 +579,9 @@ func (j *job) commitVerified(ctx context.Context, seg segmentFile) (segmentFile,
 		}
 		removed, err := ensureCommitted(ctx, j.cat, j.ident, j.fs, j.o.Logger, tbl, committed.path)
 		j.sum.BrokenFiles = append(j.sum.BrokenFiles, removed...)
+		if err == nil && j.shardSegment != nil {
+			err = j.ensureLinked(*j.shardSegment)
+		}
 		if err != nil {
 			return segmentFile{}, nil, err
 		}
@@ -706,11 +777,15 @@ func previousMetadata(fs icebergio.IO, tbl, seen *table.Table) (table.Metadata, 
 
 // rebase writes a copy of seg's new entries that carries the blobs of base
 // (nil: none) instead of those seg carries, to replace the statistics file
-// at replaces.
+// at replaces. A shard's copy links its segment instead.
 func (j *job) rebase(base *table.StatisticsFile, replaces string, seg segmentFile) (segmentFile, error) {
 	sw, err := j.newSegment(base, replaces)
 	if err != nil {
 		return segmentFile{}, err
+	}
+	if own := j.shardSegment; own != nil {
+		sw.link(linkTo(own.path, own.stats.FileSize, own.stats.FooterSize, own.dir, j.o.Shard))
+		return sw.finish()
 	}
 	own, err := index.ReadSegment(j.fs, seg.location())
 	if err == nil {

@@ -29,6 +29,9 @@ type CompactOptions struct {
 	// OnlyFrom, when set, keeps only the entries of the segment at this
 	// statistics path (a rebuild's fresh segment) and drops the others'.
 	OnlyFrom string
+	// OnlyRun, when set, keeps only the entries of the segments the shards
+	// of this sharded run linked (a sharded rebuild's) and drops the others'.
+	OnlyRun string
 	// Logger, when set, gets the warnings that are not errors, as a
 	// build's (Options.Logger): commits retried after conflicting.
 	Logger *slog.Logger
@@ -146,6 +149,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 	// removed (replaced, for the current snapshot); one whose read may
 	// succeed later fails the compaction rather than lose it.
 	var broken []table.StatisticsFile
+	var brokenLinked []string // linked segment files: the merged segment no longer links them
 	for _, err := range errs {
 		var se *index.SegmentError
 		if !errors.As(err, &se) {
@@ -153,6 +157,10 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 		}
 		if !brokenFile(&unreadableError{se.Path, se.Err}) {
 			return nil, fmt.Errorf("compact the index of %s: %w", name, err)
+		}
+		if se.LinkedFrom != "" {
+			brokenLinked = append(brokenLinked, se.Path)
+			continue
 		}
 		for sf := range tbl.Metadata().Statistics() {
 			if sf.StatisticsPath == se.Path {
@@ -162,7 +170,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 	}
 	listed := ix.Segments()
 	segments := append(listed, extra...)
-	sum := &CompactSummary{SegmentsBefore: len(listed) + len(broken)}
+	sum := &CompactSummary{SegmentsBefore: len(listed) + len(broken) + len(brokenLinked)}
 
 	var retained []table.Snapshot
 	for _, s := range tbl.Metadata().Snapshots() {
@@ -174,7 +182,15 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 	if err != nil {
 		return nil, err
 	}
-	keep, v1 := chooseFilters(segments, held, brokenGroups, o.OnlyFrom)
+	var only func(*index.Segment) bool
+	switch {
+	case o.OnlyFrom != "":
+		only = func(seg *index.Segment) bool { return seg.File.StatisticsPath == o.OnlyFrom }
+	case o.OnlyRun != "":
+		only = func(seg *index.Segment) bool { return seg.Link != nil && seg.Link.Run == o.OnlyRun }
+	}
+	keep, v1 := chooseFilters(segments, held, brokenGroups, only)
+	linking := slices.ContainsFunc(segments, func(seg index.Segment) bool { return seg.Dir != nil && len(seg.Dir.Links) > 0 })
 	for si := range segments {
 		for _, k := range keep[si] {
 			if k {
@@ -184,7 +200,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 			}
 		}
 	}
-	if len(extra) == 0 && len(brokenGroups) == 0 && len(broken) == 0 && !v1 && sum.EntriesDropped == 0 && len(segments) <= 1 &&
+	if len(extra) == 0 && len(brokenGroups) == 0 && len(broken) == 0 && !v1 && !linking && sum.EntriesDropped == 0 && len(segments) <= 1 &&
 		(len(segments) == 0 || segments[0].File.SnapshotID == snap.SnapshotID) {
 		sum.SegmentsAfter = sum.SegmentsBefore
 		return sum, nil // already one v2 segment of the current snapshot, all of it needed
@@ -192,7 +208,9 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 
 	planned := map[int64]string{}
 	for _, seg := range listed {
-		planned[seg.File.SnapshotID] = seg.File.StatisticsPath
+		if seg.LinkedFrom == "" {
+			planned[seg.File.SnapshotID] = seg.File.StatisticsPath
+		}
 	}
 	for _, sf := range broken {
 		planned[sf.SnapshotID] = sf.StatisticsPath
@@ -245,6 +263,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 	for _, sf := range broken {
 		sum.BrokenFiles = append(sum.BrokenFiles, sf.StatisticsPath)
 	}
+	sum.BrokenFiles = append(sum.BrokenFiles, brokenLinked...)
 	if merged.broken != "" && !slices.Contains(sum.BrokenFiles, merged.broken) {
 		sum.BrokenFiles = append(sum.BrokenFiles, merged.broken)
 	}
@@ -279,6 +298,14 @@ func replacedSegments(fs icebergio.IO, tbl, prepared *table.Table, planned map[i
 			return nil, fmt.Errorf("read back the segment %s a compaction replaced: %w", sf.StatisticsPath, err)
 		}
 		out = append(out, seg)
+		for _, l := range seg.Links() {
+			linked, err := index.ReadSegment(fs, index.LinkedFile(sf, l))
+			if err != nil {
+				return nil, fmt.Errorf("read back the segment %s linked by %s, which a compaction replaced: %w", l.Path, sf.StatisticsPath, err)
+			}
+			linked.LinkedFrom, linked.Link = sf.StatisticsPath, &l
+			out = append(out, linked)
+		}
 	}
 	return out, nil
 }
@@ -323,8 +350,8 @@ func (j *job) writeCompacted(segments []index.Segment, listed int, broken []tabl
 	change.Set = append(change.Set, merged.statisticsFile(j.snap, replaced))
 
 	for _, seg := range segments[:listed] { // the others are no longer registered
-		if seg.File.SnapshotID == j.snap.SnapshotID {
-			continue
+		if seg.File.SnapshotID == j.snap.SnapshotID || seg.LinkedFrom != "" {
+			continue // replaced by the merged segment; or linked, gone with the file linking it
 		}
 		// A segment of a snapshot no longer in the table (its set raced
 		// an expiry) is removed whole: nothing reads its other blobs.
@@ -413,11 +440,11 @@ func heldDataFiles(fs icebergio.IO, snaps []table.Snapshot) (map[fileKey]int32, 
 
 // chooseFilters decides which filters a compaction keeps, by segment and
 // place in Segment.Filters: the first filter of each data file and field
-// that a retained snapshot holds (of the rebuild's segment alone, with
-// onlyFrom), never one of a broken group. It costs one map lookup per file
+// that a retained snapshot holds (of the segments only selects, unless it
+// is nil), never one of a broken group. It costs one map lookup per file
 // of each segment, not per filter. v1 reports whether a segment is of
 // format v1.
-func chooseFilters(segments []index.Segment, held map[fileKey]int32, broken map[groupRef]bool, onlyFrom string) (keep [][]bool, v1 bool) {
+func chooseFilters(segments []index.Segment, held map[fileKey]int32, broken map[groupRef]bool, only func(*index.Segment) bool) (keep [][]bool, v1 bool) {
 	taken := map[int][]bool{} // by field, by held file number
 	take := func(field int, file int32) bool {
 		t := taken[field]
@@ -435,7 +462,7 @@ func chooseFilters(segments []index.Segment, held map[fileKey]int32, broken map[
 	for si := range segments {
 		seg := &segments[si]
 		v1 = v1 || seg.Dir == nil
-		skip := onlyFrom != "" && seg.File.StatisticsPath != onlyFrom
+		skip := only != nil && !only(seg)
 		for _, e := range seg.Entries { // Filters lists v1 entries first
 			n, ok := held[fileKey{e.DataFile, e.DataFileSize}]
 			keep[si] = append(keep[si], !skip && ok && take(e.FieldID, n))

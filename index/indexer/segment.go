@@ -170,10 +170,7 @@ func (s segmentFile) statisticsFile(snap *table.Snapshot, replaced *table.Statis
 	if s.dir == nil {
 		return sf
 	}
-	fields := slices.Sorted(maps.Keys(s.dir.Members))
-	ids := make([]int32, len(fields))
-	for i, id := range fields {
-		ids[i] = int32(id)
+	for _, id := range slices.Sorted(maps.Keys(s.dir.Members)) {
 		sf.BlobMetadata = append(sf.BlobMetadata, table.BlobMetadata{
 			Type:           table.BlobType(segment.GroupBlobType),
 			SnapshotID:     snap.SnapshotID,
@@ -182,15 +179,19 @@ func (s segmentFile) statisticsFile(snap *table.Snapshot, replaced *table.Statis
 			Properties:     map[string]string{PropEntryCount: strconv.Itoa(s.dir.Members[id])},
 		})
 	}
+	props := map[string]string{
+		segment.PropDirectoryOffset: strconv.FormatInt(s.dir.DirectoryOffset, 10),
+		segment.PropDirectoryLength: strconv.FormatInt(s.dir.DirectoryLength, 10),
+	}
+	if n := len(s.dir.Directory.Links); n > 0 {
+		props[segment.PropLinks] = strconv.Itoa(n)
+	}
 	sf.BlobMetadata = append(sf.BlobMetadata, table.BlobMetadata{
 		Type:           table.BlobType(segment.DirectoryBlobType),
 		SnapshotID:     snap.SnapshotID,
 		SequenceNumber: snap.SequenceNumber,
-		Fields:         ids,
-		Properties: map[string]string{
-			segment.PropDirectoryOffset: strconv.FormatInt(s.dir.DirectoryOffset, 10),
-			segment.PropDirectoryLength: strconv.FormatInt(s.dir.DirectoryLength, 10),
-		},
+		Fields:         s.dir.Fields,
+		Properties:     props,
 	})
 	return sf
 }
@@ -204,6 +205,10 @@ type segmentWriter struct {
 	sw      *segment.Writer
 	seg     segmentFile
 	filters int // added or copied so far
+	links   []segment.Link
+	// empty makes finish write a directory even without filters or
+	// links: a shard's segment, which its run counts.
+	empty   bool
 	written bool
 }
 
@@ -336,10 +341,20 @@ func (s *segmentWriter) copyFilters(fs icebergio.IO, segs []index.Segment, keep 
 	return nil
 }
 
+// link adds a link to another segment file, once however often it is
+// added (a file carried twice, or the run's own segment already linked by
+// what it carries).
+func (s *segmentWriter) link(l segment.Link) {
+	if !slices.ContainsFunc(s.links, func(o segment.Link) bool { return o.Path == l.Path }) {
+		s.links = append(s.links, l)
+		s.sw.Link(l)
+	}
+}
+
 // finish completes the file; on error the partial file is removed.
 func (s *segmentWriter) finish() (segmentFile, error) {
 	var err error
-	if s.filters > 0 {
+	if s.filters > 0 || len(s.links) > 0 || s.empty {
 		var res segment.Result
 		if res, err = s.sw.Finish(); err == nil {
 			s.seg.dir = &res

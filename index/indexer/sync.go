@@ -28,6 +28,9 @@ func Sync(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o
 	if err != nil {
 		return nil, err
 	}
+	if sum.Shard != nil {
+		return sum, mergeRun(ctx, cat, ident, o, sum, false)
+	}
 	limit := o.CompactAbove
 	if limit == 0 {
 		limit = DefaultCompactAbove
@@ -60,14 +63,14 @@ func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 		}
 	}
 	var todo []dataFile
-	for _, f := range files {
+	for _, f := range j.shardFiles(files) {
 		if !covered(ix, f, j.cols) {
 			todo = append(todo, f)
 		}
 	}
 	j.has = func(df dataFile, fieldID int) bool { _, ok := ix.Lookup(df.path, df.size, fieldID); return ok }
 	j.sum.FilesTotal, j.sum.FilesCovered = len(files), len(files)-len(todo)
-	if len(todo) == 0 {
+	if len(todo) == 0 && j.o.Shard == nil { // a shard commits even so: its run counts it
 		return j.finish(j.tbl), nil
 	}
 	return j.run(ctx, todo)
@@ -86,8 +89,18 @@ func covered(ix *index.TableIndex, f dataFile, cols []Column) bool {
 // current snapshot for every live data file, then removes every other
 // segment (rewriting without index entries the statistics files that also
 // hold other tools' blobs), so the index is exactly one fresh segment.
+// A shard of a rebuild (Options.Shard) removes nothing: the shard that
+// finds every shard of its run committed merges the run's segments and
+// drops every other entry, so no shard removes another's.
 func Rebuild(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*Summary, error) {
 	o.SnapshotID = 0
+	if o.Shard != nil {
+		sum, err := build(ctx, cat, ident, o)
+		if err != nil {
+			return nil, err
+		}
+		return sum, mergeRun(ctx, cat, ident, o, sum, true)
+	}
 	sum, err := Build(ctx, cat, ident, o)
 	if err != nil || sum.StatisticsPath == "" {
 		return sum, err

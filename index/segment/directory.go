@@ -16,6 +16,32 @@ import (
 type Directory struct {
 	Files  []File
 	Groups []Group
+	// Links are other segment files this one incorporates by reference
+	// (docs/format.md §2.5): the shards of a sharded build, committed one
+	// by one without copying each other's filters.
+	Links []Link
+}
+
+// Link is a segment file that a segment incorporates without copying it:
+// the linked file's filters are part of the index as long as the linking
+// segment is, exactly as if they were its own. A linked file is a complete
+// segment (groups and a directory, which has no links of its own), placed
+// so a reader fetches its directory with one read.
+type Link struct {
+	Path string // the linked Puffin file's location
+	// Size and FooterSize are the linked file's size and its Puffin
+	// footer's, as a statistics entry would record them.
+	Size, FooterSize int64
+	// DirectoryOffset and DirectoryLength locate the linked file's stored
+	// directory blob.
+	DirectoryOffset, DirectoryLength int64
+	// Fields are the field ids its filters index.
+	Fields []int
+	// Run names the sharded run that wrote the linked file, "" for none;
+	// Shard is its shard of Shards (0 ≤ Shard < Shards), both 0 outside a
+	// sharded run.
+	Run           string
+	Shard, Shards int
 }
 
 // File is a covered data file, as its manifest entry lists it.
@@ -65,6 +91,24 @@ func (d *Directory) Encode() []byte {
 		for _, m := range g.Members {
 			b = binary.AppendUvarint(b, uint64(m.File))
 			b = binary.AppendUvarint(b, uint64(m.NDV))
+		}
+	}
+	if len(d.Links) > 0 { // absent when empty: a segment without links is encoded as before links existed
+		b = binary.AppendUvarint(b, uint64(len(d.Links)))
+		for _, l := range d.Links {
+			b = binary.AppendUvarint(b, uint64(len(l.Path)))
+			b = append(b, l.Path...)
+			for _, v := range []int64{l.Size, l.FooterSize, l.DirectoryOffset, l.DirectoryLength} {
+				b = binary.AppendUvarint(b, uint64(v))
+			}
+			b = binary.AppendUvarint(b, uint64(len(l.Fields)))
+			for _, f := range l.Fields {
+				b = binary.AppendUvarint(b, uint64(f))
+			}
+			b = binary.AppendUvarint(b, uint64(len(l.Run)))
+			b = append(b, l.Run...)
+			b = binary.AppendUvarint(b, uint64(l.Shard))
+			b = binary.AppendUvarint(b, uint64(l.Shards))
 		}
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
@@ -152,12 +196,47 @@ func DecodeDirectory(data []byte, groupsEnd int64) (*Directory, error) {
 		dir.Groups = append(dir.Groups, g)
 	}
 	if d.err == nil && len(d.b) != 0 {
-		d.fail("%d bytes after the last group", len(d.b))
+		dir.Links = d.links()
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("%d bytes after the last link", len(d.b))
 	}
 	if d.err != nil {
 		return nil, fmt.Errorf("directory: %w", d.err)
 	}
 	return dir, nil
+}
+
+// links decodes the links section and checks each link's bounds.
+func (d *decoder) links() []Link {
+	n := d.count(9) // a link takes at least 9 bytes
+	if d.err == nil && n == 0 {
+		d.fail("an empty links section")
+	}
+	links := make([]Link, 0, n)
+	for i := 0; i < n && d.err == nil; i++ {
+		l := Link{Path: string(d.bytes(d.uvarint()))}
+		l.Size, l.FooterSize, l.DirectoryOffset, l.DirectoryLength = d.int64(), d.int64(), d.int64(), d.int64()
+		nFields := d.count(1)
+		for range nFields {
+			l.Fields = append(l.Fields, d.intN(math.MaxInt32))
+		}
+		l.Run = string(d.bytes(d.uvarint()))
+		l.Shard, l.Shards = d.intN(math.MaxInt32), d.intN(math.MaxInt32)
+		switch {
+		case d.err != nil:
+		case l.Path == "":
+			d.fail("link %d has no path", i)
+		case l.DirectoryOffset < 4 || l.DirectoryLength <= 0 || l.DirectoryLength > MaxDirectoryBytes ||
+			l.FooterSize < 0 || l.DirectoryOffset > l.Size-l.FooterSize-l.DirectoryLength:
+			d.fail("link %d: a directory of %d bytes at %d does not fit a file of %d bytes with a %d-byte footer",
+				i, l.DirectoryLength, l.DirectoryOffset, l.Size, l.FooterSize)
+		case l.Shards == 0 && l.Shard != 0, l.Shards > 0 && l.Shard >= l.Shards:
+			d.fail("link %d: shard %d of %d", i, l.Shard, l.Shards)
+		}
+		links = append(links, l)
+	}
+	return links
 }
 
 // decoder reads the directory's fields; the first error sticks and later

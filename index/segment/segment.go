@@ -36,6 +36,11 @@ const (
 	PropDirectoryLength = "directory-length"
 )
 
+// PropLinks, on the directory's item in table metadata, counts the segment
+// files the directory links (Directory.Links); absent when it links none,
+// so gc reads the directories of linking files only.
+const PropLinks = "links"
+
 // ChunkMembers is how many members' blocks a chunk of a run holds at most:
 // 4 KiB of blocks, then 4 bytes of checksum (0.1% of the index). A lookup
 // that needs few members of a large group reads and verifies only their

@@ -46,6 +46,10 @@ type WriterOptions struct {
 	// MemoryBudget bounds the filter bytes buffered; 0 means
 	// DefaultMemoryBudget. Less memory makes smaller groups, never an error.
 	MemoryBudget int64
+	// AllowEmpty lets Finish write a segment without filters or links, an
+	// empty directory: a shard whose data files were all indexed already
+	// still records that it ran.
+	AllowEmpty bool
 }
 
 // Writer writes the groups and the directory of a segment into a Puffin
@@ -372,6 +376,9 @@ type Result struct {
 	DirectoryOffset, DirectoryLength int64
 	// Members counts the filters of each field.
 	Members map[int]int
+	// Fields are the fields the segment's filters index, its own and its
+	// linked files', in order: the directory blob's fields.
+	Fields []int32
 }
 
 // Finish writes the buffered groups and the directory. The Puffin footer
@@ -386,26 +393,50 @@ func (w *Writer) Finish() (Result, error) {
 	if w.err != nil {
 		return Result{}, w.err
 	}
-	if len(w.dir.Groups) == 0 {
+	if len(w.dir.Groups) == 0 && len(w.dir.Links) == 0 && !w.o.AllowEmpty {
 		return Result{}, errors.New("segment: no filter to write")
 	}
 	w.sortFiles()
-	fields := slices.Sorted(maps.Keys(w.members))
-	ids := make([]int32, len(fields))
-	for i, f := range fields {
-		ids[i] = int32(f)
+	props := map[string]string{"files": strconv.Itoa(len(w.dir.Files)), "groups": strconv.Itoa(len(w.dir.Groups))}
+	if len(w.dir.Links) > 0 {
+		props[PropLinks] = strconv.Itoa(len(w.dir.Links))
 	}
+	fields := w.fields()
 	meta, err := w.pw.AddBlob(puffin.BlobInput{
-		Type: DirectoryBlobType, Fields: ids, SnapshotID: w.o.SnapshotID, SequenceNumber: w.o.SequenceNumber,
-		Codec:      puffin.CodecZstd,
-		Properties: map[string]string{"files": strconv.Itoa(len(w.dir.Files)), "groups": strconv.Itoa(len(w.dir.Groups))},
+		Type: DirectoryBlobType, Fields: fields, SnapshotID: w.o.SnapshotID, SequenceNumber: w.o.SequenceNumber,
+		Codec: puffin.CodecZstd, Properties: props,
 	}, w.dir.Encode())
 	if err != nil {
 		w.err = fmt.Errorf("segment: write directory: %w", err)
 		return Result{}, w.err
 	}
 	dir := w.dir
-	return Result{Directory: &dir, DirectoryOffset: meta.Offset, DirectoryLength: meta.Length, Members: maps.Clone(w.members)}, nil
+	return Result{Directory: &dir, DirectoryOffset: meta.Offset, DirectoryLength: meta.Length, Members: maps.Clone(w.members), Fields: fields}, nil
+}
+
+// Link adds a link to another segment file (Directory.Links). A linked
+// file must be a segment without links of its own.
+func (w *Writer) Link(l Link) {
+	w.dir.Links = append(w.dir.Links, l)
+}
+
+// fields lists the field ids the segment's filters index, its own and its
+// linked files', in order.
+func (w *Writer) fields() []int32 {
+	set := map[int]bool{}
+	for f := range w.members {
+		set[f] = true
+	}
+	for _, l := range w.dir.Links {
+		for _, f := range l.Fields {
+			set[f] = true
+		}
+	}
+	var ids []int32
+	for _, f := range slices.Sorted(maps.Keys(set)) {
+		ids = append(ids, int32(f))
+	}
+	return ids
 }
 
 // sortFiles orders the directory's files by path, which front coding

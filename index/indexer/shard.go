@@ -1,0 +1,200 @@
+package indexer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	icecatalog "github.com/apache/iceberg-go/catalog"
+	iofs "io/fs"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/hashing"
+	"github.com/icebloom/icebloom/index/segment"
+)
+
+// Shard makes a build, sync or rebuild one of Count runs that index a
+// snapshot together, on as many machines: it reads only the data files
+// ShardOf assigns to Index, writes them into a segment file of its own and
+// commits a link to it (docs/format.md §2.5), so shards never copy each
+// other's filters and commit in any order. The shard that finds every
+// shard of its run committed merges them (Options.CompactAbove).
+type Shard struct {
+	Index, Count int
+	// Run names the run, the same for all its shards: it is recorded with
+	// each shard's segment, so the index tells which shards of a run are
+	// committed.
+	Run string
+}
+
+// ShardOf returns the shard of count that indexes the data file at
+// location: xxHash64 (seed 0) of the location's bytes exactly as the
+// manifest lists them, modulo count. It never changes, so shards agree
+// without talking to each other, and a rerun reads the same files.
+func ShardOf(location string, count int) int {
+	return int(hashing.Bytes([]byte(location)) % uint64(count))
+}
+
+// ParseShard parses "I/N", the form of the --shard flag.
+func ParseShard(s string) (index, count int, err error) {
+	i, n, ok := strings.Cut(s, "/")
+	index, err1 := strconv.Atoi(strings.TrimSpace(i))
+	count, err2 := strconv.Atoi(strings.TrimSpace(n))
+	if !ok || err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("shard %q is not I/N (for example 0/4)", s)
+	}
+	return index, count, (&Shard{Index: index, Count: count, Run: "-"}).check()
+}
+
+func (s *Shard) check() error {
+	switch {
+	case s.Count < 1:
+		return fmt.Errorf("shard count %d: it must be at least 1", s.Count)
+	case s.Index < 0 || s.Index >= s.Count:
+		return fmt.Errorf("shard %d of %d: the index must be in [0, %d)", s.Index, s.Count, s.Count)
+	case s.Run == "":
+		return fmt.Errorf("shard %d of %d has no run id", s.Index, s.Count)
+	}
+	return nil
+}
+
+// DefaultRun names a sharded run that was given no name: after the
+// snapshot its shards index and their count, so shards started on one
+// snapshot agree, and a rerun of a failed shard joins its run.
+func DefaultRun(snapshotID int64, count int) string {
+	return fmt.Sprintf("snapshot-%d-of-%d", snapshotID, count)
+}
+
+// shardFiles keeps the files of the job's shard.
+func (j *job) shardFiles(files []dataFile) []dataFile {
+	if j.o.Shard == nil {
+		return files
+	}
+	return slices.DeleteFunc(files, func(f dataFile) bool { return ShardOf(f.path, j.o.Shard.Count) != j.o.Shard.Index })
+}
+
+// linkTo returns the link to a segment file.
+func linkTo(path string, size, footerSize int64, dir *segment.Result, run *Shard) segment.Link {
+	l := segment.Link{Path: path, Size: size, FooterSize: footerSize,
+		DirectoryOffset: dir.DirectoryOffset, DirectoryLength: dir.DirectoryLength}
+	for _, f := range dir.Fields {
+		l.Fields = append(l.Fields, int(f))
+	}
+	if run != nil {
+		l.Run, l.Shard, l.Shards = run.Run, run.Index, run.Count
+	}
+	return l
+}
+
+// linkable returns the link to a carried segment a shard links rather than
+// copies: a v2 segment without links of its own, whose directory's place
+// table metadata records. ok is false for any other segment, whose filters
+// are copied.
+func linkable(seg index.Segment) (segment.Link, bool) {
+	off, length, ok := index.DirectoryPlace(seg.File)
+	if !ok || seg.Dir == nil || len(seg.Dir.Links) > 0 || len(seg.Entries) > 0 || len(seg.Dir.Groups) == 0 {
+		return segment.Link{}, false
+	}
+	fields := map[int]bool{}
+	for _, g := range seg.Dir.Groups {
+		fields[g.FieldID] = true
+	}
+	return segment.Link{Path: seg.File.StatisticsPath, Size: seg.File.FileSizeInBytes, FooterSize: seg.File.FileFooterSizeInBytes,
+		DirectoryOffset: off, DirectoryLength: length, Fields: slices.Sorted(maps.Keys(fields))}, true
+}
+
+// ShardsCommitted counts, by run, the distinct shards whose segments the
+// index links, and the shard count each run declared.
+func ShardsCommitted(ix *index.TableIndex) map[string]RunShards {
+	runs := map[string]RunShards{}
+	seen := map[string]map[int]bool{}
+	for _, seg := range ix.Segments() {
+		l := seg.Link
+		if l == nil || l.Run == "" {
+			continue
+		}
+		if seen[l.Run] == nil {
+			seen[l.Run] = map[int]bool{}
+		}
+		r := runs[l.Run]
+		r.Count = max(r.Count, l.Shards)
+		if !seen[l.Run][l.Shard] {
+			seen[l.Run][l.Shard] = true
+			r.Committed++
+		}
+		runs[l.Run] = r
+	}
+	return runs
+}
+
+// RunShards is how far a sharded run is: Committed of its Count shards
+// have their segments in the index.
+type RunShards struct {
+	Committed int `json:"committed"`
+	Count     int `json:"count"`
+}
+
+// runComplete reports whether every shard of the job's run is in the
+// table's index, reading the index's directories.
+func (j *job) runComplete(ctx context.Context, fs icebergio.IO, tbl *table.Table) bool {
+	ix, _ := index.Load(ctx, fs, tbl.Metadata(), nil)
+	r := ShardsCommitted(ix)[j.o.Shard.Run]
+	return r.Committed >= j.o.Shard.Count
+}
+
+// ShardSummary reports a shard's run: the shard, and how many of its run's
+// shards the index held after its commit.
+type ShardSummary struct {
+	Shard
+	Committed int `json:"committed"`
+	// Merged is set when this shard found its run complete and merged the
+	// run's segments (Summary.Compacted tells how).
+	Merged bool `json:"merged"`
+}
+
+// ensureLinked checks, after a shard's commit, that its segment file
+// still exists: the file committed links it, and gc, forced to a grace
+// shorter than MaxUncommittedAge allows, may have deleted it before.
+func (j *job) ensureLinked(own segmentFile) error {
+	f, err := j.fs.Open(own.path)
+	if err == nil {
+		_, err = f.Stat()
+		f.Close()
+	}
+	if errors.Is(err, iofs.ErrNotExist) {
+		return fmt.Errorf("index file %s of %s vanished after the commit that linked it, deleted by gc with a grace period shorter than %s (forced) or by hand; the next sync repairs the index",
+			own.path, strings.Join(j.ident, "."), 2*MaxUncommittedAge)
+	}
+	return nil
+}
+
+// mergeRun merges the index once sum's shard found every shard of its run
+// committed: the shard segments become one segment, as compact-index would
+// make it. After a rebuild's last shard only the run's entries are kept,
+// so the index is the rebuilt one. With CompactAbove negative a build's or
+// sync's shards are left for compact-index to merge.
+func mergeRun(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options, sum *Summary, rebuild bool) error {
+	sh := sum.Shard
+	if sh == nil || sh.Committed < sh.Count || o.CompactAbove < 0 && !rebuild {
+		return nil
+	}
+	co := CompactOptions{Logger: o.Logger, MemoryBudget: o.MemoryBudget}
+	if rebuild {
+		co.OnlyRun = sh.Run
+	}
+	cs, err := Compact(ctx, cat, ident, co)
+	if err != nil {
+		return fmt.Errorf("merge the %d shards of run %s: %w", sh.Count, sh.Run, err)
+	}
+	sum.Compacted, sum.Segments, sh.Merged = cs, cs.SegmentsAfter, true
+	if cs.StatisticsPath != "" {
+		sum.StatisticsPath = cs.StatisticsPath
+	}
+	return nil
+}

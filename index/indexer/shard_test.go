@@ -1,0 +1,276 @@
+package indexer_test
+
+import (
+		"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/lookup"
+	"github.com/icebloom/icebloom/maintenance"
+)
+
+// loadIndex loads the table's index, failing on any problem.
+func loadIndex(t *testing.T, tbl *table.Table) *index.TableIndex {
+	t.Helper()
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, errs := index.Load(ctx, fs, tbl.Metadata(), nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	return ix
+}
+
+// filtersPerFile counts the index's filters of field by data file.
+func filtersPerFile(ix *index.TableIndex, field int) map[string]int {
+	n := map[string]int{}
+	for _, seg := range ix.Segments() {
+		for f := range seg.Filters() {
+			if f.FieldID == field {
+				n[f.DataFile]++
+			}
+		}
+	}
+	return n
+}
+
+// coveredOnce checks that every live file has exactly one filter of field
+// and that no other file has one.
+func coveredOnce(t *testing.T, tbl *table.Table, field int) {
+	t.Helper()
+	n := filtersPerFile(loadIndex(t, tbl), field)
+	live := liveFiles(t, tbl)
+	for _, df := range live {
+		if n[df.FilePath()] != 1 {
+			t.Errorf("%s has %d filters of field %d, want 1", df.FilePath(), n[df.FilePath()], field)
+		}
+	}
+	if len(n) != len(live) {
+		t.Errorf("%d files have filters, %d are live", len(n), len(live))
+	}
+}
+
+// lookupsKeepTrueFiles looks every row's id up and checks that the file
+// holding it is a candidate, and that the index was read without problems.
+func lookupsKeepTrueFiles(t *testing.T, tbl *table.Table, rowsByFile [][]row) {
+	t.Helper()
+	for _, rows := range rowsByFile {
+		for _, r := range rows[:5] {
+			res, err := lookup.Plan(ctx, tbl, iceberg.EqualTo(iceberg.Reference("id"), r.id), lookup.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.IndexErrors) > 0 {
+				t.Fatal(res.IndexErrors)
+			}
+			if len(res.Candidates) == 0 || len(res.Candidates) == len(res.AfterStats) && len(res.AfterStats) > 4 {
+				t.Fatalf("id %d: %d candidates of %d files", r.id, len(res.Candidates), len(res.AfterStats))
+			}
+		}
+	}
+}
+
+// TestShardedBuild: four shards of one run, started at once, each index
+// the files their shard holds, commit links to their segments without
+// copying each other's filters, and together cover every live file exactly
+// once; the index records the run's four shards; gc keeps the linked files;
+// compaction merges them into one segment.
+func TestShardedBuild(t *testing.T) {
+	cat, tbl, rowsByFile := eventsTable(t, 16, 40, nil)
+	const shards = 4
+	sums := make([]*indexer.Summary, shards)
+	errs := make([]error, shards)
+	var wg sync.WaitGroup
+	for i := range shards {
+		wg.Go(func() {
+			sums[i], errs[i] = indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{
+				Columns: []string{"id"}, CompactAbove: -1,
+				Shard: &indexer.Shard{Index: i, Count: shards, Run: "run-1"},
+			})
+		})
+	}
+	wg.Wait()
+	total := 0
+	want := map[int]int{}
+	for _, df := range liveFiles(t, tbl) {
+		want[indexer.ShardOf(df.FilePath(), shards)]++
+	}
+	for i, sum := range sums {
+		if errs[i] != nil {
+			t.Fatalf("shard %d: %v", i, errs[i])
+		}
+		if sum.FilesTotal != want[i] || sum.FilesIndexed != want[i] || sum.BytesCopied != 0 || sum.Shard == nil || sum.Shard.Index != i {
+			t.Errorf("shard %d: summary %+v, want %d files and nothing copied", i, sum, want[i])
+		}
+		total += sum.FilesIndexed
+	}
+	if total != 16 {
+		t.Fatalf("the shards indexed %d files, want 16", total)
+	}
+
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	if n := len(statisticsFiles(tbl)); n != 1 {
+		t.Fatalf("%d statistics files, want the one linking the shards", n)
+	}
+	ix := loadIndex(t, tbl)
+	if runs := indexer.ShardsCommitted(ix); runs["run-1"] != (indexer.RunShards{Committed: 4, Count: 4}) {
+		t.Fatalf("runs %+v", runs)
+	}
+	coveredOnce(t, tbl, 1)
+	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+
+	// gc with no grace keeps the files the index links.
+	gcs, err := maintenance.GC(ctx, cat, tbl.Identifier(), maintenance.GCOptions{OlderThan: -1, Force: true, Now: func() time.Time { return time.Now().Add(time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gcs.Referenced != shards+1 || len(gcs.Deleted) < shards-1 {
+		t.Fatalf("gc %+v: want the linking file and the %d linked ones referenced, the files linking fewer shards deleted", gcs, shards)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	coveredOnce(t, tbl, 1)
+
+	cs, err := indexer.Compact(ctx, cat, tbl.Identifier(), indexer.CompactOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.SegmentsBefore != shards+1 || cs.SegmentsAfter != 1 || cs.EntriesKept != 16 || cs.EntriesDropped != 0 {
+		t.Fatalf("compaction %+v", cs)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	ix = loadIndex(t, tbl)
+	if segs := ix.Segments(); len(segs) != 1 || len(segs[0].Links()) != 0 {
+		t.Fatalf("%d segments after compaction, want one without links", len(segs))
+	}
+	coveredOnce(t, tbl, 1)
+	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+}
+
+// TestLastShardMerges: the shard that commits last sees its run complete
+// and merges the run's segments; the others leave them.
+func TestLastShardMerges(t *testing.T) {
+	cat, tbl, rowsByFile := eventsTable(t, 8, 30, nil)
+	for i := range 3 {
+		sum, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, Shard: &indexer.Shard{Index: i, Count: 3}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantRun := indexer.DefaultRun(tbl.CurrentSnapshot().SnapshotID, 3)
+		if sum.Shard.Run != wantRun || sum.Shard.Committed != i+1 || sum.Shard.Merged != (i == 2) || (sum.Compacted != nil) != (i == 2) {
+			t.Fatalf("shard %d: %+v", i, sum.Shard)
+		}
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	if segs := loadIndex(t, tbl).Segments(); len(segs) != 1 || len(segs[0].Links()) != 0 {
+		t.Fatalf("%d segments after the last shard, want one without links", len(segs))
+	}
+	coveredOnce(t, tbl, 1)
+	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+}
+
+// TestShardedRebuildKeepsOtherShards: no shard of a rebuild removes the
+// old index or another shard's segment; the last one keeps only the run's
+// filters, so the index is then the rebuilt one.
+func TestShardedRebuildKeepsOtherShards(t *testing.T) {
+	cat, tbl, rowsByFile := eventsTable(t, 8, 30, nil)
+	if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, FPP: 0.01}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		_, err := indexer.Rebuild(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, FPP: 0.05, Shard: &indexer.Shard{Index: i, Count: 4, Run: "rebuild"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+		ix := loadIndex(t, tbl)
+		n := filtersPerFile(ix, 1)
+		for _, df := range liveFiles(t, tbl) {
+			if n[df.FilePath()] == 0 {
+				t.Fatalf("after shard %d, %s lost its filter", i, df.FilePath())
+			}
+		}
+		if i < 3 && indexer.ShardsCommitted(ix)["rebuild"].Committed != i+1 {
+			t.Fatalf("after shard %d: %+v", i, indexer.ShardsCommitted(ix))
+		}
+	}
+	coveredOnce(t, tbl, 1)
+	for _, seg := range loadIndex(t, tbl).Segments() {
+		for f := range seg.Filters() {
+			if f.FPP != 0.05 {
+				t.Fatalf("%s kept a filter of the old index (fpp %v)", f.DataFile, f.FPP)
+			}
+		}
+	}
+	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+}
+
+// TestSyncKeepsLinks: a plain sync of the snapshot a sharded run linked
+// segments to carries the links (never dropping or copying the shards'
+// filters), and a sharded sync indexes only its shard's new files; a
+// failed shard's files are filled by the next plain sync.
+func TestSyncKeepsLinks(t *testing.T) {
+	cat, tbl, _ := eventsTable(t, 8, 30, nil)
+	for _, i := range []int{0, 2} { // shards 1 and 3 of the run fail
+		if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1, Shard: &indexer.Shard{Index: i, Count: 4, Run: "r"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	covered := len(filtersPerFile(loadIndex(t, tbl), 1))
+	sum, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.FilesIndexed != 8-covered || sum.BytesCopied != 0 {
+		t.Fatalf("sync %+v: want the %d files the failed shards left, nothing copied", sum, 8-covered)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	coveredOnce(t, tbl, 1)
+	if r := indexer.ShardsCommitted(loadIndex(t, tbl))["r"]; r.Committed != 2 {
+		t.Fatalf("the sync lost links: %+v", r)
+	}
+
+	// A sharded sync after an append reads only its shard's new files.
+	for range 6 {
+		tbl = appendRows(t, tbl, 10)
+	}
+	var indexed int
+	for i := range 2 {
+		sum, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, Shard: &indexer.Shard{Index: i, Count: 2, Run: "s"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		indexed += sum.FilesIndexed
+	}
+	if indexed != 6 {
+		t.Fatalf("the sharded sync indexed %d files, want the 6 new ones", indexed)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	coveredOnce(t, tbl, 1)
+}
+
+// TestShardFlag: --shard's form and bounds.
+func TestShardFlag(t *testing.T) {
+	for _, s := range []string{"0/4", " 3 / 4 "} {
+		if _, _, err := indexer.ParseShard(s); err != nil {
+			t.Errorf("%q: %v", s, err)
+		}
+	}
+	for _, s := range []string{"4/4", "-1/4", "0/0", "1", "a/b", ""} {
+		if _, _, err := indexer.ParseShard(s); err == nil {
+			t.Errorf("%q accepted", s)
+		}
+	}
+	// The hash is documented (docs/scale.md): pin it.
+	const shardOfDoc = 34
+	if got := indexer.ShardOf("s3://bucket/db/t/data/00000-0-a.parquet", 64); got != shardOfDoc {
+		t.Errorf("ShardOf changed: %d, documented %d", got, shardOfDoc)
+	}
+}
