@@ -26,11 +26,12 @@ import (
 // other's filters and commit in any order. The shard that finds every
 // shard of its run committed merges them (Options.CompactAbove).
 type Shard struct {
-	Index, Count int
+	Index int `json:"index"`
+	Count int `json:"count"`
 	// Run names the run, the same for all its shards: it is recorded with
 	// each shard's segment, so the index tells which shards of a run are
 	// committed.
-	Run string
+	Run string `json:"run"`
 }
 
 // ShardOf returns the shard of count that indexes the data file at

@@ -1,7 +1,10 @@
 package indexer_test
 
 import (
-		"sync"
+	"os"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -273,4 +276,58 @@ func TestShardFlag(t *testing.T) {
 	if got := indexer.ShardOf("s3://bucket/db/t/data/00000-0-a.parquet", 64); got != shardOfDoc {
 		t.Errorf("ShardOf changed: %d, documented %d", got, shardOfDoc)
 	}
+}
+
+// TestMissingShardSegment: a linked shard segment that vanished leaves its
+// files candidates (reported as an index error), verify reports it, and the
+// next sync indexes its files again and compacts the link away.
+func TestMissingShardSegment(t *testing.T) {
+	cat, tbl, rowsByFile := eventsTable(t, 8, 30, nil)
+	for i := range 2 {
+		if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1, Shard: &indexer.Shard{Index: i, Count: 2, Run: "r"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	var lost index.Segment
+	for _, seg := range loadIndex(t, tbl).Segments() {
+		if seg.Link != nil && len(seg.Dir.Files) > 0 {
+			lost = seg
+		}
+	}
+	if err := os.Remove(strings.TrimPrefix(lost.File.StatisticsPath, "file://")); err != nil {
+		t.Fatal(err)
+	}
+	gone := map[string]bool{}
+	for _, f := range lost.Dir.Files {
+		gone[f.Path] = true
+	}
+	for _, rows := range rowsByFile {
+		res, err := lookup.Plan(ctx, tbl, iceberg.EqualTo(iceberg.Reference("id"), rows[0].id), lookup.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.IndexErrors) == 0 {
+			t.Fatal("a missing linked segment is not reported")
+		}
+		kept := 0
+		for _, task := range res.Candidates {
+			if gone[task.File.FilePath()] {
+				kept++
+			}
+		}
+		if kept != len(gone) {
+			t.Fatalf("%d of the %d files of the missing segment kept", kept, len(gone))
+		}
+	}
+	sum, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.FilesIndexed != len(gone) || sum.Compacted == nil || !slices.Contains(sum.Compacted.BrokenFiles, lost.File.StatisticsPath) {
+		t.Fatalf("sync %+v, compaction %+v: want the lost files indexed again and the link removed", sum, sum.Compacted)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	coveredOnce(t, tbl, 1)
+	lookupsKeepTrueFiles(t, tbl, rowsByFile)
 }

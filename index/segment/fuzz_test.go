@@ -15,6 +15,8 @@ func FuzzDecodeDirectory(f *testing.F) {
 	f.Add(dir, int64(72))
 	f.Add(dir[:len(dir)-4], int64(72))
 	f.Add([]byte("IBD2"), int64(1<<20))
+	linked := Directory{Links: []Link{{Path: "p", Size: 100, FooterSize: 10, DirectoryOffset: 4, DirectoryLength: 80, Fields: []int{1}, Run: "r", Shard: 1, Shards: 2}}}
+	f.Add(linked.Encode(), int64(72))
 	f.Fuzz(func(t *testing.T, data []byte, groupsEnd int64) {
 		check(t, data, groupsEnd)
 		// The same bytes with a valid checksum, to reach past it.
@@ -35,6 +37,12 @@ func check(t *testing.T, data []byte, groupsEnd int64) {
 			if m.File < 0 || m.File >= len(d.Files) {
 				t.Fatalf("accepted a member of file %d of %d", m.File, len(d.Files))
 			}
+		}
+	}
+	for _, l := range d.Links {
+		if l.Path == "" || l.DirectoryOffset < 4 || l.DirectoryLength < 1 || l.DirectoryOffset+l.DirectoryLength > l.Size-l.FooterSize ||
+			l.Shards == 0 && l.Shard != 0 || l.Shards > 0 && l.Shard >= l.Shards {
+			t.Fatalf("accepted a link %+v", l)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/apache/iceberg-go"
@@ -287,6 +288,48 @@ func TestWriterMemoryBudget(t *testing.T) {
 	for _, f := range filters {
 		if !bytes.Equal(got[fmt.Sprintf("%s/1", f.File.Path)], f.Bits) {
 			t.Fatalf("filter of %s differs", f.File.Path)
+		}
+	}
+}
+
+// TestDirectoryLinks: links round-trip; a directory without links encodes
+// as it did before links existed (no section), so older segments read
+// unchanged; links out of bounds are refused.
+func TestDirectoryLinks(t *testing.T) {
+	plain := Directory{Files: []File{{"s3://b/t/data/a.parquet", 10}}}
+	before := plain.Encode()
+	link := Link{Path: "s3://b/t/metadata/icebloom-1-x.puffin", Size: 5000, FooterSize: 300, DirectoryOffset: 4000, DirectoryLength: 600,
+		Fields: []int{1, 7}, Run: "job-1", Shard: 3, Shards: 4}
+	linked := plain
+	linked.Links = []Link{link, {Path: "s3://b/t/metadata/icebloom-1-y.puffin", Size: 100, FooterSize: 10, DirectoryOffset: 4, DirectoryLength: 80}}
+	enc := linked.Encode()
+	if !bytes.Equal(enc[:len(before)-4], before[:len(before)-4]) {
+		t.Fatal("links changed the bytes before them")
+	}
+	got, err := DecodeDirectory(enc, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Links, linked.Links) {
+		t.Fatalf("links %+v, want %+v", got.Links, linked.Links)
+	}
+	if d, err := DecodeDirectory(before, 1<<20); err != nil || d.Links != nil {
+		t.Fatalf("a directory without links: %+v, %v", d, err)
+	}
+	for name, edit := range map[string]func(*Link){
+		"no path":            func(l *Link) { l.Path = "" },
+		"directory past end": func(l *Link) { l.DirectoryOffset = 4500 },
+		"directory at 0":     func(l *Link) { l.DirectoryOffset = 0 },
+		"empty directory":    func(l *Link) { l.DirectoryLength = 0 },
+		"shard out of range": func(l *Link) { l.Shard = 4 },
+		"shard of no run":    func(l *Link) { l.Shards = 0 },
+	} {
+		bad := plain
+		l := link
+		edit(&l)
+		bad.Links = []Link{l}
+		if _, err := DecodeDirectory(bad.Encode(), 1<<20); err == nil {
+			t.Errorf("%s: a link %+v decoded", name, l)
 		}
 	}
 }
