@@ -34,7 +34,11 @@ type Catalog struct {
 func NewCatalog(t testing.TB) *Catalog {
 	t.Helper()
 	dir := t.TempDir()
-	db, err := sql.Open(sqliteshim.ShimName, "file:"+filepath.Join(dir, "catalog.db"))
+	// WAL and a busy timeout, as the embedded catalog has them: tests run
+	// concurrent commits (several connections of the pool, of a REST
+	// server backed by this catalog, or other processes), which rollback
+	// journaling would fail at once with SQLITE_BUSY.
+	db, err := sql.Open(sqliteshim.ShimName, "file:"+filepath.Join(dir, "catalog.db")+"?_busy_timeout=10000&_journal_mode=WAL")
 	if err != nil {
 		t.Fatal(err)
 	}

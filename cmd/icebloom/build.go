@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 
 	icecat "github.com/apache/iceberg-go/catalog"
@@ -19,6 +21,56 @@ type indexFlags struct {
 	Parallel int     `arg:"--parallel" help:"data files read at once [default: number of CPUs]"`
 	FailFast bool    `arg:"--fail-fast" help:"fail on a data file that cannot be read instead of leaving it unindexed"`
 	memoryFlag
+	shardFlags
+}
+
+// shardFlags make a run one shard of a sharded run: one machine of many
+// indexing a big table together (a Kubernetes Indexed Job, an AWS Batch
+// array job).
+type shardFlags struct {
+	Shard  string `arg:"--shard" placeholder:"I/N" help:"index only shard I of N (0 <= I < N) of the data files and commit a link to this shard's segment; the shard that finds all N committed merges them"`
+	Shards int    `arg:"--shards,env:ICEBLOOM_SHARDS" placeholder:"N" help:"shard count, this shard's index taken from JOB_COMPLETION_INDEX (Kubernetes Indexed Job) or AWS_BATCH_JOB_ARRAY_INDEX (AWS Batch array job)"`
+	RunID  string `arg:"--run-id,env:ICEBLOOM_RUN_ID" placeholder:"ID" help:"the sharded run's name, the same for all its shards [default: from the snapshot and the shard count]"`
+}
+
+// shardIndexEnv are the variables orchestrators set to a task's index, in
+// the order they are consulted.
+var shardIndexEnv = []string{"JOB_COMPLETION_INDEX", "AWS_BATCH_JOB_ARRAY_INDEX"}
+
+// shard returns the shard the flags and environment select, nil for a run
+// that is not sharded.
+func (f shardFlags) shard() (*indexer.Shard, error) {
+	if f.Shard == "" && f.Shards == 0 {
+		if f.RunID != "" {
+			return nil, fmt.Errorf("--run-id %q names a sharded run, but neither --shard nor --shards is given", f.RunID)
+		}
+		return nil, nil
+	}
+	if f.Shards < 0 {
+		return nil, fmt.Errorf("--shards %d: want at least 1", f.Shards)
+	}
+	if f.Shard != "" {
+		i, n, err := indexer.ParseShard(f.Shard)
+		if err != nil {
+			return nil, fmt.Errorf("--shard: %w", err)
+		}
+		if f.Shards != 0 && f.Shards != n {
+			return nil, fmt.Errorf("--shard %s and --shards %d (or ICEBLOOM_SHARDS) disagree on the shard count", f.Shard, f.Shards)
+		}
+		return &indexer.Shard{Index: i, Count: n, Run: f.RunID}, nil
+	}
+	for _, name := range shardIndexEnv {
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			continue
+		}
+		i, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || i < 0 || i >= f.Shards {
+			return nil, fmt.Errorf("%s=%q is not a shard index of --shards %d (0 to %d)", name, v, f.Shards, f.Shards-1)
+		}
+		return &indexer.Shard{Index: i, Count: f.Shards, Run: f.RunID}, nil
+	}
+	return nil, fmt.Errorf("--shards %d needs this shard's index: --shard I/%d, or %s set by the orchestrator", f.Shards, f.Shards, strings.Join(shardIndexEnv, " or "))
 }
 
 // memoryFlag bounds the index bytes a run holds, whatever the table's size.
@@ -52,6 +104,10 @@ func (f indexFlags) options() indexer.Options {
 func (f indexFlags) runIndex(ctx context.Context, e *env, command string, o indexer.Options,
 	job func(context.Context, icecat.Catalog, table.Identifier, indexer.Options) (*indexer.Summary, error)) error {
 	if err := f.check(); err != nil {
+		return err
+	}
+	var err error
+	if o.Shard, err = f.shard(); err != nil {
 		return err
 	}
 	start := e.now()
@@ -119,6 +175,12 @@ func printBuildSummary(e *env, table string, sum *indexer.Summary) {
 		e.printf("  nothing to index: nothing committed\n")
 	default:
 		e.printf("  nothing committed: no data file could be indexed\n")
+	}
+	if sh := sum.Shard; sh != nil {
+		e.printf("  shard %d of %d of run %s: %d of %d shards committed\n", sh.Index, sh.Count, sh.Run, sh.Committed, sh.Count)
+		if sh.Merged {
+			e.printf("  the run is complete: its segments were merged into one\n")
+		}
 	}
 	for _, f := range sum.FilesFailed {
 		e.printf("  not indexed (never pruned): %s: %s\n", f.Path, f.Error)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/sbbf"
 	"github.com/icebloom/icebloom/puffin"
 )
@@ -27,6 +29,8 @@ type InspectOutput struct {
 	Segments    []SegmentInfo `json:"segments"`
 	Columns     []ColumnInfo  `json:"columns"`
 	IndexErrors []string      `json:"index_errors"`
+	// Runs are the sharded runs whose segments the index links, by run id.
+	Runs map[string]indexer.RunShards `json:"sharded_runs"`
 }
 
 // SegmentInfo describes one statistics file holding index entries.
@@ -42,6 +46,12 @@ type SegmentInfo struct {
 	// ForeignBlobs counts the blob-metadata items of other tools that table
 	// metadata lists for the file.
 	ForeignBlobs int `json:"foreign_blobs"`
+	// LinkedFrom is the statistics file linking the segment, "" for one
+	// table metadata lists; Run and Shard ("I/N") the sharded run that
+	// wrote it.
+	LinkedFrom string `json:"linked_from,omitempty"`
+	Run        string `json:"run,omitempty"`
+	Shard      string `json:"shard,omitempty"`
 }
 
 // ColumnInfo describes the index of one column against the live files.
@@ -75,6 +85,13 @@ func (c *InspectCmd) run(ctx context.Context, e *env) error {
 	for _, s := range out.Segments {
 		e.printf("  %s (snapshot %d, format v%d, %d groups): %d entries, %d blob types of other tools, %s\n",
 			s.Path, s.SnapshotID, s.Format, s.Groups, s.Entries, s.ForeignBlobs, bytesText(s.Bytes))
+		if s.Run != "" {
+			e.printf("    shard %s of run %s, linked by %s\n", s.Shard, s.Run, s.LinkedFrom)
+		}
+	}
+	for _, run := range slices.Sorted(maps.Keys(out.Runs)) {
+		r := out.Runs[run]
+		e.printf("sharded run %s: %d of %d shards committed\n", run, r.Committed, r.Count)
 	}
 	for _, col := range out.Columns {
 		e.printf("column %s (field %d, hashed as %v): %d files covered, %d not covered, %s of filters, ndv %d..%d (mean %.0f), fpp %v\n",
@@ -120,7 +137,7 @@ func inspect(ctx context.Context, tbl *table.Table, snapshotID int64) (*InspectO
 	}
 	ix, errs := index.Load(ctx, fs, tbl.Metadata(), nil)
 	out := &InspectOutput{SnapshotID: snap.SnapshotID, LiveFiles: len(live), Segments: []SegmentInfo{},
-		Columns: []ColumnInfo{}, IndexErrors: []string{}}
+		Columns: []ColumnInfo{}, IndexErrors: []string{}, Runs: indexer.ShardsCommitted(ix)}
 	for _, err := range errs {
 		out.IndexErrors = append(out.IndexErrors, err.Error())
 	}
@@ -131,6 +148,12 @@ func inspect(ctx context.Context, tbl *table.Table, snapshotID int64) (*InspectO
 			Bytes: seg.File.FileSizeInBytes, Format: 1}
 		if seg.Dir != nil {
 			info.Format, info.Groups = 2, len(seg.Dir.Groups)
+		}
+		if l := seg.Link; l != nil {
+			info.LinkedFrom = seg.LinkedFrom
+			if l.Run != "" {
+				info.Run, info.Shard = l.Run, fmt.Sprintf("%d/%d", l.Shard, l.Shards)
+			}
 		}
 		for _, bm := range seg.File.BlobMetadata {
 			if !index.IsIndexBlobType(puffin.BlobType(bm.Type)) {
