@@ -50,6 +50,7 @@ type BenchCmd struct {
 	// (bench_scale.go) instead.
 	Scale   string `arg:"--scale" placeholder:"N,N,..." help:"measure index format v2 on tables of these many tiny data files instead (e.g. 1000,10000,100000)"`
 	S3Files int    `arg:"--s3-files" default:"1000" help:"with --scale: data files of the table timed on the in-process S3 server (0: skip)"`
+	Shards  int    `arg:"--shards" help:"with --scale: also build each size by this many shards, one after another, and merge them"`
 }
 
 // BenchOutput is the JSON output of bench: the run's setup, notes on what

@@ -119,8 +119,8 @@ func (c *BenchCmd) runScale(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	if c.S3Files < 0 || c.Repeat < 1 || !(c.FPP > 0 && c.FPP < 1) {
-		return fmt.Errorf("--s3-files must not be negative, --repeat positive, --fpp within (0, 1)")
+	if c.S3Files < 0 || c.Shards < 0 || c.Repeat < 1 || !(c.FPP > 0 && c.FPP < 1) {
+		return fmt.Errorf("--s3-files and --shards must not be negative, --repeat positive, --fpp within (0, 1)")
 	}
 	dir := c.Dir
 	if dir == "" {
@@ -154,6 +154,15 @@ func (c *BenchCmd) runScale(ctx context.Context, e *env) error {
 			return fmt.Errorf("scale %d: %w", n, err)
 		}
 		out.Runs = append(out.Runs, run)
+	}
+	if c.Shards > 0 {
+		for _, n := range sizes {
+			run, err := s.sharded(ctx, cat, n, c.Shards)
+			if err != nil {
+				return fmt.Errorf("scale %d, %d shards: %w", n, c.Shards, err)
+			}
+			out.Runs = append(out.Runs, run)
+		}
 	}
 	if c.S3Files > 0 {
 		run, err := s.onS3(ctx, dir, c.S3Files)
@@ -348,20 +357,9 @@ func (s *scaler) local(ctx context.Context, cat icecat.Catalog, n int) (ScaleRun
 	if _, err := cat.LoadTable(ctx, ident); err == nil {
 		return run, fmt.Errorf("%s exists already in the catalog; use an empty --dir", strings.Join(ident, "."))
 	}
-	put := func(location, base string, data []byte) (string, error) {
-		dir := filepath.Join(strings.TrimPrefix(location, "file://"), "data")
-		path := filepath.Join(dir, base)
-		err := os.WriteFile(path, data, 0o644)
-		if errors.Is(err, os.ErrNotExist) {
-			if err = os.MkdirAll(dir, 0o755); err == nil {
-				err = os.WriteFile(path, data, 0o644)
-			}
-		}
-		return "file://" + path, err
-	}
 	s.progress("scale %d: writing %d data files of %d rows and adding them with one add_files commit", n, n, scaleRows)
 	start := time.Now()
-	st, err := createScaleTable(ctx, cat, ident, n, put)
+	st, err := createScaleTable(ctx, cat, ident, n, localPut)
 	if err != nil {
 		return run, err
 	}

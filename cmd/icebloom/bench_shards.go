@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/indexer"
+)
+
+// sharded measures a sharded build of a table of n tiny data files by
+// shards runs, one after another as the pods of an Indexed Job would
+// finish: each shard's time, peak heap and commit, the cold load of the
+// linked index before the merge, and the merge itself — the numbers
+// docs/scale.md extrapolates from.
+func (s *scaler) sharded(ctx context.Context, cat icecat.Catalog, n, shards int) (ScaleRun, error) {
+	run := ScaleRun{Files: n, Storage: fmt.Sprintf("local, %d shards", shards)}
+	ident := table.Identifier{"bench", fmt.Sprintf("sharded_%d_%d", n, shards)}
+	if _, err := cat.LoadTable(ctx, ident); err == nil {
+		return run, fmt.Errorf("%s exists already in the catalog; use an empty --dir", strings.Join(ident, "."))
+	}
+	s.progress("sharded %d files, %d shards: writing the table", n, shards)
+	st, err := createScaleTable(ctx, cat, ident, n, localPut)
+	if err != nil {
+		return run, err
+	}
+	ms := func(key string, d time.Duration, detail string) {
+		run.add(BenchLine{Key: key, Value: float64(d.Nanoseconds()) / 1e6, Unit: "ms", Target: "none (reported)", Detail: detail})
+	}
+	var slowest, total, commits time.Duration
+	var heap int64
+	indexed := 0
+	for i := range shards {
+		s.progress("  shard %d of %d", i, shards)
+		var sum *indexer.Summary
+		start := time.Now()
+		peak, err := heapPeak(func() (err error) {
+			sum, err = indexer.Build(ctx, cat, ident, indexer.Options{Columns: scaleColumns, FPP: s.c.FPP, FailFast: true, CompactAbove: -1,
+				Shard: &indexer.Shard{Index: i, Count: shards, Run: "bench"}})
+			return err
+		})
+		if err != nil {
+			return run, fmt.Errorf("shard %d: %w", i, err)
+		}
+		d := time.Since(start)
+		slowest, total, heap = max(slowest, d), total+d, max(heap, peak)
+		commits += sum.WriteTime
+		indexed += sum.FilesIndexed
+	}
+	if indexed != n {
+		return run, fmt.Errorf("the shards indexed %d files, want %d", indexed, n)
+	}
+	ms("shard_ms_max", slowest, fmt.Sprintf("the slowest shard's build (about %d files each)", n/shards))
+	ms("shards_ms_total", total, "the shards' builds added up: the CPU the run costs")
+	ms("shard_write_ms_mean", commits/time.Duration(shards), "Summary.WriteTime per shard: its segment, the file linking it, the commit")
+	run.add(BenchLine{Key: "shard_peak_heap", Value: float64(heap), Unit: "B", Target: "none (reported)",
+		Detail: fmt.Sprintf("the largest peak heap growth of one shard (%s)", bytesText(heap))})
+
+	// A cold load of the index while the shards are linked: one directory
+	// read for the linking file, then one per shard at once.
+	start := time.Now()
+	_, _, ix, err := loadScaleIndex(ctx, cat, ident)
+	if err != nil {
+		return run, err
+	}
+	ms("linked_load_ms", time.Since(start), fmt.Sprintf("index.Load of %d segments (the linking file and the shards'), cold", len(ix.Segments())))
+	if r := indexer.ShardsCommitted(ix)["bench"]; r.Committed != shards {
+		return run, fmt.Errorf("the index links %d shards of %d", r.Committed, shards)
+	}
+
+	s.progress("  merge")
+	start = time.Now()
+	cs, err := indexer.Compact(ctx, cat, ident, indexer.CompactOptions{})
+	if err != nil {
+		return run, err
+	}
+	ms("merge_ms", time.Since(start), fmt.Sprintf("compact-index of the %d shard segments into one (%s copied)", shards, bytesText(cs.BytesCopied)))
+	tbl, _, ix, err := loadScaleIndex(ctx, cat, ident)
+	if err != nil {
+		return run, err
+	}
+	if segs := ix.Segments(); len(segs) != 1 || len(segs[0].Dir.Files) != len(st.paths) {
+		return run, fmt.Errorf("after the merge: %d segments", len(segs))
+	}
+	_, dirLen, _ := index.DirectoryPlace(ix.Segments()[0].File)
+	run.add(BenchLine{Key: "merged_directory_bytes", Value: float64(dirLen), Unit: "B", Target: "none (reported)",
+		Detail: fmt.Sprintf("%.1f B per data file", float64(dirLen)/float64(n))})
+	start = time.Now()
+	if _, err := cat.LoadTable(ctx, tbl.Identifier()); err != nil {
+		return run, err
+	}
+	ms("catalog_load_ms", time.Since(start), "one LoadTable of the embedded SQLite catalog, for scale: a shard's commit is two or three")
+	return run, nil
+}
+
+// localPut stores a generated data file in the data directory of a table
+// at a local location.
+func localPut(location, base string, data []byte) (string, error) {
+	dir := filepath.Join(strings.TrimPrefix(location, "file://"), "data")
+	path := filepath.Join(dir, base)
+	err := os.WriteFile(path, data, 0o644)
+	if errors.Is(err, os.ErrNotExist) {
+		if err = os.MkdirAll(dir, 0o755); err == nil {
+			err = os.WriteFile(path, data, 0o644)
+		}
+	}
+	return "file://" + path, err
+}
