@@ -128,6 +128,10 @@ func TestShardedBuild(t *testing.T) {
 	}
 	coveredOnce(t, tbl, 1)
 	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+	rep, err := indexer.Verify(ctx, cat, tbl.Identifier(), indexer.VerifyOptions{Sample: 16})
+	if err != nil || !rep.OK() || len(rep.Segments) != shards+1 || len(rep.Sampled) != 16 {
+		t.Fatalf("verify of the linked index: %+v, %v", rep, err)
+	}
 
 	// gc with no grace keeps the files the index links.
 	gcs, err := maintenance.GC(ctx, cat, tbl.Identifier(), maintenance.GCOptions{OlderThan: -1, Force: true, Now: func() time.Time { return time.Now().Add(time.Hour) }})
@@ -319,6 +323,9 @@ func TestMissingShardSegment(t *testing.T) {
 		if kept != len(gone) {
 			t.Fatalf("%d of the %d files of the missing segment kept", kept, len(gone))
 		}
+	}
+	if rep, err := indexer.Verify(ctx, cat, tbl.Identifier(), indexer.VerifyOptions{}); err != nil || rep.OK() {
+		t.Fatalf("verify of an index missing a linked segment: %+v, %v", rep, err)
 	}
 	sum, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}})
 	if err != nil {

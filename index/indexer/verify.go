@@ -45,10 +45,14 @@ type VerifyReport struct {
 // OK reports whether Verify found no problem.
 func (r *VerifyReport) OK() bool { return len(r.Problems) == 0 }
 
-// SegmentReport is the check of one statistics file holding index filters.
+// SegmentReport is the check of one statistics file holding index filters,
+// or of a segment file one links.
 type SegmentReport struct {
 	Path       string `json:"path"`
 	SnapshotID int64  `json:"snapshot_id"`
+	// LinkedFrom is the statistics file linking the segment, "" for one
+	// table metadata lists.
+	LinkedFrom string `json:"linked_from,omitempty"`
 	Format     int    `json:"format"` // 1 or 2; 0 when unreadable
 	Groups     int    `json:"groups"`
 	Filters    int    `json:"filters"`
@@ -56,6 +60,8 @@ type SegmentReport struct {
 	// checksums (format 2; v1 files have none).
 	BytesVerified int64    `json:"bytes_verified"`
 	Problems      []string `json:"problems"`
+
+	links []segment.Link // the directory's, checked next
 }
 
 // CoverageReport is how much of the live data files an indexed column covers.
@@ -103,10 +109,20 @@ func Verify(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 	}
 	meta := tbl.Metadata()
 	for sf := range meta.Statistics() {
-		if index.HoldsEntries(sf) {
-			sr := checkSegment(fs, sf)
-			rep.Segments = append(rep.Segments, sr)
-			rep.Problems = append(rep.Problems, sr.Problems...)
+		if !index.HoldsEntries(sf) {
+			continue
+		}
+		sr := checkSegment(fs, sf)
+		rep.Segments = append(rep.Segments, sr)
+		rep.Problems = append(rep.Problems, sr.Problems...)
+		for _, l := range sr.links {
+			lr := checkSegment(fs, index.LinkedFile(sf, l))
+			lr.LinkedFrom = sf.StatisticsPath
+			if len(lr.links) > 0 {
+				lr.Problems = append(lr.Problems, fmt.Sprintf("index file %s, linked by %s, links segments of its own", l.Path, sf.StatisticsPath))
+			}
+			rep.Segments = append(rep.Segments, lr)
+			rep.Problems = append(rep.Problems, lr.Problems...)
 		}
 	}
 	snap := tbl.CurrentSnapshot()
@@ -215,7 +231,7 @@ func checkSegment(fs icebergio.IO, sf table.StatisticsFile) SegmentReport {
 	if err := segment.CheckFooter(pr, dir); err != nil {
 		problem("%v", err)
 	}
-	sr.Groups = len(dir.Groups)
+	sr.Groups, sr.links = len(dir.Groups), dir.Links
 	for gi := range dir.Groups {
 		g := &dir.Groups[gi]
 		sr.Filters += len(g.Members)
