@@ -338,3 +338,38 @@ func TestMissingShardSegment(t *testing.T) {
 	coveredOnce(t, tbl, 1)
 	lookupsKeepTrueFiles(t, tbl, rowsByFile)
 }
+
+// TestExpireFoldsLinks: expiring the snapshot a sharded run linked its
+// segments to folds them into a retained one first: every live file stays
+// covered, and gc then deletes the shard segments no index links anymore.
+func TestExpireFoldsLinks(t *testing.T) {
+	cat, tbl, rowsByFile := eventsTable(t, 8, 30, nil)
+	for i := range 3 {
+		if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1, Shard: &indexer.Shard{Index: i, Count: 3, Run: "r"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	tbl = appendRows(t, tbl, 10)
+	if _, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1}); err != nil {
+		t.Fatal(err)
+	}
+	zero := time.Duration(0)
+	if _, err := maintenance.Expire(ctx, cat, tbl.Identifier(), maintenance.ExpireOptions{OlderThan: &zero, RetainLast: 1}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	if n := len(tbl.Metadata().Snapshots()); n != 1 {
+		t.Fatalf("%d snapshots after the expiry", n)
+	}
+	coveredOnce(t, tbl, 1)
+	gcs, err := maintenance.GC(ctx, cat, tbl.Identifier(), maintenance.GCOptions{OlderThan: -1, Force: true, Now: func() time.Time { return time.Now().Add(time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gcs.Referenced != len(loadIndex(t, tbl).Segments()) || len(gcs.Deleted) < 3 {
+		t.Fatalf("gc %+v: want the 3 shard segments deleted", gcs)
+	}
+	coveredOnce(t, tbl, 1)
+	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+}
