@@ -293,13 +293,14 @@ const loadConcurrency = 32
 // Load reads a table's index from its metadata: the statistics files whose
 // blob-metadata lists an index item (docs/format.md §7, §8); others are not
 // opened. A v2 segment costs one read of its directory, a v1 one read of its
-// footer (the sizes the statistics entries record); what was read is kept
-// in cache (which may be nil).
+// footer (the sizes the statistics entries record); then the segment files
+// those directories link (§2.5) one read each, all at once. What was read
+// is kept in cache (which may be nil).
 //
 // The index is advisory, so nothing here is fatal: a statistics file that
-// cannot be read, and an entry that fails DecodeEntry, are reported in the
-// returned errors and left out, which leaves the data files they cover
-// unindexed.
+// cannot be read, a linked file that cannot be read or links files of its
+// own, and an entry that fails DecodeEntry, are reported in the returned
+// errors and left out, which leaves the data files they cover unindexed.
 func Load(ctx context.Context, fsys icebergio.IO, meta table.Metadata, cache *FooterCache) (*TableIndex, []error) {
 	var files []table.StatisticsFile
 	for sf := range meta.Statistics() {
@@ -358,7 +359,7 @@ func Load(ctx context.Context, fsys icebergio.IO, meta table.Metadata, cache *Fo
 	// An index with problems is rebuilt next time, as I/O errors may pass;
 	// one of more files than the cache holds footers is not kept either, so
 	// the cache's size bounds what it holds.
-	if cache != nil && len(problems) == 0 && len(files) <= cache.maxFiles {
+	if cache != nil && len(problems) == 0 && len(files)+len(linked) <= cache.maxFiles {
 		cache.indexes.Add(key, ix)
 	}
 	return ix, problems

@@ -151,11 +151,10 @@ func build(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, 
 	if err != nil {
 		return nil, err
 	}
-	files, err := liveDataFiles(j.fs, j.tbl.Metadata(), j.snap)
+	files, err := liveDataFiles(j.fs, j.tbl.Metadata(), j.snap, j.shardFilter())
 	if err != nil {
 		return nil, err
 	}
-	files = j.shardFiles(files)
 	j.sum.FilesTotal = len(files)
 	return j.run(ctx, files)
 }

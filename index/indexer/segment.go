@@ -38,12 +38,16 @@ type dataFile struct {
 	identity map[int]any
 }
 
-// liveDataFiles lists the data files of a snapshot: manifests of data files
-// only (delete files are not indexed), entries not marked DELETED.
-func liveDataFiles(fs icebergio.IO, meta table.Metadata, snap *table.Snapshot) ([]dataFile, error) {
+// liveDataFiles lists the data files of a snapshot that keep accepts (nil:
+// all): manifests of data files only (delete files are not indexed),
+// entries not marked DELETED. A shard's keep holds only its files in
+// memory, however many the snapshot has.
+func liveDataFiles(fs icebergio.IO, meta table.Metadata, snap *table.Snapshot, keep func(path string) bool) ([]dataFile, error) {
 	var files []dataFile
 	err := eachDataFile(fs, snap, nil, func(df iceberg.DataFile) {
-		files = append(files, dataFile{path: df.FilePath(), size: df.FileSizeBytes(), identity: identityValues(meta, df)})
+		if keep == nil || keep(df.FilePath()) {
+			files = append(files, dataFile{path: df.FilePath(), size: df.FileSizeBytes(), identity: identityValues(meta, df)})
+		}
 	})
 	return files, err
 }

@@ -72,12 +72,14 @@ func DefaultRun(snapshotID int64, count int) string {
 	return fmt.Sprintf("snapshot-%d-of-%d", snapshotID, count)
 }
 
-// shardFiles keeps the files of the job's shard.
-func (j *job) shardFiles(files []dataFile) []dataFile {
-	if j.o.Shard == nil {
-		return files
+// shardFilter returns whether the job's shard indexes the data file at a
+// path; nil for a job that is not a shard, which indexes every file.
+func (j *job) shardFilter() func(path string) bool {
+	sh := j.o.Shard
+	if sh == nil {
+		return nil
 	}
-	return slices.DeleteFunc(files, func(f dataFile) bool { return ShardOf(f.path, j.o.Shard.Count) != j.o.Shard.Index })
+	return func(path string) bool { return ShardOf(path, sh.Count) == sh.Index }
 }
 
 // linkTo returns the link to a segment file.

@@ -51,7 +51,7 @@ func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 		return nil, err
 	}
 	j.keepEntries = true
-	files, err := liveDataFiles(j.fs, j.tbl.Metadata(), j.snap)
+	files, err := liveDataFiles(j.fs, j.tbl.Metadata(), j.snap, j.shardFilter())
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 		}
 	}
 	var todo []dataFile
-	for _, f := range j.shardFiles(files) {
+	for _, f := range files {
 		if !covered(ix, f, j.cols) {
 			todo = append(todo, f)
 		}

@@ -131,7 +131,7 @@ func Verify(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 	}
 	rep.SnapshotID = snap.SnapshotID
 	ix, _ := index.Load(ctx, fs, meta, nil) // its problems are the segments' above
-	live, err := liveDataFiles(fs, meta, snap)
+	live, err := liveDataFiles(fs, meta, snap, nil)
 	if err != nil {
 		return nil, err
 	}
