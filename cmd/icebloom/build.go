@@ -138,12 +138,13 @@ func (f indexFlags) runIndex(ctx context.Context, e *env, command string, o inde
 // BuildCmd is `icebloom build TABLE`.
 type BuildCmd struct {
 	indexFlags
-	Snapshot int64 `arg:"--snapshot" help:"snapshot to index [default: current]"`
+	Snapshot     int64 `arg:"--snapshot" help:"snapshot to index [default: current]"`
+	CompactAbove int   `arg:"--compact-above" help:"with --shard(s): the shard that finds its run complete compacts the index when it has more segments than this, each shard's counting; negative: never [default: 8]"`
 }
 
 func (c *BuildCmd) run(ctx context.Context, e *env) error {
 	o := c.options()
-	o.SnapshotID = c.Snapshot
+	o.SnapshotID, o.CompactAbove = c.Snapshot, c.CompactAbove
 	return c.runIndex(ctx, e, "build", o, indexer.Build)
 }
 

@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -177,14 +178,18 @@ func (j *job) ensureLinked(own segmentFile) error {
 	return nil
 }
 
-// mergeRun merges the index once sum's shard found every shard of its run
-// committed: the shard segments become one segment, as compact-index would
-// make it. After a rebuild's last shard only the run's entries are kept,
-// so the index is the rebuilt one. With CompactAbove negative a build's or
-// sync's shards are left for compact-index to merge.
+// mergeRun compacts the index once sum's shard found every shard of its
+// run committed, as a sync compacts: when the index has more segments than
+// o.CompactAbove (0: DefaultCompactAbove, negative: never), linked ones
+// included. After a rebuild's last shard it always compacts, keeping only
+// the run's entries, so the index is the rebuilt one.
 func mergeRun(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options, sum *Summary, rebuild bool) error {
 	sh := sum.Shard
-	if sh == nil || sh.Committed < sh.Count || o.CompactAbove < 0 && !rebuild {
+	if sh == nil || sh.Committed < sh.Count {
+		return nil
+	}
+	limit := cmp.Or(o.CompactAbove, DefaultCompactAbove)
+	if !rebuild && (limit < 0 || sum.Segments <= limit) {
 		return nil
 	}
 	co := CompactOptions{Logger: o.Logger, MemoryBudget: o.MemoryBudget}

@@ -161,11 +161,12 @@ func TestShardedBuild(t *testing.T) {
 }
 
 // TestLastShardMerges: the shard that commits last sees its run complete
-// and merges the run's segments; the others leave them.
+// and, the index having more segments than CompactAbove, merges them; the
+// others leave them.
 func TestLastShardMerges(t *testing.T) {
 	cat, tbl, rowsByFile := eventsTable(t, 8, 30, nil)
 	for i := range 3 {
-		sum, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, Shard: &indexer.Shard{Index: i, Count: 3}})
+		sum, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: 2, Shard: &indexer.Shard{Index: i, Count: 3}})
 		if err != nil {
 			t.Fatal(err)
 		}
