@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -284,7 +286,7 @@ func TestFlagValues(t *testing.T) {
 		{[]string{"bench", "--fpp", "1.5"}, "--fpp 1.5: want"},
 		{[]string{"bench", "--prune-files", "-1"}, "--prune-files -1: want 0 or more data files"},
 		{[]string{"bench", "--scale", "1000", "--s3-files", "-1"}, "--s3-files -1: want 0 or more data files"},
-		{[]string{"bench", "--scale", "ten"}, "--scale ten: "},
+		{[]string{"bench", "--scale", "ten"}, `--scale "ten": want`},
 	} {
 		_, stderr, code := icebloom(t, c.args...)
 		if code != 2 || !strings.Contains(stderr, "icebloom: "+c.want) && !strings.Contains(stderr, c.want) {
@@ -459,5 +461,32 @@ func TestCompletion(t *testing.T) {
 	os.WriteFile(zfile, []byte(script), 0o644)
 	if out, err := exec.Command(zsh, "-n", zfile).CombinedOutput(); err != nil {
 		t.Fatalf("zsh -n: %v\n%s", err, out)
+	}
+}
+
+// TestVersionOf: the version reports the module version and the VCS stamp
+// of the build information go build records (here parsed by runtime/debug
+// from the text go version -m prints).
+func TestVersionOf(t *testing.T) {
+	info, err := debug.ParseBuildInfo("go\tgo1.26.8\npath\tgithub.com/icebloom/icebloom/cmd/icebloom\n" +
+		"mod\tgithub.com/icebloom/icebloom\tv0.1.1-0.20261203164244-678932b0c0de+dirty\t\n" +
+		"build\t-buildmode=exe\nbuild\tCGO_ENABLED=0\nbuild\tvcs=git\n" +
+		"build\tvcs.revision=678932b0c0de1a2b3c4d5e6f708192a3b4c5d6e7\n" +
+		"build\tvcs.time=2026-12-03T16:42:44Z\nbuild\tvcs.modified=true\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := versionOf(info)
+	want := VersionOutput{Module: modulePath, Version: "v0.1.1-0.20261203164244-678932b0c0de+dirty",
+		Revision: "678932b0c0de1a2b3c4d5e6f708192a3b4c5d6e7", Time: "2026-12-03T16:42:44Z", Modified: true,
+		GoVersion: "go1.26.8", Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if v != want {
+		t.Errorf("versionOf: %+v, want %+v", v, want)
+	}
+	if got, want := v.text(), "icebloom v0.1.1-0.20261203164244-678932b0c0de+dirty (revision 678932b0c0de1a2b3c4d5e6f708192a3b4c5d6e7, 2026-12-03T16:42:44Z, modified) go1.26.8 "+want.Platform; got != want {
+		t.Errorf("text: %q, want %q", got, want)
+	}
+	if v := versionOf(nil); v.Version != "(unknown)" || v.Revision != "" {
+		t.Errorf("versionOf(nil): %+v", v)
 	}
 }

@@ -60,7 +60,9 @@ func (c *CompletionCmd) run(_ context.Context, e *env) error {
 		fmt.Fprintf(&b, "\t\tcase \"${words[i]}\" in\n\t\t%s) cmd=\"${words[i]}\"; break ;;\n\t\tesac\n\tdone\n", pattern)
 		b.WriteString("\tcase \"$cmd\" in\n")
 		cases("\t", "cands")
-		b.WriteString("\tesac\n\tcompadd -- ${=cands}\n\t_files\n}\n")
+		// Flags, commands and shells where they fit; else a file name
+		// (the value of --where-file, --config, …).
+		b.WriteString("\tesac\n\tif [[ -z $cmd || $cmd == completion || ${words[CURRENT]} == -* ]]; then\n\t\tcompadd -- ${=cands}\n\telse\n\t\t_files\n\tfi\n}\n")
 		b.WriteString("if [ \"$funcstack[1]\" = \"_icebloom\" ]; then _icebloom \"$@\"; else compdef _icebloom icebloom; fi\n")
 	}
 	_, err := fmt.Fprint(e.stdout, b.String())

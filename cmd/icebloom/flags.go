@@ -58,7 +58,7 @@ func checkFlags(cmd any) error {
 		}
 		if c.Scale != "" {
 			if _, err := parseScale(c.Scale); err != nil {
-				errs = append(errs, fmt.Errorf("--scale %s: %w", c.Scale, err))
+				errs = append(errs, err) // names the flag and the value
 			}
 		}
 		return errors.Join(errs...)

@@ -31,11 +31,23 @@ type VersionOutput struct {
 
 // buildVersion reads the binary's build information.
 func buildVersion() VersionOutput {
-	v := VersionOutput{Module: modulePath, Version: "(unknown)", GoVersion: runtime.Version(),
-		Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
+		info = nil
+	}
+	return versionOf(info)
+}
+
+// versionOf is the version build information info describes; nil is a
+// binary built without (module support), whose version is unknown.
+func versionOf(info *debug.BuildInfo) VersionOutput {
+	v := VersionOutput{Module: modulePath, Version: "(unknown)", GoVersion: runtime.Version(),
+		Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if info == nil {
 		return v
+	}
+	if info.GoVersion != "" {
+		v.GoVersion = info.GoVersion
 	}
 	// go build of a checkout records "(devel)" or a pseudo-version from
 	// the VCS; go install module@version the version.
