@@ -490,3 +490,54 @@ func TestVersionOf(t *testing.T) {
 		t.Errorf("versionOf(nil): %+v", v)
 	}
 }
+
+// TestCompactIndexRepairAdvice: compact-index of an index with a segment
+// whose runs fail their checksums leaves that group out and says which
+// command indexes its data files again; after that command the index
+// verifies.
+func TestCompactIndexRepairAdvice(t *testing.T) {
+	it := newIDTable(t, 2)
+	if _, stderr, code := icebloom(t, it.args("build", "db.ids", "--columns", "id")...); code != 0 {
+		t.Fatalf("build: %s", stderr)
+	}
+	catalogtest.AppendIDs(t, it.tbl, 1000, 1001)
+	if _, stderr, code := icebloom(t, it.args("sync", "db.ids")...); code != 0 {
+		t.Fatalf("sync: %s", stderr)
+	}
+	tbl, err := it.cat.LoadTable(t.Context(), table.Identifier{"db", "ids"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := catalog.TableIO(t.Context(), tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, errs := index.Load(t.Context(), fs, tbl.Metadata(), nil)
+	if len(errs) > 0 || len(ix.Segments()) != 2 {
+		t.Fatalf("index of %d segments (%v), want 2", len(ix.Segments()), errs)
+	}
+	seg := ix.Segments()[0]
+	local := strings.TrimPrefix(seg.File.StatisticsPath, "file://")
+	b, err := os.ReadFile(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range seg.Dir.Groups {
+		for i := g.Offset; i < g.Offset+g.Bytes(); i++ {
+			b[i] ^= 0xff
+		}
+	}
+	if err := os.WriteFile(local, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := icebloom(t, it.args("compact-index", "db.ids")...)
+	if want := "broken groups left out: `icebloom sync db.ids` indexes their data files again"; code != 0 || !strings.Contains(stdout, want) {
+		t.Fatalf("compact-index of a corrupt segment: exit %d, %s%s; want %q", code, stdout, stderr, want)
+	}
+	if _, stderr, code := icebloom(t, it.args("sync", "db.ids")...); code != 0 {
+		t.Fatalf("sync: %s", stderr)
+	}
+	if stdout, stderr, code := icebloom(t, it.args("verify", "db.ids", "--sample", "3")...); code != 0 {
+		t.Fatalf("verify after compact-index and sync: exit %d\n%s%s", code, stdout, stderr)
+	}
+}

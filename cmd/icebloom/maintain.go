@@ -51,6 +51,11 @@ func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
 	e.printf("%s: %d segments merged into %d, %d entries kept, %d dropped, %s copied, %s\n  statistics file %s\n",
 		c.Table, sum.SegmentsBefore, sum.SegmentsAfter, sum.EntriesKept, sum.EntriesDropped,
 		bytesText(sum.BytesCopied), durationText(sum.Duration), sum.StatisticsPath)
+	if n := len(sum.BrokenFiles) + len(sum.BrokenGroups); n > 0 {
+		// Their data files are unindexed now (never pruned) until a sync.
+		e.printf("  %d broken index files removed, %d broken groups left out: `icebloom sync %s` indexes their data files again\n",
+			len(sum.BrokenFiles), len(sum.BrokenGroups), c.Table)
+	}
 	return nil
 }
 
