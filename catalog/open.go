@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -41,6 +42,12 @@ const DefaultName = "default"
 // defaultDir is the directory of the embedded catalog, relative to the
 // working directory.
 const defaultDir = "warehouse"
+
+// ErrNoCatalog is the error of Open when nothing is configured and the
+// embedded catalog in ./warehouse does not exist: Open never creates it,
+// so that a command reading a table in the wrong directory leaves nothing
+// behind. Embedded catalogs opened by name (Embedded) are created.
+var ErrNoCatalog = errors.New("no catalog")
 
 // Options selects and configures a catalog. They are the global flags of the
 // icebloom command and follow those of iceberg-go's iceberg CLI, so a setup
@@ -97,8 +104,12 @@ type Options struct {
 	Rest *config.RestOptions `arg:"-"`
 
 	// embedded, when set, is the directory of an embedded SQLite catalog:
-	// Open fills the fields still empty from it and creates it.
+	// Open fills the fields still empty from it and, unless mustExist,
+	// creates it.
 	embedded string
+	// mustExist: the embedded catalog is the default one, which Open opens
+	// only when it exists.
+	mustExist bool
 }
 
 // Embedded returns the options of the embedded catalog rooted at dir: an
@@ -113,7 +124,8 @@ func Embedded(dir string) Options {
 // Open opens the catalog o selects. Fields of o that are zero are taken from
 // the config file section for o.Name, and then from the defaults; when no
 // catalog type or URI is configured at all, Open opens the embedded catalog in
-// ./warehouse, creating it on first use.
+// ./warehouse if it exists, and returns an error wrapping ErrNoCatalog that
+// names its path if not. Errors of a SQLite catalog name its database file.
 //
 // The catalog may hold resources (the SQL catalog holds a database handle):
 // release them through iceberg-go's catalog.Closer when it implements it.
@@ -142,7 +154,7 @@ func resolve(o Options) (Options, error) {
 			return o, err
 		}
 		if o.Type == "" && o.URI == "" {
-			o.embedded = defaultDir
+			o.embedded, o.mustExist = defaultDir, true
 		}
 	}
 	if o.embedded != "" {
@@ -208,14 +220,20 @@ func withConfigFile(o Options) (Options, error) {
 }
 
 // withEmbedded fills o as the embedded catalog in o.embedded and creates the
-// directory. The warehouse is stored as an absolute file:// location so that
-// the tables are usable from any working directory.
+// directory, or with o.mustExist checks that the catalog's database exists.
+// The warehouse is stored as an absolute file:// location so that the
+// tables are usable from any working directory.
 func withEmbedded(o Options) (Options, error) {
 	dir, err := filepath.Abs(o.embedded)
 	if err != nil {
 		return o, fmt.Errorf("embedded catalog %s: %w", o.embedded, err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	db := filepath.Join(dir, "catalog.db")
+	if o.mustExist {
+		if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
+			return o, fmt.Errorf("%w at %s: with no catalog configured (--catalog and --uri, or ~/.iceberg-go.yaml) icebloom uses the embedded one there, which `icebloom quickstart` creates", ErrNoCatalog, db)
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return o, fmt.Errorf("embedded catalog: %w", err)
 	}
 	o.Type = string(icecat.SQL)
@@ -223,7 +241,7 @@ func withEmbedded(o Options) (Options, error) {
 	// icebloom and the iceberg CLI) wait for each other instead of failing
 	// with "database is locked"; WAL lets readers run beside a writer. Both
 	// drivers sqliteshim picks from understand these parameters.
-	o.URI = filepath.Join(dir, "catalog.db") + "?" + sqliteBusyTimeout + "&_journal_mode=WAL"
+	o.URI = db + "?" + sqliteBusyTimeout + "&_journal_mode=WAL"
 	if o.Warehouse == "" {
 		slashed := filepath.ToSlash(dir)
 		if !strings.HasPrefix(slashed, "/") {
@@ -262,7 +280,19 @@ func open(ctx context.Context, name string, o Options, props iceberg.Properties)
 			}
 			all[k] = v
 		}
-		return icecat.Load(ctx, name, all)
+		file, isSQLite := sqliteFile(all[sqlcat.DriverKey], o.URI)
+		if isSQLite {
+			if err := checkSQLiteFile(file); err != nil {
+				return nil, err
+			}
+		}
+		cat, err := icecat.Load(ctx, name, all)
+		if err != nil && isSQLite {
+			// The drivers' errors ("unable to open database file (14)",
+			// "file is not a database (26)") do not say which file.
+			return nil, fmt.Errorf("SQLite catalog %s: %w", file, err)
+		}
+		return cat, err
 	case icecat.REST:
 		if o.URI == "" {
 			return nil, errors.New("rest catalog: no endpoint URI (--uri)")
@@ -388,4 +418,44 @@ func withBusyTimeout(dsn string) string {
 		return dsn + sqliteBusyTimeout
 	}
 	return dsn + "&" + sqliteBusyTimeout
+}
+
+// sqliteFile returns the database file of a SQL catalog on SQLite (driver
+// sqliteshim or one of the drivers it picks from) with DSN dsn, a path or
+// a file: URI; isSQLite is false for other drivers and for in-memory
+// databases.
+func sqliteFile(driver, dsn string) (file string, isSQLite bool) {
+	switch driver {
+	case sqliteshim.ShimName, "sqlite", "sqlite3":
+	default:
+		return "", false
+	}
+	file, _, _ = strings.Cut(dsn, "?")
+	file = strings.TrimPrefix(file, "file:")
+	if file == "" || strings.HasPrefix(file, ":memory:") || strings.Contains(dsn, "mode=memory") {
+		return "", false
+	}
+	if u, err := url.PathUnescape(file); err == nil {
+		file = u
+	}
+	return file, true
+}
+
+// checkSQLiteFile refuses what SQLite would only call "unable to open
+// database file": a directory where the database file is expected, or a
+// directory that does not exist around it.
+func checkSQLiteFile(file string) error {
+	if fi, err := os.Stat(file); err == nil && fi.IsDir() {
+		return fmt.Errorf("SQLite catalog %s: is a directory, not a database file", file)
+	}
+	dir := filepath.Dir(file)
+	if fi, err := os.Stat(dir); err != nil {
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			err = pe.Err // the path is said once
+		}
+		return fmt.Errorf("SQLite catalog %s: directory %s: %w", file, dir, err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("SQLite catalog %s: %s is not a directory", file, dir)
+	}
+	return nil
 }

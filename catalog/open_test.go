@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,12 +64,23 @@ func TestOpenEmbedded(t *testing.T) {
 }
 
 // TestOpenDefault shows that with nothing configured — no flags, no config
-// file in $HOME — Open opens the embedded catalog in ./warehouse.
+// file in $HOME — Open opens the embedded catalog in ./warehouse, once it
+// exists; before, it refuses naming the path, and creates nothing.
 func TestOpenDefault(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	wd := t.TempDir()
 	t.Chdir(wd)
 
+	_, err := Open(t.Context(), Options{})
+	want := filepath.Join(wd, "warehouse", "catalog.db")
+	if !errors.Is(err, ErrNoCatalog) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Open with nothing configured in an empty directory: %v; want ErrNoCatalog naming %s", err, want)
+	}
+	if entries, _ := os.ReadDir(wd); len(entries) > 0 {
+		t.Fatalf("Open of a missing default catalog left %s behind", entries[0].Name())
+	}
+
+	openT(t, Embedded("warehouse")) // as quickstart creates it
 	cat := openT(t, Options{})
 	checkCatalog(t, cat, icecat.SQL, DefaultName)
 	mustExist(t, filepath.Join(wd, "warehouse", "catalog.db"))
@@ -256,5 +268,41 @@ func TestOpenSQLiteConcurrentWriters(t *testing.T) {
 	defer release.Stop()
 	if err := <-done; err != nil {
 		t.Fatalf("a write while another connection held the lock: %v", err)
+	}
+}
+
+// TestOpenBadSQLitePath: errors of a SQLite catalog name its database
+// file, whatever is wrong with it.
+func TestOpenBadSQLitePath(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	dir := t.TempDir()
+	notSQLite := filepath.Join(dir, "text.db")
+	if err := os.WriteFile(notSQLite, []byte(strings.Repeat("not a SQLite database\n", 10)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	aFile := filepath.Join(dir, "file")
+	if err := os.WriteFile(aFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ uri, want string }{
+		{dir, dir + ": is a directory, not a database file"},
+		{notSQLite, notSQLite + ": file is not a database"},
+		{"file:" + notSQLite + "?_journal_mode=WAL", notSQLite + ": file is not a database"},
+		{filepath.Join(dir, "missing", "c.db"), filepath.Join(dir, "missing", "c.db") + ": directory " + filepath.Join(dir, "missing") + ": no such file or directory"},
+		{filepath.Join(aFile, "c.db"), filepath.Join(aFile, "c.db") + ": " + aFile + " is not a directory"},
+	} {
+		_, err := Open(t.Context(), Options{Type: "sql", URI: c.uri, Warehouse: fileURI(dir)})
+		if err == nil || !strings.Contains(err.Error(), "SQLite catalog "+c.want) {
+			t.Errorf("Open of the SQLite catalog %s: %v; want an error with %q", c.uri, err, "SQLite catalog "+c.want)
+		}
+	}
+	// The embedded catalog's directory is a file.
+	wd := t.TempDir()
+	t.Chdir(wd)
+	if err := os.WriteFile("warehouse", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(t.Context(), Options{}); err == nil || !strings.Contains(err.Error(), filepath.Join(wd, "warehouse")) {
+		t.Errorf("Open of the default catalog with ./warehouse a file: %v; want an error naming it", err)
 	}
 }

@@ -304,7 +304,10 @@ func retryWith(ctx context.Context, cfg *commitConfig, ident table.Identifier, w
 }
 
 // LoadTable loads the table ident from cat, retrying transient failures
-// (IsTransient) as Retry does.
+// (IsTransient) as Retry does. A table that does not exist is an error
+// saying whether its namespace does (`namespace "dbx" does not exist`, or
+// `table db.t does not exist`), which matches iceberg-go's ErrNoSuchTable
+// either way, and ErrNoSuchNamespace for a missing namespace.
 func LoadTable(ctx context.Context, cat icecat.Catalog, ident table.Identifier, opts ...CommitOption) (*table.Table, error) {
 	var tbl *table.Table
 	err := Retry(ctx, ident, "table load", func(ctx context.Context) (bool, error) {
@@ -312,7 +315,37 @@ func LoadTable(ctx context.Context, cat icecat.Catalog, ident table.Identifier, 
 		tbl, err = cat.LoadTable(ctx, ident)
 		return IsTransient(err), err
 	}, opts...)
+	if errors.Is(err, icecat.ErrNoSuchTable) || errors.Is(err, icecat.ErrNoSuchNamespace) {
+		return nil, notFound(ctx, cat, ident, err)
+	}
 	return tbl, err
+}
+
+// notFoundError is a table that does not exist, said plainly; it matches
+// what the catalog returned (ErrNoSuchTable, or ErrNoSuchNamespace) and
+// ErrNoSuchTable.
+type notFoundError struct {
+	msg  string
+	errs []error
+}
+
+func (e *notFoundError) Error() string   { return e.msg }
+func (e *notFoundError) Unwrap() []error { return e.errs }
+
+// notFound says which of table and namespace is missing; the catalog's
+// own error err (iceberg-go's "table does not exist: [db t]") says neither
+// plainly.
+func notFound(ctx context.Context, cat icecat.Catalog, ident table.Identifier, err error) error {
+	errs := []error{err, icecat.ErrNoSuchTable}
+	if len(ident) < 2 {
+		return &notFoundError{fmt.Sprintf("table %s does not exist", strings.Join(ident, ".")), errs}
+	}
+	ns := ident[:len(ident)-1]
+	exists, nerr := cat.CheckNamespaceExists(ctx, ns)
+	if nerr == nil && !exists || nerr != nil && errors.Is(nerr, icecat.ErrNoSuchNamespace) {
+		return &notFoundError{fmt.Sprintf("namespace %q does not exist", strings.Join(ns, ".")), append(errs, icecat.ErrNoSuchNamespace)}
+	}
+	return &notFoundError{fmt.Sprintf("table %s does not exist", strings.Join(ident, ".")), errs}
 }
 
 // sleep waits for d or until ctx is done.

@@ -42,6 +42,9 @@ type TableReport struct {
 	Error   string                  `json:"error,omitempty"`
 }
 
+// NoSnapshot is TableReport.Skipped for a table without a snapshot.
+const NoSnapshot = "no snapshot yet: nothing to index"
+
 // Failed reports whether a step failed.
 func (r TableReport) Failed() bool { return r.Error != "" }
 
@@ -112,8 +115,8 @@ func Maintain(ctx context.Context, cat icecatalog.Catalog, tables []table.Identi
 
 // MaintainTable keeps one table's index true: sync (and index compaction
 // past the segment threshold), then optionally expiry, then gc, then
-// optionally verification. A table
-// without indexed columns configured in its properties is skipped. The
+// optionally verification. A table without a snapshot, or without indexed
+// columns configured in its properties, is skipped. The
 // first failing step ends the table's run and is reported.
 func MaintainTable(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o MaintainOptions) TableReport {
 	r := TableReport{Table: strings.Join(ident, ".")}
@@ -130,18 +133,22 @@ func MaintainTable(ctx context.Context, cat icecatalog.Catalog, ident table.Iden
 	if err != nil {
 		return fail(fmt.Errorf("load table %s: %w", r.Table, err))
 	}
+	if tbl.CurrentSnapshot() == nil {
+		// A table created and never written: no data file to index, no
+		// snapshot to expire, no index file to collect.
+		r.Skipped = NoSnapshot
+		return r
+	}
 	if _, err := indexer.ResolveColumns(tbl.Schema(), tbl.Properties(), nil, 0); err != nil {
 		r.Skipped = "no indexed columns configured"
 		return r
 	}
-	if tbl.CurrentSnapshot() != nil {
-		idx := o.Index
-		idx.Columns, idx.FPP, idx.CompactAbove = nil, 0, o.CompactAbove
-		if r.Sync, err = indexer.Sync(ctx, cat, ident, idx); err != nil {
-			return fail(err)
-		}
-		r.Compact = r.Sync.Compacted
+	idx := o.Index
+	idx.Columns, idx.FPP, idx.CompactAbove = nil, 0, o.CompactAbove
+	if r.Sync, err = indexer.Sync(ctx, cat, ident, idx); err != nil {
+		return fail(err)
 	}
+	r.Compact = r.Sync.Compacted
 	if o.Expire != nil {
 		if r.Expire, err = Expire(ctx, cat, ident, *o.Expire); err != nil {
 			return fail(err)

@@ -15,11 +15,11 @@ import (
 
 // indexFlags are the flags of the commands that index data files.
 type indexFlags struct {
-	Table    string  `arg:"positional,required" help:"table identifier, ns.table"`
-	Columns  string  `arg:"--columns" help:"comma-separated columns to index [default: those with write.parquet.bloom-filter-enabled.column.<name>=true]"`
-	FPP      float64 `arg:"--fpp" help:"target false-positive rate [default: write.parquet.bloom-filter-fpp.column.<name>, else 0.01]"`
-	Parallel int     `arg:"--parallel" help:"data files read at once [default: number of CPUs]"`
-	FailFast bool    `arg:"--fail-fast" help:"fail on a data file that cannot be read instead of leaving it unindexed"`
+	Table    string   `arg:"positional,required" help:"table identifier, ns.table"`
+	Columns  string   `arg:"--columns" help:"comma-separated columns to index [default: those with write.parquet.bloom-filter-enabled.column.<name>=true]"`
+	FPP      *float64 `arg:"--fpp" help:"target false-positive rate, between 0 and 1 [default: write.parquet.bloom-filter-fpp.column.<name>, else 0.01]"`
+	Parallel *int     `arg:"--parallel" help:"data files read at once, 1 or more [default: number of CPUs]"`
+	FailFast bool     `arg:"--fail-fast" help:"fail on a data file that cannot be read instead of leaving it unindexed"`
 	memoryFlag
 	shardFlags
 }
@@ -75,18 +75,15 @@ func (f shardFlags) shard() (*indexer.Shard, error) {
 
 // memoryFlag bounds the index bytes a run holds, whatever the table's size.
 type memoryFlag struct {
-	MemoryMiB int `arg:"--memory-budget-mib" help:"MiB of filters held before they are written as groups (merges: buffers) [default: 256]"`
+	MemoryMiB *int `arg:"--memory-budget-mib" help:"MiB of filters held before they are written as groups (merges: buffers) [default: 256]"`
 }
 
 // budget returns the flag in bytes, 0 for the default.
-func (f memoryFlag) budget() int64 { return int64(f.MemoryMiB) << 20 }
-
-// check refuses a negative budget.
-func (f memoryFlag) check() error {
-	if f.MemoryMiB < 0 {
-		return fmt.Errorf("--memory-budget-mib %d: want a positive number of MiB (or 0 for the default)", f.MemoryMiB)
+func (f memoryFlag) budget() int64 {
+	if f.MemoryMiB == nil {
+		return 0
 	}
-	return nil
+	return int64(*f.MemoryMiB) << 20
 }
 
 func (f indexFlags) options() indexer.Options {
@@ -96,18 +93,22 @@ func (f indexFlags) options() indexer.Options {
 			cols = append(cols, name)
 		}
 	}
-	return indexer.Options{Columns: cols, FPP: f.FPP, Parallel: f.Parallel, FailFast: f.FailFast, MemoryBudget: f.budget()}
+	o := indexer.Options{Columns: cols, FailFast: f.FailFast, MemoryBudget: f.budget()}
+	if f.FPP != nil {
+		o.FPP = *f.FPP
+	}
+	if f.Parallel != nil {
+		o.Parallel = *f.Parallel
+	}
+	return o
 }
 
 // runIndex runs build, sync or rebuild (command) with a progress bar on a
 // terminal, logs and records what it did, and prints its summary.
 func (f indexFlags) runIndex(ctx context.Context, e *env, command string, o indexer.Options,
 	job func(context.Context, icecat.Catalog, table.Identifier, indexer.Options) (*indexer.Summary, error)) error {
-	if err := f.check(); err != nil {
-		return err
-	}
 	var err error
-	if o.Shard, err = f.shard(); err != nil {
+	if o.Shard, err = f.shard(); err != nil { // checked with the other flags: reads the environment again
 		return err
 	}
 	start := e.now()
@@ -139,12 +140,15 @@ func (f indexFlags) runIndex(ctx context.Context, e *env, command string, o inde
 type BuildCmd struct {
 	indexFlags
 	Snapshot     int64 `arg:"--snapshot" help:"snapshot to index [default: current]"`
-	CompactAbove int   `arg:"--compact-above" help:"with --shard(s): the shard that finds its run complete compacts the index when it has more segments than this, each shard's counting; negative: never [default: 8]"`
+	CompactAbove *int  `arg:"--compact-above" help:"with --shard(s): the shard that finds its run complete compacts the index when it has more segments than this, each shard's counting; negative: never [default: 8]"`
 }
 
 func (c *BuildCmd) run(ctx context.Context, e *env) error {
 	o := c.options()
-	o.SnapshotID, o.CompactAbove = c.Snapshot, c.CompactAbove
+	o.SnapshotID = c.Snapshot
+	if c.CompactAbove != nil {
+		o.CompactAbove = *c.CompactAbove
+	}
 	return c.runIndex(ctx, e, "build", o, indexer.Build)
 }
 
@@ -152,12 +156,14 @@ func (c *BuildCmd) run(ctx context.Context, e *env) error {
 // covers yet, as after appends and compactions.
 type SyncCmd struct {
 	indexFlags
-	CompactAbove int `arg:"--compact-above" help:"compact the index when it has more segments than this; negative: never [default: 8]"`
+	CompactAbove *int `arg:"--compact-above" help:"compact the index when it has more segments than this; negative: never [default: 8]"`
 }
 
 func (c *SyncCmd) run(ctx context.Context, e *env) error {
 	o := c.options()
-	o.CompactAbove = c.CompactAbove
+	if c.CompactAbove != nil {
+		o.CompactAbove = *c.CompactAbove
+	}
 	return c.runIndex(ctx, e, "sync", o, indexer.Sync)
 }
 

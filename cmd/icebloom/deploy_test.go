@@ -961,12 +961,20 @@ func TestDeployDockerfile(t *testing.T) {
 	}
 }
 
+// staticBuildEnv enables TestDeployStaticBinary. Rebuilding every package
+// without cgo takes minutes on a loaded 2-core machine, more than a plain
+// `go test ./...` should spend inside its 10-minute budget, so .ci/run runs
+// it as a step of its own with its own timeout (sharing the build cache).
+const staticBuildEnv = "ICEBLOOM_STATIC_BUILD"
+
 // TestDeployStaticBinary builds ./cmd/icebloom as the Dockerfile does and
-// checks that the binary is static, so that it runs FROM scratch, and that
-// its embedded SQLite catalog works without cgo.
+// checks that the binary is static, so that it runs FROM scratch, that its
+// embedded SQLite catalog works without cgo, and that it reports the
+// revision it was built from.
 func TestDeployStaticBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
+	if os.Getenv(staticBuildEnv) != "1" {
+		t.Skipf("rebuilds every package without cgo: run with %s=1 (as .ci/run does: %s=1 go test -run TestDeployStaticBinary -timeout 30m ./cmd/icebloom)",
+			staticBuildEnv, staticBuildEnv)
 	}
 	goTool, err := exec.LookPath("go") // go test puts its GOROOT/bin first
 	if err != nil {
@@ -975,7 +983,9 @@ func TestDeployStaticBinary(t *testing.T) {
 	root := deployRepoRoot(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "icebloom")
-	buildCmd := exec.CommandContext(t.Context(), goTool, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/icebloom")
+	// -buildvcs=auto is go build's default, as in the Dockerfile's build
+	// stage; a machine's GOFLAGS may turn the VCS stamp off.
+	buildCmd := exec.CommandContext(t.Context(), goTool, "build", "-buildvcs=auto", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/icebloom")
 	buildCmd.Dir = root
 	buildCmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 	start := time.Now()
@@ -1005,20 +1015,47 @@ func TestDeployStaticBinary(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		return
 	}
-	// In an empty environment, as in the image: maintain on the embedded
-	// catalog (no tables) opens SQLite through sqliteshim.
+	// In an empty environment, as in the image: quickstart creates the
+	// embedded catalog (SQLite through sqliteshim, without cgo) and
+	// maintain then opens it.
 	work := filepath.Join(dir, "work")
 	if err := os.Mkdir(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	runCmd := exec.CommandContext(t.Context(), bin, "maintain")
-	runCmd.Dir = work
-	runCmd.Env = []string{"HOME=" + work}
-	if out, err := runCmd.CombinedOutput(); err != nil {
-		t.Fatalf("static icebloom maintain on the embedded catalog: %v\n%s", err, out)
+	for _, args := range [][]string{{"quickstart", "--files", "2", "--rows", "20"}, {"maintain"}} {
+		runCmd := exec.CommandContext(t.Context(), bin, args...)
+		runCmd.Dir = work
+		runCmd.Env = []string{"HOME=" + work}
+		if out, err := runCmd.CombinedOutput(); err != nil {
+			t.Fatalf("static icebloom %v on the embedded catalog: %v\n%s", args, err, out)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(work, "warehouse", "catalog.db")); err != nil {
 		t.Errorf("the embedded catalog was not created: %v", err)
+	}
+
+	// The binary names the commit it was built from, when it was built
+	// from a git checkout.
+	out, err := exec.CommandContext(t.Context(), bin, "--output", "json", "version").Output()
+	if err != nil {
+		t.Fatalf("static icebloom version: %v", err)
+	}
+	var v VersionOutput
+	if err := json.Unmarshal(out, &v); err != nil || v.Module != modulePath {
+		t.Fatalf("static icebloom version: %s (%v)", out, err)
+	}
+	// go build stamps the revision of a checkout whose .git is a
+	// directory, not of a git worktree (.git a file), nor of a Docker
+	// build context (.dockerignore leaves .git out).
+	git := exec.CommandContext(t.Context(), "git", "rev-parse", "HEAD")
+	git.Dir = root
+	head, err := git.Output()
+	if fi, serr := os.Stat(filepath.Join(root, ".git")); serr == nil && fi.IsDir() && err == nil {
+		if v.Revision != strings.TrimSpace(string(head)) {
+			t.Errorf("static icebloom version: revision %q, want the checkout's HEAD %s", v.Revision, head)
+		}
+	} else {
+		t.Logf("not a git checkout go build stamps: version %+v", v)
 	}
 }
 

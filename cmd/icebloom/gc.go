@@ -20,7 +20,10 @@ type GCCmd struct {
 }
 
 // gcAge is the --older-than value: a Go duration, or days such as 3d.
-type gcAge struct{ d time.Duration }
+type gcAge struct {
+	d    time.Duration
+	text string // as given, for errors
+}
 
 // grace returns the GC grace period the flag asks for: 0 (flag absent) is
 // the default, and an explicit 0s is no grace at all.
@@ -39,7 +42,7 @@ func (a *gcAge) UnmarshalText(b []byte) error {
 	if err != nil {
 		return err
 	}
-	a.d = d
+	a.d, a.text = d, string(b)
 	return nil
 }
 

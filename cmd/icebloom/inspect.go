@@ -139,7 +139,7 @@ func inspect(ctx context.Context, tbl *table.Table, snapshotID int64) (*InspectO
 	out := &InspectOutput{SnapshotID: snap.SnapshotID, LiveFiles: len(live), Segments: []SegmentInfo{},
 		Columns: []ColumnInfo{}, IndexErrors: []string{}, Runs: indexer.ShardsCommitted(ix)}
 	for _, err := range errs {
-		out.IndexErrors = append(out.IndexErrors, err.Error())
+		out.IndexErrors = append(out.IndexErrors, withRepair(strings.Join(tbl.Identifier(), "."), err).Error())
 	}
 	byField := map[int]*ColumnInfo{}
 	liveEntries := map[int]int{}

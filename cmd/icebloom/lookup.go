@@ -112,8 +112,9 @@ func planFilter(ctx context.Context, e *env, tableName string, filter iceberg.Bo
 	}
 	res, err := lookup.Plan(ctx, tbl, filter, opts)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, filterError(tableName, tbl, err)
 	}
+	res.IndexErrors = withRepairs(tableName, res.IndexErrors)
 	return tbl, filter, res, nil
 }
 

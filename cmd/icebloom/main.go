@@ -31,6 +31,7 @@ type Args struct {
 	Output      string   `arg:"--output" default:"text" help:"output format: text or json"`
 	LogLevel    logLevel `arg:"--log-level" default:"info" placeholder:"LEVEL" help:"log records to stderr from this level: debug, info, warn or error; text on a terminal, JSON lines otherwise"`
 	MetricsFile string   `arg:"--metrics-file" placeholder:"PATH" help:"after build, sync, rebuild, compact-index and each maintain round, write Prometheus text metrics here (atomically, for node_exporter's textfile collector)"`
+	Version     bool     `arg:"--version" help:"print icebloom's version and VCS revision, and exit"`
 
 	Build        *BuildCmd        `arg:"subcommand:build" help:"index a snapshot of a table and commit the index"`
 	Sync         *SyncCmd         `arg:"subcommand:sync" help:"index the live data files the index does not cover yet (after appends and compactions)"`
@@ -45,6 +46,8 @@ type Args struct {
 	GC           *GCCmd           `arg:"subcommand:gc" help:"delete index files no table metadata references, after a grace period"`
 	Quickstart   *QuickstartCmd   `arg:"subcommand:quickstart" help:"create a demo table in an embedded catalog, index it and query it"`
 	Bench        *BenchCmd        `arg:"subcommand:bench" help:"generate a table and measure the index against its targets"`
+	VersionCmd   *VersionCmd      `arg:"subcommand:version" help:"print icebloom's version: module version and the VCS revision it was built from"`
+	Completion   *CompletionCmd   `arg:"subcommand:completion" help:"print a bash or zsh script that completes icebloom's commands and flags"`
 }
 
 func (Args) Description() string {
@@ -98,7 +101,7 @@ func (e *env) table(ctx context.Context, name string) (*table.Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	tbl, err := cat.LoadTable(ctx, ident)
+	tbl, err := catalog.LoadTable(ctx, cat, ident)
 	if err != nil {
 		return nil, fmt.Errorf("load table %s: %w", name, err)
 	}
@@ -140,24 +143,29 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 		return 2
 	}
 	if err := p.Parse(argv); err != nil {
-		switch {
-		case errors.Is(err, arg.ErrHelp):
-			p.WriteHelpForSubcommand(stdout, p.SubcommandNames()...)
-			return 0
-		case errors.Is(err, arg.ErrVersion):
+		if errors.Is(err, arg.ErrHelp) {
+			writeHelp(stdout, p)
 			return 0
 		}
 		p.WriteUsageForSubcommand(stderr, p.SubcommandNames()...)
 		fmt.Fprintln(stderr, "icebloom:", err)
 		return 2
 	}
-	// Flags that depend on each other, which the parser cannot check.
+	// Flags that depend on each other, and values the parser takes but no
+	// command can use.
 	if c, ok := p.Subcommand().(interface{ validate() error }); ok {
 		if err := c.validate(); err != nil {
 			p.WriteUsageForSubcommand(stderr, p.SubcommandNames()...)
 			fmt.Fprintln(stderr, "icebloom:", err)
 			return 2
 		}
+	}
+	if err := checkFlags(p.Subcommand()); err != nil {
+		p.WriteUsageForSubcommand(stderr, p.SubcommandNames()...)
+		for _, line := range strings.Split(err.Error(), "\n") { // one line per bad flag
+			fmt.Fprintln(stderr, "icebloom:", line)
+		}
+		return 2
 	}
 	output := strings.ToLower(args.Output)
 	if output != "text" && output != "json" {
@@ -177,6 +185,8 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 		run(ctx context.Context, e *env) error
 	}
 	switch {
+	case args.Version || args.VersionCmd != nil:
+		cmd = &VersionCmd{}
 	case args.Build != nil:
 		cmd = args.Build
 	case args.Sync != nil:
@@ -203,12 +213,19 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 		cmd = args.Quickstart
 	case args.Bench != nil:
 		cmd = args.Bench
+	case args.Completion != nil:
+		cmd = args.Completion
 	default:
 		p.WriteHelp(stderr)
+		fmt.Fprintln(stderr, "icebloom: a command is required (icebloom COMMAND --help says what each does)")
 		return 2
 	}
 	command, table := commandOf(p)
 	if args.MetricsFile != "" && metricsCommands[command] {
+		if err := checkMetricsFile(args.MetricsFile); err != nil {
+			fmt.Fprintln(stderr, "icebloom:", err)
+			return 2
+		}
 		var err error
 		if e.metrics, err = newMetrics(args.MetricsFile); err != nil {
 			e.log.Warn("previous metrics file ignored", "file", args.MetricsFile, "error", err)

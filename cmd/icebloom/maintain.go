@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -21,9 +22,6 @@ type CompactIndexCmd struct {
 }
 
 func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
-	if err := c.check(); err != nil {
-		return err
-	}
 	start := e.now()
 	sum, err := func() (*indexer.CompactSummary, error) {
 		cat, ident, err := e.tableRef(ctx, c.Table)
@@ -53,6 +51,11 @@ func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
 	e.printf("%s: %d segments merged into %d, %d entries kept, %d dropped, %s copied, %s\n  statistics file %s\n",
 		c.Table, sum.SegmentsBefore, sum.SegmentsAfter, sum.EntriesKept, sum.EntriesDropped,
 		bytesText(sum.BytesCopied), durationText(sum.Duration), sum.StatisticsPath)
+	if n := len(sum.BrokenFiles) + len(sum.BrokenGroups); n > 0 {
+		// Their data files are unindexed now (never pruned) until a sync.
+		e.printf("  %d broken index files removed, %d broken groups left out: `icebloom sync %s` indexes their data files again\n",
+			len(sum.BrokenFiles), len(sum.BrokenGroups), c.Table)
+	}
 	return nil
 }
 
@@ -68,8 +71,17 @@ func (c *RebuildCmd) run(ctx context.Context, e *env) error {
 // ExpireCmd is `icebloom expire TABLE`.
 type ExpireCmd struct {
 	Table      string `arg:"positional,required" help:"table identifier, ns.table"`
-	OlderThan  *gcAge `arg:"--older-than,required" placeholder:"DUR" help:"expire snapshots older than this (a Go duration or days such as 7d); 0s expires every snapshot but the retained ones"`
+	OlderThan  *gcAge `arg:"--older-than" placeholder:"DUR" help:"expire snapshots older than this (a Go duration or days such as 7d); 0s expires every snapshot but the retained ones (required)"`
 	RetainLast int    `arg:"--retain-last" default:"1" help:"always keep this many most recent snapshots"`
+}
+
+// validate requires --older-than: go-arg would name a missing required
+// flag by its placeholder ("DUR is required"), not by the flag.
+func (c *ExpireCmd) validate() error {
+	if c.OlderThan == nil {
+		return errors.New("--older-than is required")
+	}
+	return nil
 }
 
 func (c *ExpireCmd) run(ctx context.Context, e *env) error {
@@ -99,9 +111,9 @@ type MaintainCmd struct {
 	ExpireOlderThan *gcAge   `arg:"--expire-older-than" placeholder:"DUR" help:"also expire snapshots older than this, folding their index segments first; 0s expires every snapshot but the retained ones"`
 	RetainLast      int      `arg:"--retain-last" default:"1" help:"with --expire-older-than: keep this many most recent snapshots"`
 	GCOlderThan     *gcAge   `arg:"--gc-older-than" placeholder:"DUR" help:"grace period of orphan index files, at least 1h [default: 3d]"`
-	CompactAbove    int      `arg:"--compact-above" help:"compact a table's index when it has more segments than this [default: 8]"`
-	Parallel        int      `arg:"--parallel" help:"data files read at once [default: number of CPUs]"`
-	Every           *gcAge   `arg:"--every" placeholder:"DUR" help:"keep running, once every DUR"`
+	CompactAbove    *int     `arg:"--compact-above" help:"compact a table's index when it has more segments than this; negative: never [default: 8]"`
+	Parallel        *int     `arg:"--parallel" help:"data files read at once, 1 or more [default: number of CPUs]"`
+	Every           *gcAge   `arg:"--every" placeholder:"DUR" help:"keep running, once every DUR (more than 0s)"`
 	VerifySample    *int     `arg:"--verify-sample" placeholder:"N" help:"verify each table's index last (as icebloom verify), re-reading N sampled data files; a problem fails the table"`
 }
 
@@ -118,15 +130,18 @@ func (c *MaintainCmd) run(ctx context.Context, e *env) error {
 		c.failedBeforeTables(e, e.now())
 		return err
 	}
-	o := maintenance.MaintainOptions{Index: indexer.Options{Parallel: c.Parallel, Logger: e.log}, CompactAbove: c.CompactAbove}
+	o := maintenance.MaintainOptions{Index: indexer.Options{Logger: e.log}}
+	if c.Parallel != nil {
+		o.Index.Parallel = *c.Parallel
+	}
+	if c.CompactAbove != nil {
+		o.CompactAbove = *c.CompactAbove
+	}
 	if c.ExpireOlderThan != nil {
 		o.Expire = &maintenance.ExpireOptions{OlderThan: new(c.ExpireOlderThan.d), RetainLast: c.RetainLast, Logger: e.log}
 	}
 	o.GC.OlderThan = c.GCOlderThan.grace()
 	if c.VerifySample != nil {
-		if *c.VerifySample < 0 {
-			return fmt.Errorf("--verify-sample %d: want 0 or more data files", *c.VerifySample)
-		}
 		o.Verify = &indexer.VerifyOptions{Sample: *c.VerifySample}
 	}
 	failedRounds := 0

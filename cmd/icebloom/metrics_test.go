@@ -220,11 +220,11 @@ func TestMetricsFileAfterBuild(t *testing.T) {
 		t.Errorf("sync db.missing: runs failed %v, want 1", got)
 	}
 
-	// A metrics file that cannot be written fails the command, after its
-	// result was printed.
+	// A metrics file that cannot be written fails the command before it
+	// runs (TestMetricsFileCheckedFirst).
 	unwritable := filepath.Join(t.TempDir(), "no-such-dir", "icebloom.prom")
 	stdout, stderr, code = icebloom(t, it.args("--metrics-file", unwritable, "compact-index", "db.ids")...)
-	if code != 1 || !strings.Contains(stderr, "metrics file") || stdout == "" {
+	if code != 2 || !strings.Contains(stderr, "--metrics-file "+unwritable) || stdout != "" {
 		t.Fatalf("unwritable metrics file: exit %d, stdout %q, stderr %s", code, stdout, stderr)
 	}
 	// Other commands take no metrics file.

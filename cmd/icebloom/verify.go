@@ -16,9 +16,6 @@ type VerifyCmd struct {
 }
 
 func (c *VerifyCmd) run(ctx context.Context, e *env) error {
-	if c.Sample < 0 {
-		return fmt.Errorf("--sample %d: want 0 or more data files", c.Sample)
-	}
 	cat, ident, err := e.tableRef(ctx, c.Table)
 	if err != nil {
 		return err

@@ -49,7 +49,7 @@ func TestVerifyCommand(t *testing.T) {
 	if code != 1 || !strings.Contains(stdout, "checksum mismatch") {
 		t.Fatalf("maintain --verify-sample of a corrupt index: exit %d, %s", code, stdout)
 	}
-	if _, stderr, code := icebloom(t, "verify", "demo.events", "--sample", "-1"); code != 1 || !strings.Contains(stderr, "--sample -1") {
+	if _, stderr, code := icebloom(t, "verify", "demo.events", "--sample", "-1"); code != 2 || !strings.Contains(stderr, "--sample -1") {
 		t.Fatalf("verify --sample -1: exit %d, %s", code, stderr)
 	}
 }

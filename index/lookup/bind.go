@@ -193,11 +193,19 @@ func findColumn(schema *iceberg.Schema, name string, caseSensitive bool) (iceber
 		}
 	}
 	if !ok {
-		return iceberg.NestedField{}, "", fmt.Errorf("%s: no such column", name)
+		return iceberg.NestedField{}, "", &UnknownColumnError{Column: name}
 	}
 	full, _ := schema.FindColumnName(field.ID)
 	return field, full, nil
 }
+
+// UnknownColumnError is the error of a filter naming a column the table's
+// schema does not have, so that a caller can name the columns it has.
+type UnknownColumnError struct {
+	Column string // as the filter names it
+}
+
+func (e *UnknownColumnError) Error() string { return e.Column + ": no such column" }
 
 // quote writes a literal as the filter would: text in single quotes,
 // binary as X'…', typed literals with their type.
