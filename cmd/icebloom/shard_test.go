@@ -206,3 +206,47 @@ func testShards(t *testing.T, sc shardCatalog) {
 		}
 	}
 }
+
+// TestShardFlags: where a shard's index and count come from, and the
+// usage errors naming the flag or variable at fault.
+func TestShardFlags(t *testing.T) {
+	for _, name := range shardIndexEnv {
+		os.Unsetenv(name)
+	}
+	t.Setenv("AWS_BATCH_JOB_ARRAY_INDEX", "5")
+	sh, err := shardFlags{Shards: 8, RunID: "r"}.shard()
+	if err != nil || *sh != (indexer.Shard{Index: 5, Count: 8, Run: "r"}) {
+		t.Fatalf("AWS Batch: %+v, %v", sh, err)
+	}
+	t.Setenv("JOB_COMPLETION_INDEX", "2") // Kubernetes first
+	if sh, err = (shardFlags{Shards: 8}).shard(); err != nil || sh.Index != 2 {
+		t.Fatalf("Kubernetes: %+v, %v", sh, err)
+	}
+	if sh, err = (shardFlags{Shard: "3/8"}).shard(); err != nil || sh.Index != 3 || sh.Count != 8 {
+		t.Fatalf("--shard: %+v, %v", sh, err)
+	}
+	if sh, err = (shardFlags{}).shard(); err != nil || sh != nil {
+		t.Fatalf("no shard flags: %+v, %v", sh, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"--shard", "4/4"}, "", "--shard"},
+		{[]string{"--shard", "1/4", "--shards", "8"}, "", "disagree"},
+		{[]string{"--shards", "4"}, "", "JOB_COMPLETION_INDEX"},
+		{[]string{"--shards", "4"}, "JOB_COMPLETION_INDEX=4", "JOB_COMPLETION_INDEX"},
+		{[]string{"--run-id", "x"}, "", "--run-id"},
+	} {
+		os.Unsetenv("JOB_COMPLETION_INDEX")
+		os.Unsetenv("AWS_BATCH_JOB_ARRAY_INDEX")
+		if k, v, ok := strings.Cut(tc.env, "="); ok {
+			os.Setenv(k, v)
+		}
+		_, stderr, code := icebloom(t, append([]string{"build", "db.t"}, tc.args...)...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v %s: exit %d, %q; want a usage error naming %s", tc.args, tc.env, code, stderr, tc.want)
+		}
+	}
+}
