@@ -530,7 +530,7 @@ func (j *job) commit(ctx context.Context, seg segmentFile) (segmentFile, *table.
 		}
 		change := catalog.StatisticsChange{Set: []table.StatisticsFile{committed.statisticsFile(snap, replaced)}}
 		return change, discard, nil
-	}, commitOptions(j.o.Logger)...)
+	}, append(commitOptions(j.o.Logger), j.shardCommitOptions()...)...)
 	if err != nil {
 		// Only a refused commit surely left the file unreferenced; after
 		// another error the catalog may have applied it, and gc removes a

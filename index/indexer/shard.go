@@ -15,6 +15,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/hashing"
 	"github.com/icebloom/icebloom/index/segment"
@@ -205,4 +206,16 @@ func mergeRun(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 		sum.StatisticsPath = cs.StatisticsPath
 	}
 	return nil
+}
+
+// shardCommitOptions gives a shard's commit more attempts than a run's:
+// the shards of a run may finish together, and each commit waits for the
+// others' (a commit takes a few catalog round trips, the backoff is capped
+// at seconds), so a commit is tried at least twice per shard of the run —
+// rather than fail a shard that did all its reading for a busy catalog.
+func (j *job) shardCommitOptions() []catalog.CommitOption {
+	if j.o.Shard == nil {
+		return nil
+	}
+	return []catalog.CommitOption{catalog.WithAttempts(max(catalog.DefaultCommitAttempts, 2*j.o.Shard.Count))}
 }
