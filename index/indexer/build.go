@@ -186,6 +186,12 @@ type job struct {
 	shardSegment *segmentFile
 	// linked counts the segments the file the run committed links.
 	linked int
+	// carried are the links a shard's attempts have carried so far. A
+	// shard whose commit replaced another shard's file unseen merges that
+	// file back; if a third shard then commits on top of its first
+	// commit, the next attempt's base lacks what the merge-back carried,
+	// so every attempt links all of them, and no shard's link is lost.
+	carried []segment.Link
 }
 
 func newJob(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*job, error) {
@@ -331,11 +337,11 @@ func (j *job) carryFrom(sw *segmentWriter, sf *table.StatisticsFile) error {
 		if seg, err = index.ReadSegment(j.fs, *sf); err != nil {
 			err = &unreadableError{sf.StatisticsPath, err}
 		} else if l, ok := linkable(seg); ok && j.o.Shard != nil {
-			sw.link(l) // a shard links what it carries, never copying another shard's filters
+			j.carry(sw, l) // a shard links what it carries, never copying another shard's filters
 		} else {
 			err = sw.copyFilters(j.fs, []index.Segment{seg}, func(int, int, index.Filter) bool { return true })
 			for _, l := range seg.Links() {
-				sw.link(l)
+				j.carry(sw, l)
 			}
 		}
 	}
@@ -783,6 +789,9 @@ func (j *job) rebase(base *table.StatisticsFile, replaces string, seg segmentFil
 		return segmentFile{}, err
 	}
 	if own := j.shardSegment; own != nil {
+		for _, l := range j.carried { // what earlier attempts carried, which base may lack
+			sw.link(l)
+		}
 		sw.link(linkTo(own.path, own.stats.FileSize, own.stats.FooterSize, own.dir, j.o.Shard))
 		return sw.finish()
 	}

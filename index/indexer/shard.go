@@ -219,3 +219,12 @@ func (j *job) shardCommitOptions() []catalog.CommitOption {
 	}
 	return []catalog.CommitOption{catalog.WithAttempts(max(catalog.DefaultCommitAttempts, 2*j.o.Shard.Count))}
 }
+
+// carry links l into sw; a shard also remembers it for its later attempts
+// (job.carried).
+func (j *job) carry(sw *segmentWriter, l segment.Link) {
+	sw.link(l)
+	if j.o.Shard != nil && !slices.ContainsFunc(j.carried, func(c segment.Link) bool { return c.Path == l.Path }) {
+		j.carried = append(j.carried, l)
+	}
+}

@@ -1,6 +1,8 @@
 package indexer_test
 
 import (
+	"context"
+	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"os"
 	"slices"
 	"strings"
@@ -373,4 +375,48 @@ func TestExpireFoldsLinks(t *testing.T) {
 	}
 	coveredOnce(t, tbl, 1)
 	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+}
+
+// commitHooks runs hooks[i] right before the i-th commit reaches the
+// catalog: other runs' whole commits land between this run's load and its
+// commit.
+type commitHooks struct {
+	*catalogtest.Catalog
+	hooks []func()
+	n     int
+}
+
+func (c *commitHooks) CommitTable(ctx2 context.Context, ident table.Identifier, reqs []table.Requirement, ups []table.Update) (table.Metadata, string, error) {
+	if c.n < len(c.hooks) && c.hooks[c.n] != nil {
+		c.hooks[c.n]()
+	}
+	c.n++
+	return c.Catalog.CommitTable(ctx2, ident, reqs, ups)
+}
+
+// TestShardMergeBackKeepsEveryLink: shard 0's commit replaces shard 1's
+// file unseen; while it merges shard 1 back, shard 2 commits on top of its
+// first commit, so the next attempt's base lacks shard 1. Every shard's
+// link survives.
+func TestShardMergeBackKeepsEveryLink(t *testing.T) {
+	cat, tbl, _ := eventsTable(t, 12, 20, nil)
+	shard := func(i int) func() {
+		return func() {
+			if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1, Shard: &indexer.Shard{Index: i, Count: 3, Run: "r"}}); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	hooked := &commitHooks{Catalog: cat, hooks: []func(){shard(1), shard(2)}}
+	if _, err := indexer.Build(ctx, hooked, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1, Shard: &indexer.Shard{Index: 0, Count: 3, Run: "r"}}); err != nil {
+		t.Fatal(err)
+	}
+	if hooked.n < 3 {
+		t.Fatalf("%d commits: the race did not happen", hooked.n)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	if r := indexer.ShardsCommitted(loadIndex(t, tbl))["r"]; r.Committed != 3 {
+		t.Fatalf("%+v: a shard's link was lost", r)
+	}
+	coveredOnce(t, tbl, 1)
 }
