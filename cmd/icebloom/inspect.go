@@ -67,6 +67,9 @@ func (c *InspectCmd) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
+	for _, msg := range out.IndexErrors {
+		e.log.Warn(indexProblem, "command", "inspect", "table", c.Table, "error", msg)
+	}
 	if e.json {
 		return e.printJSON(out)
 	}
@@ -81,9 +84,6 @@ func (c *InspectCmd) run(ctx context.Context, e *env) error {
 		e.printf("column %s (field %d, hashed as %s): %s covered, %d not covered, %s of filters, ndv %d..%d (mean %.0f), fpp %s\n",
 			col.Name, col.FieldID, strings.Join(col.ValueTypes, ", "), plural(col.Covered, "file"), col.Uncovered,
 			bytesText(col.IndexBytes), col.NDVMin, col.NDVMax, col.NDVMean, floatsText(col.FPPs))
-	}
-	for _, msg := range out.IndexErrors {
-		e.printf("index problem: %s\n", msg)
 	}
 	return nil
 }

@@ -120,6 +120,7 @@ func (c *ScanCmd) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
+	logIndexErrors(e.log, "scan", c.Table, res.indexErrors)
 	if e.json {
 		out := ScanOutput{SnapshotID: res.snapshotID, FilesTotal: res.filesTotal, FilesRead: res.filesRead,
 			Rows: []map[string]any{}, Truncated: res.truncated, ElapsedMillis: float64(res.elapsed.Microseconds()) / 1000}
