@@ -84,6 +84,7 @@ func (c *QuickstartCmd) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
+	given := e.options // the catalog flags, which a lookup of the demo table must not need
 	e.options = catalog.Embedded(dir)
 	cat, err := e.catalog(ctx)
 	if err != nil {
@@ -124,7 +125,8 @@ func (c *QuickstartCmd) run(ctx context.Context, e *env) error {
 			plural(l.Rows, "row"), l.ScanMillis, l.NoIndexMillis, l.NoIndexMillis/max(l.ScanMillis, 0.001))
 	}
 	prog := programName(os.Args[0], executable(), cwd(), moduleVersion())
-	e.printf("\ntry it yourself:\n  %s\n", tryCommand(prog, c.Dir, out.Catalog, dir, out.Present.Where))
+	flags := catalogFlagsNeeded(c.Dir, given, userHome())
+	e.printf("\ntry it yourself:\n  %s\n", tryCommand(prog, flags, out.Catalog, dir, out.Present.Where))
 	return nil
 }
 
@@ -160,15 +162,35 @@ func (l QuickLookup) explain() []string {
 }
 
 // tryCommand is the lookup the demo suggests, as a shell runs it from the
-// directory the quickstart ran in: the embedded default needs no catalog
-// flags; another --dir is named by absolute paths.
-func tryCommand(prog, dirFlag, catalogPath, dir, where string) string {
+// directory the quickstart ran in: with the catalog flags that name the
+// demo's catalog by absolute paths, or without any when the embedded
+// default reaches it.
+func tryCommand(prog string, catalogFlags bool, catalogPath, dir, where string) string {
 	flags := ""
-	if filepath.Clean(dirFlag) != "warehouse" {
+	if catalogFlags {
 		flags = fmt.Sprintf("--catalog sql --uri %s --warehouse %s ",
 			shellQuote("file:"+catalogPath), shellQuote("file://"+dir))
 	}
 	return fmt.Sprintf("%s %slookup demo.events --where %s", prog, flags, shellQuote(where))
+}
+
+// catalogFlagsNeeded tells whether a command must name the demo's catalog:
+// a command without catalog flags opens the embedded catalog in
+// ./warehouse only when the demo is there and neither flags nor a config
+// file (home's ~/.iceberg-go.yaml) select another catalog.
+func catalogFlagsNeeded(dirFlag string, given catalog.Options, home string) bool {
+	if filepath.Clean(dirFlag) != "warehouse" || given.Type != "" || given.URI != "" || given.Name != "" || given.ConfigPath != "" {
+		return true
+	}
+	return home == "" || fileExists(filepath.Join(home, ".iceberg-go.yaml"))
+}
+
+func userHome() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return home
 }
 
 // goRunPackage is the package path go run takes to build this command.

@@ -124,16 +124,27 @@ func TestProgramName(t *testing.T) {
 
 // TestTryItYourselfRunsAsPrinted: the quickstart's "try it yourself"
 // command, split as a shell splits it, runs from the same directory and
-// finds the present id's file — with the embedded default and with
-// another --dir (a path with a space and a quote, which the command must
-// quote).
+// finds the present id's file — with the embedded default (no catalog
+// flags), with another --dir (a path with a space and a quote, which the
+// command must quote), and with a config file whose default catalog is
+// another (which a command without flags would open).
 func TestTryItYourselfRunsAsPrinted(t *testing.T) {
-	for _, dir := range []string{"", "demo dir's"} {
-		t.Run(dir, func(t *testing.T) {
+	for _, c := range []struct {
+		name, dir string
+		config    bool
+		flags     bool
+	}{{"default", "", false, false}, {"dir", "demo dir's", false, true}, {"config", "", true, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			home := t.TempDir()
+			t.Setenv("HOME", home)
+			if c.config {
+				os.WriteFile(filepath.Join(home, ".iceberg-go.yaml"), []byte(
+					"default-catalog: lake\ncatalog:\n  lake:\n    type: rest\n    uri: http://127.0.0.1:9/\n"), 0o644)
+			}
 			t.Chdir(t.TempDir())
 			args := []string{"quickstart", "--files", "3", "--rows", "20"}
-			if dir != "" {
-				args = append(args, "--dir", dir)
+			if c.dir != "" {
+				args = append(args, "--dir", c.dir)
 			}
 			stdout, stderr, code := icebloom(t, args...)
 			if code != 0 {
@@ -142,6 +153,9 @@ func TestTryItYourselfRunsAsPrinted(t *testing.T) {
 			_, try, ok := strings.Cut(stdout, "try it yourself:\n  ")
 			if !ok {
 				t.Fatalf("no command to try in %s", stdout)
+			}
+			if strings.Contains(try, "--catalog sql") != c.flags {
+				t.Errorf("catalog flags in %q: want %v", try, c.flags)
 			}
 			words := shellWords(t, strings.TrimSuffix(try, "\n"))
 			prog := shellWords(t, programName(os.Args[0], executable(), cwd(), moduleVersion()))
