@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -228,8 +227,8 @@ func TestTryItYourselfAfterGoRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command with go run")
 	}
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
 		t.Skipf("no go command: %v", err)
 	}
 	root, err := filepath.Abs(filepath.Join("..", ".."))
