@@ -23,7 +23,9 @@ import (
 // ours: doubles in the shortest form that reads back as the same double,
 // in plain notation from 1e-6 to 1e21 and with an exponent only beyond
 // (0.1, 1234567, 1e+21, as JavaScript and encoding/json print them), and
-// binary as the literal --where takes, X'00ff'.
+// binary as the literal --where takes, X'00ff'; and, so that a row stays
+// one line of tab-separated cells, backslashes, tabs and line breaks in
+// strings escaped as PostgreSQL's COPY text format escapes them.
 //
 // JSON keeps JSON's types: numbers stay numbers — decimals too, written
 // with their scale so no digit is lost — lists are arrays, structs and
@@ -32,6 +34,12 @@ import (
 // string: dates, times and timestamps in RFC 3339's form
 // (2024-01-31T10:00:00.123456Z), uuids as usual, binary in hex, and
 // doubles JSON cannot hold as "NaN", "Infinity" or "-Infinity".
+
+// tsvEscaper keeps a string on its line and in its column of the
+// tab-separated text output, as PostgreSQL's COPY text format does:
+// backslash, tab, newline and carriage return are written \\, \t, \n and
+// \r.
+var tsvEscaper = strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`, "\r", `\r`)
 
 // valueText renders row i of arr as scan's text output prints it.
 func valueText(arr arrow.Array, i int) string {
@@ -79,11 +87,11 @@ func writeValueText(b *strings.Builder, arr arrow.Array, i int) {
 			b.WriteString(" " + zone)
 		}
 	case *array.String:
-		b.WriteString(a.Value(i))
+		tsvEscaper.WriteString(b, a.Value(i))
 	case *array.LargeString:
-		b.WriteString(a.Value(i))
+		tsvEscaper.WriteString(b, a.Value(i))
 	case *array.StringView:
-		b.WriteString(a.Value(i))
+		tsvEscaper.WriteString(b, a.Value(i))
 	case *extensions.UUIDArray:
 		b.WriteString(a.Value(i).String())
 	case *array.Binary, *array.LargeBinary, *array.BinaryView, *array.FixedSizeBinary:
@@ -160,8 +168,14 @@ func valueJSON(arr arrow.Array, i int) any {
 			return t.Format(layout + "Z07:00")
 		}
 		return t.Format(layout)
-	case *array.String, *array.LargeString, *array.StringView, *extensions.UUIDArray:
-		return valueText(arr, i)
+	case *array.String:
+		return a.Value(i)
+	case *array.LargeString:
+		return a.Value(i)
+	case *array.StringView:
+		return a.Value(i)
+	case *extensions.UUIDArray:
+		return a.Value(i).String()
 	case *array.Binary, *array.LargeBinary, *array.BinaryView, *array.FixedSizeBinary:
 		return hex.EncodeToString(binaryOf(arr, i))
 	case *array.Map:
@@ -170,7 +184,8 @@ func valueJSON(arr arrow.Array, i int) any {
 		if isString(keys.DataType()) {
 			m := make(map[string]any, end-start)
 			for j := start; j < end; j++ {
-				m[valueText(keys, int(j))] = valueJSON(items, int(j))
+				k, _ := valueJSON(keys, int(j)).(string) // map keys are never null
+				m[k] = valueJSON(items, int(j))
 			}
 			return m
 		}

@@ -59,7 +59,8 @@ func allTypes(t *testing.T) *idTable {
  "st": {"a": 1, "z": ["x", "y"]}, "mi": [{"key": 3, "value": "-0.05"}]},
 {"id": 2, "d": 1234567, "dec": "-0.05", "l": [], "m": []},
 {"id": 3, "d": 1e21, "f": 1e-5, "dec": "12", "st": {"a": null, "z": null}},
-{"id": 4, "d": "NaN", "f": "-Inf"}
+{"id": 4, "d": "NaN", "f": "-Inf"},
+{"id": 5, "s": "a\tb\nc\\d", "l": []}
 ]`))
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +74,8 @@ func allTypes(t *testing.T) *idTable {
 // Trino CLI does — lists [1, 2], maps {k=v}, structs {a=1}, decimals with
 // their scale, NULL, timestamps with the column's precision — doubles as
 // typed (0.1, 1234567; an exponent only for 1e+21), binary as X'00ff';
-// its JSON keeps numbers numbers (decimals exact, with their scale), lists
+// strings stay on their line and column (tab, newline and backslash
+// escaped); its JSON keeps numbers numbers (decimals exact, with their scale), lists
 // arrays, maps with string keys and structs objects, and writes what JSON
 // has no number for as strings instead of failing.
 func TestScanPrintsValuesAsSQL(t *testing.T) {
@@ -89,6 +91,7 @@ func TestScanPrintsValuesAsSQL(t *testing.T) {
 		"2\tNULL\tNULL\t1234567\t-0.05\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\t[]\t{}\tNULL\tNULL",
 		"3\tNULL\t0.00001\t1e+21\t12.00\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\t{a=NULL, z=NULL}\tNULL",
 		"4\tNULL\t-Infinity\tNaN\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL",
+		"5\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\ta\\tb\\nc\\\\d\tNULL\tNULL\tNULL\tNULL\t[]\tNULL\tNULL\tNULL",
 	}
 	if got := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n"); !reflect.DeepEqual(got, want) {
 		t.Errorf("scan text output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -117,6 +120,7 @@ func TestScanPrintsValuesAsSQL(t *testing.T) {
 		{"id": n("2"), "d": n("1234567"), "dec": n("-0.05"), "l": []any{}, "m": map[string]any{}},
 		{"id": n("3"), "d": n("1e+21"), "f": n("0.00001"), "dec": n("12.00"), "st": map[string]any{"a": nil, "z": nil}},
 		{"id": n("4"), "d": "NaN", "f": "-Infinity"},
+		{"id": n("5"), "s": "a\tb\nc\\d", "l": []any{}},
 	}
 	for i, row := range wantRows {
 		for _, col := range []string{"i", "f", "d", "dec", "day", "tod", "ts", "tstz", "s", "u", "bin", "fx", "b", "l", "m", "st", "mi"} {
@@ -130,7 +134,7 @@ func TestScanPrintsValuesAsSQL(t *testing.T) {
 		}
 	}
 	if out.Truncated == nil || *out.Truncated {
-		t.Errorf("JSON truncated = %v, want false: 4 rows under the default --limit", out.Truncated)
+		t.Errorf("JSON truncated = %v, want false: 5 rows under the default --limit", out.Truncated)
 	}
 }
 
