@@ -43,6 +43,23 @@ var tsvEscaper = strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`, "\r", `\
 
 // valueText renders row i of arr as scan's text output prints it.
 func valueText(arr arrow.Array, i int) string {
+	// The common scalars without a builder: scan renders every cell.
+	if !arr.IsNull(i) {
+		switch a := arr.(type) {
+		case *array.Int32:
+			return strconv.FormatInt(int64(a.Value(i)), 10)
+		case *array.Int64:
+			return strconv.FormatInt(a.Value(i), 10)
+		case *array.Float64:
+			return floatText(a.Value(i), 64)
+		case *array.String:
+			if v := a.Value(i); !strings.ContainsAny(v, "\\\t\n\r") {
+				return v
+			}
+		case *extensions.UUIDArray:
+			return a.Value(i).String()
+		}
+	}
 	var b strings.Builder
 	writeValueText(&b, arr, i)
 	return b.String()

@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
@@ -208,4 +211,44 @@ func mustFloat(s string) float64 {
 		panic(err)
 	}
 	return f
+}
+
+// BenchmarkScanCells measures rendering the quickstart's four columns
+// (long, string, uuid, double) for scan's text and JSON output, per row,
+// against what scan did before: fmt.Sprint of arrow's GetOneForMarshal.
+//
+//	go test ./cmd/icebloom -run '^$' -bench ScanCells
+func BenchmarkScanCells(b *testing.B) {
+	sc := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "user_id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "email", Type: iceberg.PrimitiveTypes.String, Required: true},
+		iceberg.NestedField{ID: 3, Name: "order_id", Type: iceberg.PrimitiveTypes.UUID, Required: true},
+		iceberg.NestedField{ID: 4, Name: "amount", Type: iceberg.PrimitiveTypes.Float64, Required: true},
+	)
+	as, err := table.SchemaToArrowSchema(sc, nil, false, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const rows = 10_000
+	rec := randomEvents(as, rand.New(rand.NewPCG(1, 2)), rows)
+	defer rec.Release()
+	for _, c := range []struct {
+		name string
+		cell func(arrow.Array, int) any
+	}{
+		{"text", func(a arrow.Array, i int) any { return valueText(a, i) }},
+		{"json", valueJSON},
+		{"before:fmt.Sprint", func(a arrow.Array, i int) any { return fmt.Sprint(a.GetOneForMarshal(i)) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				for i := range rows {
+					for _, col := range rec.Columns() {
+						c.cell(col, i)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+		})
+	}
 }
