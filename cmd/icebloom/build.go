@@ -168,16 +168,16 @@ func (c *SyncCmd) run(ctx context.Context, e *env) error {
 }
 
 func printBuildSummary(e *env, table string, sum *indexer.Summary) {
-	e.printf("indexed %d of %d data files of %s (snapshot %d), columns %s\n",
-		sum.FilesIndexed, sum.FilesTotal, table, sum.SnapshotID, strings.Join(sum.Columns, ", "))
+	e.printf("indexed %d of %s of %s (snapshot %d), columns %s\n",
+		sum.FilesIndexed, plural(sum.FilesTotal, "data file"), table, sum.SnapshotID, strings.Join(sum.Columns, ", "))
 	if sum.FilesCovered > 0 {
-		e.printf("  %d data files were already covered; %s of entries carried over\n", sum.FilesCovered, bytesText(sum.BytesCopied))
+		e.printf("  %s already covered; %s of entries carried over\n", plural(sum.FilesCovered, "data file was", "data files were"), bytesText(sum.BytesCopied))
 	}
-	e.printf("  %d filters, %s of index, %d distinct values, %s\n",
-		sum.Blobs, bytesText(sum.IndexBytes), sum.DistinctValues, durationText(sum.Duration))
+	e.printf("  %s, %s of index, %s, %s\n",
+		plural(sum.Blobs, "filter"), bytesText(sum.IndexBytes), plural(sum.DistinctValues, "distinct value"), durationText(sum.Duration))
 	switch {
 	case sum.StatisticsPath != "":
-		e.printf("  statistics file %s (%d segments in all)\n", sum.StatisticsPath, sum.Segments)
+		e.printf("  statistics file %s (%s in all)\n", sum.StatisticsPath, plural(sum.Segments, "segment"))
 	case sum.FilesIndexed == 0 && len(sum.FilesFailed) == 0:
 		e.printf("  nothing to index: nothing committed\n")
 	default:

@@ -58,8 +58,8 @@ func TestNoCatalogCreated(t *testing.T) {
 		{"maintain", "db.t"},
 	} {
 		_, stderr, code := icebloom(t, args...)
-		if want := "icebloom: no catalog at " + db; code != 1 || !strings.HasPrefix(lastLine(stderr), want) {
-			t.Errorf("%v in an empty directory: exit %d, %q; want 1 and %q", args, code, lastLine(stderr), want)
+		if want := "no catalog at " + db; code != 1 || !strings.HasPrefix(failure(t, stderr), want) {
+			t.Errorf("%v in an empty directory: exit %d, %q; want 1 and %q", args, code, stderr, want)
 		}
 		emptyDir(t, dir, strings.Join(args, " "))
 	}
@@ -113,20 +113,20 @@ func TestNotFound(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"inspect", "dbx.events"}, `icebloom: load table dbx.events: namespace "dbx" does not exist`},
-		{[]string{"inspect", "demo.nope"}, "icebloom: load table demo.nope: table demo.nope does not exist"},
-		{[]string{"lookup", "dbx.events", "--where", "user_id = 1"}, `icebloom: load table dbx.events: namespace "dbx" does not exist`},
+		{[]string{"inspect", "dbx.events"}, `load table dbx.events: namespace "dbx" does not exist`},
+		{[]string{"inspect", "demo.nope"}, "load table demo.nope: table demo.nope does not exist"},
+		{[]string{"lookup", "dbx.events", "--where", "user_id = 1"}, `load table dbx.events: namespace "dbx" does not exist`},
 		{[]string{"build", "dbx.events", "--columns", "user_id"}, `namespace "dbx" does not exist`},
 		{[]string{"verify", "demo.nope"}, "table demo.nope does not exist"},
-		{append(slices.Clone(rest), "inspect", "dbx.events"), `icebloom: load table dbx.events: namespace "dbx" does not exist`},
-		{append(slices.Clone(rest), "inspect", "db.nope"), "icebloom: load table db.nope: table db.nope does not exist"},
+		{append(slices.Clone(rest), "inspect", "dbx.events"), `load table dbx.events: namespace "dbx" does not exist`},
+		{append(slices.Clone(rest), "inspect", "db.nope"), "load table db.nope: table db.nope does not exist"},
 		{[]string{"lookup", "demo.events", "--where", "user_id = 1 AND nosuch = 2"},
-			`icebloom: unknown column "nosuch" in the filter (table demo.events has columns user_id, email, order_id, amount)`},
+			`unknown column "nosuch" in the filter (table demo.events has columns user_id, email, order_id, amount)`},
 		{[]string{"scan", "demo.events", "--where", "Nosuch IS NULL"},
-			`icebloom: unknown column "Nosuch" in the filter (table demo.events has columns user_id, email, order_id, amount)`},
+			`unknown column "Nosuch" in the filter (table demo.events has columns user_id, email, order_id, amount)`},
 	} {
 		_, stderr, code := icebloom(t, c.args...)
-		if got := lastLine(stderr); code != 1 || !strings.Contains(got, c.want) || strings.Contains(got, "[") {
+		if got := failure(t, stderr); code != 1 || !strings.Contains(got, c.want) || strings.Contains(got, "[") {
 			t.Errorf("%v: exit %d, %q; want 1 and %q", c.args, code, got, c.want)
 		}
 	}
@@ -238,9 +238,10 @@ func TestRepairAdvice(t *testing.T) {
 		t.Fatal(err)
 	}
 	lookupAdvice("`icebloom sync demo.events` indexes its files again and removes it")
-	stdout, _, code = icebloom(t, "inspect", "demo.events")
-	if code != 0 || !strings.Contains(stdout, "index problem: ") || !strings.Contains(stdout, "`icebloom sync demo.events`") {
-		t.Errorf("inspect of a missing index file: exit %d\n%s", code, stdout)
+	_, stderr, code = icebloom(t, "inspect", "demo.events")
+	if problems := find(logRecords(t, stderr), indexProblem); code != 0 || len(problems) != 1 ||
+		!strings.Contains(problems[0]["error"].(string), "`icebloom sync demo.events`") {
+		t.Errorf("inspect of a missing index file: exit %d\n%s", code, stderr)
 	}
 	if _, stderr, code := icebloom(t, "sync", "demo.events"); code != 0 {
 		t.Fatalf("sync: %s", stderr)

@@ -124,6 +124,6 @@ func printGCSummary(e *env, table string, sum *maintenance.GCSummary) {
 	for _, f := range sum.Failed {
 		e.printf("could not delete %s: %s\n", f.Path, f.Error)
 	}
-	e.printf("%s: %d index files, %d referenced, %d kept inside the grace period, %s %d (%s)\n",
-		table, sum.Scanned, sum.Referenced, len(sum.Kept), verb, len(sum.Deleted), bytesText(sum.BytesDeleted))
+	e.printf("%s: %s, %d referenced, %d kept inside the grace period, %s %d (%s)\n",
+		table, plural(sum.Scanned, "index file"), sum.Referenced, len(sum.Kept), verb, len(sum.Deleted), bytesText(sum.BytesDeleted))
 }

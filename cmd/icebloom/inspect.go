@@ -77,29 +77,32 @@ func (c *InspectCmd) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
+	for _, msg := range out.IndexErrors {
+		e.log.Warn(indexProblem, "command", "inspect", "table", c.Table, "error", msg)
+	}
 	if e.json {
 		return e.printJSON(out)
 	}
-	e.printf("snapshot %d: %d live data files\n", out.SnapshotID, out.LiveFiles)
-	e.printf("%d statistics files hold index entries\n", len(out.Segments))
+	e.printf("snapshot %d: %s\n", out.SnapshotID, plural(out.LiveFiles, "live data file"))
+	e.printf("%s index entries\n", plural(len(out.Segments), "segment holds", "segments hold"))
 	for _, s := range out.Segments {
-		e.printf("  %s (snapshot %d, format v%d, %d groups): %d entries, %d blob types of other tools, %s\n",
-			s.Path, s.SnapshotID, s.Format, s.Groups, s.Entries, s.ForeignBlobs, bytesText(s.Bytes))
+		e.printf("  %s (snapshot %d, format v%d, %s): %s, %s of other tools, %s\n",
+			s.Path, s.SnapshotID, s.Format, plural(s.Groups, "group"), plural(s.Entries, "entry"),
+			plural(s.ForeignBlobs, "blob"), bytesText(s.Bytes))
 		if s.Run != "" {
 			e.printf("    shard %s of run %s, linked by %s\n", s.Shard, s.Run, s.LinkedFrom)
+		} else if s.LinkedFrom != "" {
+			e.printf("    linked by %s\n", s.LinkedFrom)
 		}
 	}
 	for _, run := range slices.Sorted(maps.Keys(out.Runs)) {
 		r := out.Runs[run]
-		e.printf("sharded run %s: %d of %d shards committed\n", run, r.Committed, r.Count)
+		e.printf("sharded run %s: %d of %s committed\n", run, r.Committed, plural(r.Count, "shard"))
 	}
 	for _, col := range out.Columns {
-		e.printf("column %s (field %d, hashed as %v): %d files covered, %d not covered, %s of filters, ndv %d..%d (mean %.0f), fpp %v\n",
-			col.Name, col.FieldID, col.ValueTypes, col.Covered, col.Uncovered, bytesText(col.IndexBytes),
-			col.NDVMin, col.NDVMax, col.NDVMean, col.FPPs)
-	}
-	for _, msg := range out.IndexErrors {
-		e.printf("index problem: %s\n", msg)
+		e.printf("column %s (field %d, hashed as %s): %s covered, %d not covered, %s of filters, ndv %d..%d (mean %.0f), fpp %s\n",
+			col.Name, col.FieldID, strings.Join(col.ValueTypes, ", "), plural(col.Covered, "file"), col.Uncovered,
+			bytesText(col.IndexBytes), col.NDVMin, col.NDVMax, col.NDVMean, floatsText(col.FPPs))
 	}
 	return nil
 }

@@ -37,11 +37,54 @@ func (l *logLevel) UnmarshalText(b []byte) error {
 // when stderr is a terminal, one JSON object a line for log collectors
 // otherwise (a container's or a CronJob's stderr, and tests).
 func newLogger(stderr io.Writer, level slog.Level, terminal bool) *slog.Logger {
-	o := &slog.HandlerOptions{Level: level}
+	o := &slog.HandlerOptions{Level: level, ReplaceAttr: durationWithUnit}
 	if terminal {
 		return slog.New(slog.NewTextHandler(stderr, o))
 	}
 	return slog.New(slog.NewJSONHandler(stderr, o))
+}
+
+// reportFailure says once that the command failed. On a terminal, the
+// conventional "icebloom: error" line for the person reading it; otherwise
+// stderr is a log collector's, and every line on it is a JSON record, this
+// one with the command's attributes and the error.
+func reportFailure(e *env, tty bool, command, table string, d time.Duration, err error) {
+	if tty {
+		var w io.Writer = e.stderr
+		if e.status != nil {
+			w = e.status // below a progress bar still drawn
+		}
+		fmt.Fprintln(w, "icebloom:", err)
+		return
+	}
+	attrs := []any{"command", command, "duration", d, "error", err.Error()}
+	if table != "" {
+		attrs = append(attrs, "table", table)
+	}
+	e.log.Error("command failed", attrs...)
+}
+
+// durationWithUnit writes a duration as people read it, with its unit
+// ("1.234s", "340.5ms"), where slog would write the JSON handler's bare
+// nanoseconds or the text handler's every digit. Results on stdout keep
+// their integers, in fields named *_ns.
+func durationWithUnit(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(durationText(a.Value.Duration()))
+	}
+	return a
+}
+
+// indexProblem is the message of the warning about a problem of the index
+// that a lookup, scan or inspect met: the index is advisory, so a lookup
+// keeps the files it concerns.
+const indexProblem = "index problem; the files it concerns are never pruned"
+
+// logIndexErrors logs a warning per index problem a command met.
+func logIndexErrors(log *slog.Logger, command, table string, errs []error) {
+	for _, err := range errs {
+		log.Warn(indexProblem, "command", command, "table", table, "error", err.Error())
+	}
 }
 
 // logIndexed logs what a build, sync or rebuild of table did: a warning per

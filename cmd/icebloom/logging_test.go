@@ -5,18 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
 )
 
 // logRecords parses stderr as JSON log records, one a line, failing on any
-// other line except the command's final "icebloom: error" line.
+// other line: when stderr is no terminal, nothing else may be written to it.
 func logRecords(t *testing.T, stderr string) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
-		if line == "" || strings.HasPrefix(line, "icebloom: ") {
+		if line == "" {
 			continue
 		}
 		var r map[string]any
@@ -74,7 +75,7 @@ func TestLogsAreJSONWhenNotATerminal(t *testing.T) {
 		t.Fatalf("no summary record: %s", stderr)
 	}
 	b := built[0]
-	if b["level"] != "INFO" || b["files_indexed"] != 2.0 || b["files_failed"] != 1.0 || b["duration"].(float64) <= 0 ||
+	if b["level"] != "INFO" || b["files_indexed"] != 2.0 || b["files_failed"] != 1.0 || !hasUnit(b["duration"]) ||
 		b["statistics_file"] == nil || b["columns"].([]any)[0] != "id" {
 		t.Errorf("summary record %v", b)
 	}
@@ -97,16 +98,103 @@ func TestLogsAreJSONWhenNotATerminal(t *testing.T) {
 		t.Errorf("--log-level verbose: exit %d, %s", code, stderr)
 	}
 
-	// A failed command: a record with its attributes, and the error line.
+	// A failed command: a record with its attributes, and nothing else
+	// (logRecords refuses any line that is not a record).
 	_, stderr, code = icebloom(t, it.args("build", "db.missing")...)
 	failed := find(logRecords(t, stderr), "command failed")
 	if code != 1 || len(failed) != 1 || failed[0]["level"] != "ERROR" || failed[0]["table"] != "db.missing" ||
-		failed[0]["command"] != "build" || !strings.Contains(failed[0]["error"].(string), "db.missing") {
+		failed[0]["command"] != "build" || !strings.Contains(failed[0]["error"].(string), "db.missing") || !hasUnit(failed[0]["duration"]) {
 		t.Errorf("failed build: exit %d, records %v", code, failed)
 	}
-	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "icebloom: ") || !strings.Contains(last, "db.missing") {
-		t.Errorf("last stderr line %q, want the plain error", last)
+}
+
+// hasUnit tells whether a record's value is a duration written with its
+// unit, as time.ParseDuration reads it ("1.5s", "340.12ms"; not 1500000000).
+func hasUnit(v any) bool {
+	s, ok := v.(string)
+	if !ok {
+		return false
+	}
+	d, err := time.ParseDuration(s)
+	return err == nil && d > 0 && strings.TrimLeft(s, "0123456789.") != ""
+}
+
+// failure returns the error a failed command reported on stderr that is no
+// terminal: its one "command failed" record.
+func failure(t *testing.T, stderr string) string {
+	t.Helper()
+	failed := find(logRecords(t, stderr), "command failed")
+	if len(failed) != 1 {
+		t.Fatalf("%d failure records in %q, want 1", len(failed), stderr)
+	}
+	return failed[0]["error"].(string)
+}
+
+// TestFailureIsSaidOnce: a failed command says so once — as one JSON
+// record when stderr is no terminal (no "icebloom: …" line besides it), as
+// the "icebloom: …" line on a terminal (no record besides it).
+func TestFailureIsSaidOnce(t *testing.T) {
+	it := newIDTable(t, 1)
+	_, stderr, code := icebloom(t, it.args("lookup", "db.missing", "--where", "id = 1")...)
+	if code != 1 || strings.Contains(stderr, "icebloom: ") || strings.Count(stderr, "\n") != 1 ||
+		!strings.Contains(failure(t, stderr), "load table db.missing") {
+		t.Errorf("not a terminal: exit %d, stderr %q; want one record naming db.missing in its table and error", code, stderr)
+	}
+
+	var stdout, errOut bytes.Buffer
+	code = runOn(context.Background(), it.args("lookup", "db.missing", "--where", "id = 1"), &stdout, &errOut, true, 100, time.Now)
+	lines := strings.Split(strings.TrimSuffix(errOut.String(), "\n"), "\n")
+	if code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], "icebloom: load table db.missing") {
+		t.Errorf("terminal: exit %d, stderr %q; want the one line icebloom: load table db.missing…", code, errOut.String())
+	}
+}
+
+// TestNoticesGoThroughTheLogger: what lookup, scan and inspect say besides
+// their results — a summary, an index problem that kept files — are log
+// records on stderr (JSON when it is no terminal), never bare lines, and
+// stdout holds the result alone; durations carry their unit.
+func TestNoticesGoThroughTheLogger(t *testing.T) {
+	it := newIDTable(t, 3)
+	if _, stderr, code := icebloom(t, it.args("build", "db.ids")...); code != 0 {
+		t.Fatal(stderr)
+	}
+	stdout, stderr, code := icebloom(t, it.args("lookup", "db.ids", "--where", "id = 11")...)
+	done := find(logRecords(t, stderr), "lookup done")
+	if code != 0 || strings.Count(stdout, "\n") != 1 || !strings.HasSuffix(stdout, ".parquet\n") || len(done) != 1 ||
+		done[0]["candidates"] != 1.0 || done[0]["files_total"] != 3.0 || done[0]["files_after_stats"] != 1.0 ||
+		done[0]["table"] != "db.ids" || done[0]["unindexed"] != 0.0 || !hasUnit(done[0]["duration"]) {
+		t.Fatalf("lookup: exit %d, stdout %q, records %v", code, stdout, done)
+	}
+	_, stderr, _ = icebloom(t, it.args("scan", "db.ids", "--where", "id = 11")...)
+	if done := find(logRecords(t, stderr), "scan done"); len(done) != 1 || done[0]["rows"] != 1.0 || done[0]["files_read"] != 1.0 ||
+		!hasUnit(done[0]["duration"]) {
+		t.Fatalf("scan: records %v", done)
+	}
+
+	// The index file gone: every command keeps the files and warns.
+	stdout, _, _ = icebloom(t, it.args("--output", "json", "inspect", "db.ids")...)
+	var in InspectOutput
+	if err := json.Unmarshal([]byte(stdout), &in); err != nil || len(in.Segments) != 1 {
+		t.Fatalf("inspect: %s", stdout)
+	}
+	if err := os.Remove(strings.TrimPrefix(in.Segments[0].Path, "file://")); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"lookup", "db.ids", "--where", "id = 11 OR id = 1"},
+		{"scan", "db.ids", "--where", "id = 11 OR id = 1"},
+		{"inspect", "db.ids"},
+		{"--output", "json", "lookup", "db.ids", "--where", "id = 11 OR id = 1"},
+	} {
+		stdout, stderr, code := icebloom(t, it.args(args...)...)
+		warns := find(logRecords(t, stderr), indexProblem)
+		if code != 0 || len(warns) != 1 || warns[0]["level"] != "WARN" || warns[0]["table"] != "db.ids" ||
+			!strings.Contains(warns[0]["error"].(string), in.Segments[0].Path) {
+			t.Errorf("%v with the index file gone: exit %d, warnings %v, stderr %s", args, code, warns, stderr)
+		}
+		if strings.Contains(stdout, "index problem") {
+			t.Errorf("%v: the index problem is on stdout: %s", args, stdout)
+		}
 	}
 }
 

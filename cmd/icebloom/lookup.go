@@ -143,20 +143,16 @@ func (c *LookupCmd) run(ctx context.Context, e *env) error {
 	for _, err := range res.IndexErrors {
 		out.IndexErrors = append(out.IndexErrors, err.Error())
 	}
+	logIndexErrors(e.log, "lookup", c.Table, res.IndexErrors)
 	if e.json {
 		return e.printJSON(out)
 	}
 	for _, f := range out.Candidates {
 		e.printf("%s\n", f)
 	}
-	fmt.Fprintf(e.stderr, "%d candidate files of %d (%d after statistics), snapshot %d, %s\n",
-		len(out.Candidates), out.FilesTotal, out.FilesAfterStats, out.SnapshotID, durationText(time.Since(start)))
-	if len(out.Unindexed) > 0 {
-		fmt.Fprintf(e.stderr, "%d candidate files are not indexed\n", len(out.Unindexed))
-	}
-	for _, msg := range out.IndexErrors {
-		fmt.Fprintf(e.stderr, "index problem (files kept): %s\n", msg)
-	}
+	e.log.Info("lookup done", "command", "lookup", "table", c.Table, "snapshot", out.SnapshotID,
+		"candidates", len(out.Candidates), "files_total", out.FilesTotal, "files_after_stats", out.FilesAfterStats,
+		"unindexed", len(out.Unindexed), "duration", time.Since(start))
 	return nil
 }
 

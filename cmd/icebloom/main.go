@@ -240,19 +240,7 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 		}
 	}
 	if err != nil {
-		// The error's own line stays what it always was — people and
-		// scripts read it, unescaped, as the last line of stderr. Where
-		// the logs are JSON, for a collector, the failure is also a record
-		// with the command's attributes; on a terminal that would only say
-		// it twice.
-		if !tty {
-			attrs := []any{"command", command, "duration", now().Sub(start), "error", err.Error()}
-			if table != "" {
-				attrs = append(attrs, "table", table)
-			}
-			e.log.Error("command failed", attrs...)
-		}
-		fmt.Fprintln(stderr, "icebloom:", err)
+		reportFailure(e, tty, command, table, now().Sub(start), err)
 		return 1
 	}
 	return 0

@@ -242,13 +242,13 @@ func TestWhereFile(t *testing.T) {
 		args []string
 		want string
 	}{
-		"":       {[]string{"lookup", "demo.events", "--where-file", bad}, "icebloom: --where-file " + bad + `: line 2, column 13: expected AND, OR or the end of the filter, found "5"`},
-		"\n\t\n": {[]string{"scan", "demo.events", "--where-file", "-"}, "icebloom: --where-file stdin: line 3, column 1: expected a column or (, found the end of the filter"},
-		"\xff":   {[]string{"lookup", "demo.events", "--where-file", "-"}, "icebloom: --where-file stdin: not UTF-8 text"},
+		"":       {[]string{"lookup", "demo.events", "--where-file", bad}, "--where-file " + bad + `: line 2, column 13: expected AND, OR or the end of the filter, found "5"`},
+		"\n\t\n": {[]string{"scan", "demo.events", "--where-file", "-"}, "--where-file stdin: line 3, column 1: expected a column or (, found the end of the filter"},
+		"\xff":   {[]string{"lookup", "demo.events", "--where-file", "-"}, "--where-file stdin: not UTF-8 text"},
 	} {
 		var out, errOut bytes.Buffer
 		code := runFrom(context.Background(), c.args, strings.NewReader(stdin), &out, &errOut, false, 0, time.Now)
-		if lines := strings.Split(strings.TrimSpace(errOut.String()), "\n"); code != 1 || lines[len(lines)-1] != c.want {
+		if code != 1 || failure(t, errOut.String()) != c.want {
 			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", c.args, code, errOut.String(), c.want)
 		}
 	}

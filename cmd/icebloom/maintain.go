@@ -48,8 +48,8 @@ func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
 		e.printf("%s: the index is one segment of the current snapshot already: nothing committed\n", c.Table)
 		return nil
 	}
-	e.printf("%s: %d segments merged into %d, %d entries kept, %d dropped, %s copied, %s\n  statistics file %s\n",
-		c.Table, sum.SegmentsBefore, sum.SegmentsAfter, sum.EntriesKept, sum.EntriesDropped,
+	e.printf("%s: %s merged into %d, %s kept, %d dropped, %s copied, %s\n  statistics file %s\n",
+		c.Table, plural(sum.SegmentsBefore, "segment"), sum.SegmentsAfter, plural(sum.EntriesKept, "entry"), sum.EntriesDropped,
 		bytesText(sum.BytesCopied), durationText(sum.Duration), sum.StatisticsPath)
 	if n := len(sum.BrokenFiles) + len(sum.BrokenGroups); n > 0 {
 		// Their data files are unindexed now (never pruned) until a sync.
@@ -96,10 +96,10 @@ func (c *ExpireCmd) run(ctx context.Context, e *env) error {
 	if e.json {
 		return e.printJSON(sum)
 	}
-	e.printf("%s: %d snapshots expired\n", c.Table, len(sum.SnapshotsExpired))
+	e.printf("%s: %s expired\n", c.Table, plural(len(sum.SnapshotsExpired), "snapshot"))
 	if f := sum.Folded; f != nil {
-		e.printf("  index folded first: %d entries kept in the current snapshot's segment, %d of files only expired snapshots held dropped\n",
-			f.EntriesKept, f.EntriesDropped)
+		e.printf("  index folded first: %s kept in the current snapshot's segment, %d of files only expired snapshots held dropped\n",
+			plural(f.EntriesKept, "entry"), f.EntriesDropped)
 	}
 	return nil
 }
@@ -273,19 +273,19 @@ func (c *MaintainCmd) print(e *env, out MaintainOutput) {
 		}
 		e.printf("%s:", r.Table)
 		if r.Sync != nil {
-			e.printf(" synced %d new data files (%d covered already)", r.Sync.FilesIndexed, r.Sync.FilesCovered)
+			e.printf(" synced %s (%d covered already)", plural(r.Sync.FilesIndexed, "new data file"), r.Sync.FilesCovered)
 		}
 		if r.Compact != nil {
-			e.printf(", compacted %d segments into %d", r.Compact.SegmentsBefore, r.Compact.SegmentsAfter)
+			e.printf(", compacted %s into %d", plural(r.Compact.SegmentsBefore, "segment"), r.Compact.SegmentsAfter)
 		}
 		if r.Expire != nil {
-			e.printf(", expired %d snapshots", len(r.Expire.SnapshotsExpired))
+			e.printf(", expired %s", plural(len(r.Expire.SnapshotsExpired), "snapshot"))
 		}
 		if r.GC != nil {
-			e.printf(", deleted %d orphan index files", len(r.GC.Deleted))
+			e.printf(", deleted %s", plural(len(r.GC.Deleted), "orphan index file"))
 		}
 		if r.Verify != nil {
-			e.printf(", verified (%d data files re-read)", len(r.Verify.Sampled))
+			e.printf(", verified (%s re-read)", plural(len(r.Verify.Sampled), "data file"))
 		}
 		e.printf("\n")
 	}

@@ -122,7 +122,7 @@ func TestPostgresCatalog(t *testing.T) {
 	bad := slices.Clone(flags)
 	bad[slices.Index(bad, "postgres")] = "postgresql"
 	_, stderr, code := icebloom(t, append(bad, "inspect", "db.events")...)
-	if code != 1 || !strings.Contains(stderr, `unsupported sql dialect: "postgresql"`) {
+	if code != 1 || !strings.Contains(failure(t, stderr), `unsupported sql dialect: "postgresql"`) {
 		t.Fatalf("--sql-dialect postgresql: exit %d, %s", code, stderr)
 	}
 }

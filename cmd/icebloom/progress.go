@@ -110,6 +110,7 @@ const barWidth = 24
 // renderProgress renders one state of a build:
 //
 //	db.events [=========>              ] 37/96 files  1.2 GiB  12s  98.5 MiB/s
+//	db.one [========================] 1/1 file  1.2 MiB  0.1s  12.0 MiB/s
 //
 // The bytes are those of the data files done (their size in the manifests).
 func renderProgress(label string, p indexer.Progress, elapsed time.Duration) string {
@@ -133,8 +134,8 @@ func renderProgress(label string, p indexer.Progress, elapsed time.Duration) str
 	if elapsed < time.Minute {
 		shown = elapsed.Truncate(100 * time.Millisecond)
 	}
-	return fmt.Sprintf("%s [%s] %d/%d files  %s  %s  %s",
-		label, bar, p.FilesDone, p.FilesTotal, bytesText(p.Bytes), shown, rate)
+	return fmt.Sprintf("%s [%s] %d/%s  %s  %s  %s",
+		label, bar, p.FilesDone, plural(p.FilesTotal, "file"), bytesText(p.Bytes), shown, rate)
 }
 
 // tracker follows one build, sync or rebuild: the progress bar when stderr

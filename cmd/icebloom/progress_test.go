@@ -29,6 +29,8 @@ func TestRenderProgress(t *testing.T) {
 			"db.events [=========>              ] 37/96 files  37.0 GiB  12.4s  3.0 GiB/s"},
 		{indexer.Progress{FilesDone: 96, FilesTotal: 96, Bytes: 96 << 20}, 90 * time.Second,
 			"db.events [========================] 96/96 files  96.0 MiB  1m30s  1.1 MiB/s"},
+		{indexer.Progress{FilesDone: 1, FilesTotal: 1, Bytes: 12 << 20}, time.Second,
+			"db.events [========================] 1/1 file  12.0 MiB  1s  12.0 MiB/s"},
 	}
 	for _, c := range cases {
 		if got := renderProgress("db.events", c.p, c.elapsed); got != c.want {

@@ -430,7 +430,7 @@ func TestS3BadProperty(t *testing.T) {
 
 	argv := append(slices.Clone(e.global), "--property", "s3.endpoint", "lookup", s3Table, "--where", "id = 1")
 	stdout, stderr, code := icebloom(t, argv...)
-	if code != 1 || stdout != "" || !strings.Contains(stderr, `property "s3.endpoint": want key=value`) {
+	if code != 1 || stdout != "" || !strings.Contains(failure(t, stderr), `property "s3.endpoint": want key=value`) {
 		t.Errorf("--property s3.endpoint: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 

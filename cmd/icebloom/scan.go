@@ -22,13 +22,16 @@ type ScanCmd struct {
 	NoIndex  bool  `arg:"--no-index" help:"read every file statistics leave, ignoring the index (for comparison)"`
 }
 
-// ScanOutput is the JSON output of scan.
+// ScanOutput is the JSON output of scan. Rows hold values with JSON's
+// types (values.go says how each SQL type is written).
 type ScanOutput struct {
-	SnapshotID    int64            `json:"snapshot_id"`
-	FilesTotal    int              `json:"files_total"`
-	FilesRead     int              `json:"files_read"`
-	Rows          []map[string]any `json:"rows"`
-	ElapsedMillis float64          `json:"elapsed_ms"`
+	SnapshotID int64            `json:"snapshot_id"`
+	FilesTotal int              `json:"files_total"`
+	FilesRead  int              `json:"files_read"`
+	Rows       []map[string]any `json:"rows"`
+	// Truncated says that more rows match than --limit let through.
+	Truncated     bool    `json:"truncated"`
+	ElapsedMillis float64 `json:"elapsed_ms"`
 }
 
 // scanResult is what a scan read.
@@ -37,8 +40,15 @@ type scanResult struct {
 	filesTotal int
 	filesRead  int
 	schema     *arrow.Schema
-	rows       [][]any
-	elapsed    time.Duration
+	// rows are the cells of each row: valueJSON's values when e.json,
+	// valueText's strings otherwise.
+	rows [][]any
+	// truncated: more rows match than the limit let through.
+	truncated bool
+	// indexErrors are the index's problems planning met; their files were
+	// kept.
+	indexErrors []error
+	elapsed     time.Duration
 }
 
 // scanRows plans the filter of --where (with or without the index) and
@@ -52,7 +62,8 @@ func scanRows(ctx context.Context, e *env, tableName, where string, snapshot, li
 	return scanFilter(ctx, e, tableName, filter, snapshot, limit, noIndex)
 }
 
-// scanFilter is scanRows with the filter parsed.
+// scanFilter is scanRows with the filter parsed. A limit above 0 keeps that
+// many rows; one more is read to tell whether the limit cut any.
 func scanFilter(ctx context.Context, e *env, tableName string, filter iceberg.BooleanExpression, snapshot, limit int64, noIndex bool) (*scanResult, error) {
 	start := time.Now()
 	tbl, filter, res, err := planFilter(ctx, e, tableName, filter, snapshot)
@@ -64,24 +75,33 @@ func scanFilter(ctx context.Context, e *env, tableName string, filter iceberg.Bo
 		tasks = res.AfterStats
 	}
 	opts := []table.ScanOption{table.WithRowFilter(filter), table.WithSnapshotID(res.SnapshotID)}
+	if limit > 0 {
+		// iceberg-go stops reading files once this many rows came out.
+		opts = append(opts, table.WithLimit(limit+1))
+	}
 	scan := tbl.Scan(opts...)
 	schema, records, err := scan.ReadTasks(ctx, tasks)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", tableName, err)
 	}
 	out := &scanResult{snapshotID: res.SnapshotID, filesTotal: res.FilesTotal,
-		filesRead: len(dataFiles(tasks)), schema: schema}
+		filesRead: len(dataFiles(tasks)), schema: schema, indexErrors: res.IndexErrors}
+	cell := func(a arrow.Array, i int) any { return valueText(a, i) }
+	if e.json {
+		cell = valueJSON
+	}
 	for rec, err := range records {
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", tableName, err)
 		}
 		for i := range int(rec.NumRows()) {
 			if limit > 0 && int64(len(out.rows)) >= limit {
+				out.truncated = true
 				break
 			}
 			row := make([]any, rec.NumCols())
 			for c, col := range rec.Columns() {
-				row[c] = col.GetOneForMarshal(i)
+				row[c] = cell(col, i)
 			}
 			out.rows = append(out.rows, row)
 		}
@@ -100,9 +120,10 @@ func (c *ScanCmd) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
+	logIndexErrors(e.log, "scan", c.Table, res.indexErrors)
 	if e.json {
 		out := ScanOutput{SnapshotID: res.snapshotID, FilesTotal: res.filesTotal, FilesRead: res.filesRead,
-			Rows: []map[string]any{}, ElapsedMillis: float64(res.elapsed.Microseconds()) / 1000}
+			Rows: []map[string]any{}, Truncated: res.truncated, ElapsedMillis: float64(res.elapsed.Microseconds()) / 1000}
 		for _, row := range res.rows {
 			m := map[string]any{}
 			for i, f := range res.schema.Fields() {
@@ -117,13 +138,17 @@ func (c *ScanCmd) run(ctx context.Context, e *env) error {
 		names = append(names, f.Name)
 	}
 	e.printf("%s\n", strings.Join(names, "\t"))
+	cells := make([]string, len(names))
 	for _, row := range res.rows {
-		cells := make([]string, len(row))
 		for i, v := range row {
-			cells[i] = fmt.Sprint(v)
+			cells[i] = v.(string)
 		}
 		e.printf("%s\n", strings.Join(cells, "\t"))
 	}
-	fmt.Fprintf(e.stderr, "%d rows from %d of %d data files in %s\n", len(res.rows), res.filesRead, res.filesTotal, durationText(res.elapsed))
+	e.log.Info("scan done", "command", "scan", "table", c.Table, "snapshot", res.snapshotID, "rows", len(res.rows),
+		"files_read", res.filesRead, "files_total", res.filesTotal, "duration", res.elapsed)
+	if res.truncated {
+		e.log.Warn("more rows match: output cut at --limit", "command", "scan", "table", c.Table, "limit", c.Limit)
+	}
 	return nil
 }

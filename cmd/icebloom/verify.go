@@ -41,17 +41,17 @@ func (c *VerifyCmd) run(ctx context.Context, e *env) error {
 }
 
 func printVerify(e *env, table string, rep *indexer.VerifyReport) {
-	e.printf("%s: snapshot %d, %d index files\n", table, rep.SnapshotID, len(rep.Segments))
+	e.printf("%s: snapshot %d, %s\n", table, rep.SnapshotID, plural(len(rep.Segments), "index file"))
 	for _, s := range rep.Segments {
 		state := "ok"
 		if len(s.Problems) > 0 {
-			state = fmt.Sprintf("%d problems", len(s.Problems))
+			state = plural(len(s.Problems), "problem")
 		}
-		e.printf("  %s (format v%d, %d groups, %d filters, %s checksummed): %s\n",
-			s.Path, s.Format, s.Groups, s.Filters, bytesText(s.BytesVerified), state)
+		e.printf("  %s (format v%d, %s, %s, %s checksummed): %s\n",
+			s.Path, s.Format, plural(s.Groups, "group"), plural(s.Filters, "filter"), bytesText(s.BytesVerified), state)
 	}
 	for _, c := range rep.Columns {
-		e.printf("column %s (field %d): %d live files covered, %d not covered\n", c.Name, c.FieldID, c.Covered, c.Uncovered)
+		e.printf("column %s (field %d): %s covered, %d not covered\n", c.Name, c.FieldID, plural(c.Covered, "live file"), c.Uncovered)
 		for _, f := range c.UncoveredFiles {
 			e.printf("  not covered: %s\n", f)
 		}
@@ -60,7 +60,7 @@ func printVerify(e *env, table string, rep *indexer.VerifyReport) {
 	for _, s := range rep.Sampled {
 		values += s.Values
 	}
-	e.printf("%d data files re-read (seed %d): %d distinct values checked against their filters\n", len(rep.Sampled), rep.Seed, values)
+	e.printf("%s re-read (seed %d): %s checked against their filters\n", plural(len(rep.Sampled), "data file"), rep.Seed, plural(values, "distinct value"))
 	for _, p := range rep.Problems {
 		e.printf("problem: %s\n", p)
 	}
