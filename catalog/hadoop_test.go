@@ -1,0 +1,297 @@
+package catalog_test
+
+// The Hadoop catalog: iceberg-go's catalog/hadoop on a local warehouse
+// directory, opened through catalog.Open as the command's --catalog hadoop
+// --warehouse flags open it. It keeps no database: a table is its directory,
+// and a commit publishes the next metadata/vN.metadata.json by an atomic
+// rename (and rewrites version-hint.text), so what every commit left behind
+// is checked on disk, file by file.
+
+import (
+	"errors"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/catalog"
+	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/maintenance"
+)
+
+// hadoopWarehouse is a Hadoop catalog's warehouse directory of a test.
+type hadoopWarehouse struct {
+	dir string
+}
+
+func newHadoopWarehouse(t *testing.T) hadoopWarehouse {
+	t.Helper()
+	t.Setenv("HOME", t.TempDir()) // no ~/.iceberg-go.yaml: the options alone
+	return hadoopWarehouse{dir: t.TempDir()}
+}
+
+// open opens a new handle on the warehouse's catalog, as another process
+// would, closed at the end of the test.
+func (w hadoopWarehouse) open(t *testing.T) icecat.Catalog {
+	t.Helper()
+	cat, err := catalog.Open(t.Context(), catalog.Options{Type: "hadoop", Warehouse: "file://" + filepath.ToSlash(w.dir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := cat.(icecat.Closer); ok {
+		t.Cleanup(func() { c.Close() })
+	}
+	if cat.CatalogType() != icecat.Hadoop {
+		t.Fatalf("catalog type %s, want hadoop", cat.CatalogType())
+	}
+	return cat
+}
+
+// metadataDir is the metadata directory of db.events.
+func (w hadoopWarehouse) metadataDir() string {
+	return filepath.Join(w.dir, "db", "events", "metadata")
+}
+
+// hadoopVersion matches the metadata files the Hadoop catalog publishes.
+var hadoopVersion = regexp.MustCompile(`^v([0-9]+)\.metadata\.json$`)
+
+// checkMetadata fails the test unless db.events's metadata directory is
+// whole and names tbl as current: metadata files v1 … vN with no gap, each a
+// valid table metadata of the same table, version-hint.text naming N, no
+// claim or temporary file a commit left behind, vN the location tbl was
+// loaded from, and its metadata log listing v1 … vN-1 in order. It returns
+// N and vN as read from disk.
+func (w hadoopWarehouse) checkMetadata(t *testing.T, tbl *table.Table) (int, table.Metadata) {
+	t.Helper()
+	entries, err := os.ReadDir(w.metadataDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions := map[int]string{}
+	for _, e := range entries {
+		name := e.Name()
+		switch m := hadoopVersion.FindStringSubmatch(name); {
+		case m != nil:
+			v, _ := strconv.Atoi(m[1])
+			versions[v] = filepath.Join(w.metadataDir(), name)
+		case strings.HasSuffix(name, ".claim"), strings.HasSuffix(name, ".temp"), strings.HasSuffix(name, ".metadata.json"):
+			t.Errorf("metadata directory holds %s, left by an unfinished commit", name)
+		}
+	}
+	n := len(versions)
+	var newest table.Metadata
+	for v := 1; v <= n; v++ {
+		path, ok := versions[v]
+		if !ok {
+			t.Fatalf("metadata versions %v: v%d missing", slices.Sorted(maps.Keys(versions)), v)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		meta, err := table.ParseMetadataBytes(b)
+		if err != nil {
+			t.Fatalf("v%d.metadata.json does not parse: %v", v, err)
+		}
+		if meta.TableUUID() != tbl.Metadata().TableUUID() {
+			t.Errorf("v%d.metadata.json is of table %s, want %s", v, meta.TableUUID(), tbl.Metadata().TableUUID())
+		}
+		newest = meta
+	}
+	hint, err := os.ReadFile(filepath.Join(w.metadataDir(), "version-hint.text"))
+	if err != nil || strings.TrimSpace(string(hint)) != strconv.Itoa(n) {
+		t.Errorf("version-hint.text %q, %v; want %d", hint, err, n)
+	}
+	if tbl.MetadataLocation() != versions[n] {
+		t.Errorf("the table was loaded from %s, the newest metadata is %s", tbl.MetadataLocation(), versions[n])
+	}
+	var logged, want []string
+	for e := range tbl.Metadata().PreviousFiles() {
+		logged = append(logged, e.MetadataFile)
+	}
+	for v := 1; v < n; v++ {
+		want = append(want, versions[v])
+	}
+	if !slices.Equal(logged, want) {
+		t.Errorf("metadata log %v, want %v", logged, want)
+	}
+	return n, newest
+}
+
+// checkStatisticsOnly fails the test unless after differs from before in
+// statistics files at most: an icebloom commit never changes the table's
+// snapshots, schema, partitioning, properties or location.
+func checkStatisticsOnly(t *testing.T, what string, before, after table.Metadata) {
+	t.Helper()
+	switch {
+	case !slices.Equal(snapshotIDs(before), snapshotIDs(after)):
+		t.Errorf("%s changed the snapshots: %v, then %v", what, snapshotIDs(before), snapshotIDs(after))
+	case before.CurrentSnapshot().SnapshotID != after.CurrentSnapshot().SnapshotID:
+		t.Errorf("%s changed the current snapshot", what)
+	case before.CurrentSchema().ID != after.CurrentSchema().ID || !before.CurrentSchema().Equals(after.CurrentSchema()):
+		t.Errorf("%s changed the schema", what)
+	case before.DefaultPartitionSpec() != after.DefaultPartitionSpec():
+		t.Errorf("%s changed the partition spec", what)
+	case !maps.Equal(before.Properties(), after.Properties()):
+		t.Errorf("%s changed the properties: %v, then %v", what, before.Properties(), after.Properties())
+	case before.Location() != after.Location():
+		t.Errorf("%s changed the location", what)
+	}
+}
+
+// snapshotIDs returns the ids of meta's snapshots, in order.
+func snapshotIDs(meta table.Metadata) []int64 {
+	var ids []int64
+	for _, s := range meta.Snapshots() {
+		ids = append(ids, s.SnapshotID)
+	}
+	return ids
+}
+
+// TestHadoopIndexLifecycle runs an index's whole life on a Hadoop catalog
+// opened through catalog.Open, on a table created and appended to through
+// iceberg-go: a build, lookups of present and absent values, an append and a
+// sync, index compaction, expiry of the older snapshots, gc of the segments
+// the compaction replaced, and verify. Each icebloom commit is the next
+// metadata version on disk, holds the statistics files the run reported,
+// changes nothing else, and is what another catalog handle loads; the
+// metadata directory stays whole throughout.
+func TestHadoopIndexLifecycle(t *testing.T) {
+	ctx := t.Context()
+	wh := newHadoopWarehouse(t)
+	cat := wh.open(t)
+	tbl, files := newEventsTable(t, cat)
+	version, _ := wh.checkMetadata(t, tbl)
+	if version != 5 {
+		t.Fatalf("%d metadata versions after the create and 4 appends, want 5", version)
+	}
+	// committed checks the icebloom commit what made: one more metadata
+	// version, loaded by another handle, whose statistics files are want
+	// and which changed nothing else. It returns the table as loaded.
+	committed := func(what string, before *table.Table, want ...string) *table.Table {
+		t.Helper()
+		after := load(t, wh.open(t))
+		n, onDisk := wh.checkMetadata(t, after)
+		if n != version+1 {
+			t.Fatalf("%s: %d metadata versions, want %d: one commit", what, n, version+1)
+		}
+		version = n
+		slices.Sort(want)
+		if got := statisticsPaths(after); !slices.Equal(got, want) {
+			t.Fatalf("%s: statistics files %v, want %v", what, got, want)
+		}
+		var paths []string
+		for sf := range onDisk.Statistics() {
+			paths = append(paths, sf.StatisticsPath)
+		}
+		if slices.Sort(paths); !slices.Equal(paths, want) {
+			t.Fatalf("%s: v%d.metadata.json lists statistics files %v, want %v", what, n, paths, want)
+		}
+		checkStatisticsOnly(t, what, before.Metadata(), after.Metadata())
+		return after
+	}
+
+	opts := indexer.Options{Columns: []string{"id"}, Parallel: 2}
+	built, err := indexer.Build(ctx, cat, eventsIdent, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if built.FilesIndexed != 4 || built.FilesTotal != 4 || len(built.FilesFailed) != 0 || built.Blobs != 4 || built.StatisticsPath == "" {
+		t.Fatalf("build %+v, want the 4 files indexed", built)
+	}
+	tbl = committed("build", tbl, built.StatisticsPath)
+	checkCandidates(t, tbl, 8*25+1, files[1:2]) // present in file 1 only
+	checkCandidates(t, tbl, 8*25+5, nil)        // in no file: all four pruned
+	checkCandidates(t, tbl, 8*60+3, files[3:4])
+
+	// An append of the ids 8j+5: kept unindexed until the sync.
+	tbl = appendResidue(t, tbl, 5)
+	version++
+	files = append(files, newestFile(t, tbl, files))
+	checkCandidates(t, tbl, 8*25+5, files[4:5], files[4])
+	other := wh.open(t)
+	synced, err := indexer.Sync(ctx, other, eventsIdent, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if synced.FilesIndexed != 1 || synced.FilesCovered != 4 || synced.FilesTotal != 5 || synced.Segments != 2 {
+		t.Fatalf("sync %+v, want the appended file alone indexed, in a second segment", synced)
+	}
+	tbl = committed("sync", tbl, built.StatisticsPath, synced.StatisticsPath)
+	checkCandidates(t, tbl, 8*25+5, files[4:5])
+	checkCandidates(t, tbl, 8*25+1, files[1:2])
+	checkCandidates(t, tbl, 8*25+6, nil)
+
+	compacted, err := indexer.Compact(ctx, cat, eventsIdent, indexer.CompactOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if compacted.SegmentsBefore != 2 || compacted.SegmentsAfter != 1 || compacted.EntriesKept != 5 || compacted.EntriesDropped != 0 {
+		t.Fatalf("compact-index %+v, want the 2 segments merged into 1 of 5 entries", compacted)
+	}
+	tbl = committed("compact-index", tbl, compacted.StatisticsPath)
+	checkCandidates(t, tbl, 8*25+5, files[4:5])
+	checkCandidates(t, tbl, 8*25+7, nil)
+
+	// Expiry keeps the current snapshot alone; its segment covers all five
+	// files, so every one is still found by its ids and pruned otherwise.
+	expired, err := maintenance.Expire(ctx, other, eventsIdent, maintenance.ExpireOptions{OlderThan: new(time.Duration), RetainLast: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(expired.SnapshotsExpired) != 4 {
+		t.Fatalf("expire %+v, want the 4 snapshots before the current one expired", expired)
+	}
+	tbl = load(t, wh.open(t))
+	version, _ = wh.checkMetadata(t, tbl)
+	if got := snapshotIDs(tbl.Metadata()); len(got) != 1 || got[0] != synced.SnapshotID {
+		t.Fatalf("snapshots after expiry %v, want the current %d alone", got, synced.SnapshotID)
+	}
+	if got := statisticsPaths(tbl); !slices.Equal(got, []string{compacted.StatisticsPath}) {
+		t.Fatalf("statistics files after expiry %v, want the compaction's %s", got, compacted.StatisticsPath)
+	}
+	for i, k := range []int64{0, 1, 2, 3, 5} {
+		checkCandidates(t, tbl, 8*30+k, files[i:i+1])
+	}
+	checkCandidates(t, tbl, 8*30+4, nil)
+
+	// gc deletes the build's and the sync's segments, which the compaction
+	// replaced, and keeps the one the table references.
+	gc, err := maintenance.GC(ctx, cat, eventsIdent, maintenance.GCOptions{OlderThan: maintenance.NoGrace, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := slices.Sorted(slices.Values(gc.Deleted))
+	replaced := slices.Sorted(slices.Values([]string{built.StatisticsPath, synced.StatisticsPath}))
+	if gc.Scanned != 3 || gc.Referenced != 1 || !slices.Equal(deleted, replaced) || len(gc.Kept) != 0 || len(gc.Failed) != 0 {
+		t.Fatalf("gc %+v, want the replaced segments %v deleted", gc, replaced)
+	}
+	for _, p := range replaced {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("gc left %s: %v", p, err)
+		}
+	}
+	if _, err := os.Stat(compacted.StatisticsPath); err != nil {
+		t.Errorf("the referenced segment: %v", err)
+	}
+
+	rep, err := indexer.Verify(ctx, other, eventsIdent, indexer.VerifyOptions{Sample: 5, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || len(rep.Sampled) != 5 || len(rep.Columns) != 1 || rep.Columns[0].Covered != 5 || rep.Columns[0].Uncovered != 0 {
+		t.Fatalf("verify %+v, want no problem, the 5 files covered and re-read", rep)
+	}
+	if n, _ := wh.checkMetadata(t, load(t, wh.open(t))); n != version {
+		t.Fatalf("gc or verify committed: %d metadata versions, want %d", n, version)
+	}
+}
