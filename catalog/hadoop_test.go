@@ -13,10 +13,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +21,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
+	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/maintenance"
 )
@@ -56,75 +54,16 @@ func (w hadoopWarehouse) open(t *testing.T) icecat.Catalog {
 	return cat
 }
 
-// metadataDir is the metadata directory of db.events.
-func (w hadoopWarehouse) metadataDir() string {
-	return filepath.Join(w.dir, "db", "events", "metadata")
-}
-
-// hadoopVersion matches the metadata files the Hadoop catalog publishes.
-var hadoopVersion = regexp.MustCompile(`^v([0-9]+)\.metadata\.json$`)
-
-// checkMetadata fails the test unless db.events's metadata directory is
-// whole and names tbl as current: metadata files v1 … vN with no gap, each a
-// valid table metadata of the same table, version-hint.text naming N, no
-// claim or temporary file a commit left behind, vN the location tbl was
-// loaded from, and its metadata log listing v1 … vN-1 in order. It returns
-// N and vN as read from disk.
+// checkMetadata fails the test unless the Hadoop catalog's metadata
+// directory of tbl is whole and names tbl as current (see
+// catalogtest.CheckHadoopMetadata). It returns the number of versions and
+// the newest as read from disk.
 func (w hadoopWarehouse) checkMetadata(t *testing.T, tbl *table.Table) (int, table.Metadata) {
 	t.Helper()
-	entries, err := os.ReadDir(w.metadataDir())
-	if err != nil {
-		t.Fatal(err)
+	if dir := filepath.Join(w.dir, "db", "events", "metadata"); filepath.Dir(tbl.MetadataLocation()) != dir {
+		t.Fatalf("table metadata at %s, want it in %s", tbl.MetadataLocation(), dir)
 	}
-	versions := map[int]string{}
-	for _, e := range entries {
-		name := e.Name()
-		switch m := hadoopVersion.FindStringSubmatch(name); {
-		case m != nil:
-			v, _ := strconv.Atoi(m[1])
-			versions[v] = filepath.Join(w.metadataDir(), name)
-		case strings.HasSuffix(name, ".claim"), strings.HasSuffix(name, ".temp"), strings.HasSuffix(name, ".metadata.json"):
-			t.Errorf("metadata directory holds %s, left by an unfinished commit", name)
-		}
-	}
-	n := len(versions)
-	var newest table.Metadata
-	for v := 1; v <= n; v++ {
-		path, ok := versions[v]
-		if !ok {
-			t.Fatalf("metadata versions %v: v%d missing", slices.Sorted(maps.Keys(versions)), v)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		meta, err := table.ParseMetadataBytes(b)
-		if err != nil {
-			t.Fatalf("v%d.metadata.json does not parse: %v", v, err)
-		}
-		if meta.TableUUID() != tbl.Metadata().TableUUID() {
-			t.Errorf("v%d.metadata.json is of table %s, want %s", v, meta.TableUUID(), tbl.Metadata().TableUUID())
-		}
-		newest = meta
-	}
-	hint, err := os.ReadFile(filepath.Join(w.metadataDir(), "version-hint.text"))
-	if err != nil || strings.TrimSpace(string(hint)) != strconv.Itoa(n) {
-		t.Errorf("version-hint.text %q, %v; want %d", hint, err, n)
-	}
-	if tbl.MetadataLocation() != versions[n] {
-		t.Errorf("the table was loaded from %s, the newest metadata is %s", tbl.MetadataLocation(), versions[n])
-	}
-	var logged, want []string
-	for e := range tbl.Metadata().PreviousFiles() {
-		logged = append(logged, e.MetadataFile)
-	}
-	for v := 1; v < n; v++ {
-		want = append(want, versions[v])
-	}
-	if !slices.Equal(logged, want) {
-		t.Errorf("metadata log %v, want %v", logged, want)
-	}
-	return n, newest
+	return catalogtest.CheckHadoopMetadata(t, tbl)
 }
 
 // checkStatisticsOnly fails the test unless after differs from before in
