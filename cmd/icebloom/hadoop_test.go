@@ -28,8 +28,8 @@ import (
 // compact-index, expire, gc, verify, inspect and maintain over the
 // namespace. Each command that commits adds one metadata version, those
 // that only read add none, and the metadata directory stays whole. A Hadoop
-// catalog without a warehouse is refused by name, and the embedded catalog
-// in ./warehouse is never created.
+// catalog without a warehouse, or on object storage, is refused by name,
+// and the embedded catalog in ./warehouse is never created.
 func TestHadoopCatalog(t *testing.T) {
 	work := t.TempDir()
 	t.Setenv("HOME", work) // no ~/.iceberg-go.yaml
@@ -176,6 +176,12 @@ func TestHadoopCatalog(t *testing.T) {
 	_, stderr, code := icebloom(t, "--catalog", "hadoop", "inspect", "db.events")
 	if code != 1 || !strings.Contains(stderr, "hadoop catalog: no warehouse (--warehouse)") {
 		t.Errorf("--catalog hadoop without --warehouse: exit %d, %s", code, stderr)
+	}
+	// On object storage iceberg-go's Hadoop catalog cannot commit atomically
+	// and refuses to open unless told to accept that.
+	_, stderr, code = icebloom(t, "--catalog", "hadoop", "--warehouse", "s3://lake/warehouse", "inspect", "db.events")
+	if code != 1 || !strings.Contains(stderr, "allow-unsafe-commits") {
+		t.Errorf("--catalog hadoop on s3: exit %d, %s", code, stderr)
 	}
 	if _, err := os.Stat(filepath.Join(work, "warehouse")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("./warehouse: %v; the embedded catalog should not have been created", err)
