@@ -116,9 +116,10 @@ func TestHadoopIndexLifecycle(t *testing.T) {
 	if version != 5 {
 		t.Fatalf("%d metadata versions after the create and 4 appends, want 5", version)
 	}
-	// committed checks the icebloom commit what made: one more metadata
-	// version, loaded by another handle, whose statistics files are want
-	// and which changed nothing else. It returns the table as loaded.
+	// committed checks what the icebloom command what committed: one more
+	// metadata version, loaded by another handle, whose statistics files
+	// are want and which changed nothing else. It returns the table as
+	// loaded.
 	committed := func(what string, before *table.Table, want ...string) *table.Table {
 		t.Helper()
 		after := load(t, wh.open(t))
