@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
@@ -899,6 +900,41 @@ func TestDeployKubernetesIndexedJob(t *testing.T) {
 	if args.Build.Table == "" {
 		t.Errorf("%s: build %q names no table", what, c.Args)
 	}
+	// What icebloom's parser made of the shard count and the run id, from
+	// the args or the env (when this icebloom has the flags).
+	if v, ok := deployFlagValue(args.Build, "--shards"); !ok {
+		t.Logf("%s: this icebloom has no --shards flag; the shard count is checked in the manifest only", what)
+	} else if n := *job.Spec.Completions; v.Kind() != reflect.Int || v.Int() != int64(n) {
+		t.Errorf("%s: icebloom reads --shards %v, want completions, %d", what, v, n)
+	}
+	if v, ok := deployFlagValue(args.Build, "--run-id"); ok && (v.Kind() != reflect.String || v.String() != job.Metadata.Name) {
+		t.Errorf("%s: icebloom reads --run-id %q, want the Job's name %q", what, v, job.Metadata.Name)
+	}
+}
+
+// deployFlagValue returns the field of the parsed command cmd (a pointer to
+// a go-arg struct) that the flag sets, looking into embedded structs, and
+// whether there is one.
+func deployFlagValue(cmd any, flag string) (reflect.Value, bool) {
+	var find func(v reflect.Value) (reflect.Value, bool)
+	find = func(v reflect.Value) (reflect.Value, bool) {
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				if fv, ok := find(v.Field(i)); ok {
+					return fv, true
+				}
+				continue
+			}
+			for part := range strings.SplitSeq(f.Tag.Get("arg"), ",") {
+				if part == flag {
+					return v.Field(i), true
+				}
+			}
+		}
+		return reflect.Value{}, false
+	}
+	return find(reflect.ValueOf(cmd).Elem())
 }
 
 // TestDeployIndexedJobProblems checks indexedJobProblems on the manifest
