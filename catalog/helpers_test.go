@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -110,16 +111,19 @@ const hookProperty = "icebloom.test.metadata-hook"
 // hooks holds the hooks of racedCatalog by name.
 var hooks sync.Map
 
-// The local file IO of this test binary is hookFS for catalogs that name a
-// hook, the plain iceberg-go LocalFS otherwise.
+// The local file IO of this test binary, for file:// locations and plain
+// paths (the Hadoop catalog's), is hookFS for catalogs that name a hook, the
+// plain iceberg-go LocalFS otherwise.
 func init() {
-	icebergio.Unregister("file")
-	icebergio.Register("file", func(_ context.Context, _ *url.URL, props map[string]string) (icebergio.IO, error) {
-		if hook, ok := hooks.Load(props[hookProperty]); ok {
-			return hookFS{hook: hook.(func())}, nil
-		}
-		return icebergio.LocalFS{}, nil
-	})
+	for _, scheme := range []string{"file", ""} {
+		icebergio.Unregister(scheme)
+		icebergio.Register(scheme, func(_ context.Context, _ *url.URL, props map[string]string) (icebergio.IO, error) {
+			if hook, ok := hooks.Load(props[hookProperty]); ok {
+				return hookFS{hook: hook.(func())}, nil
+			}
+			return icebergio.LocalFS{}, nil
+		})
+	}
 }
 
 // hookFS is the local file system calling hook before it creates a table
@@ -144,18 +148,18 @@ func (fs hookFS) Create(name string) (icebergio.FileWriter, error) {
 // real.
 func racedCatalog(t *testing.T, dir string, race func()) icecat.Catalog {
 	t.Helper()
-	o, err := resolve(Embedded(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	props := sqlProperties(o)
-	props[hookProperty] = t.Name()
+	return racedOpen(t, Embedded(dir), race)
+}
+
+// racedOpen opens another instance of the catalog o selects, on local
+// storage, whose file IO calls race before it writes a table metadata file,
+// as racedCatalog's does. Catalogs that write the metadata file before they
+// publish it (the SQL catalog's compare-and-swap of the location, the Hadoop
+// catalog's rename to the next version) then find the table moved.
+func racedOpen(t *testing.T, o Options, race func()) icecat.Catalog {
+	t.Helper()
+	o.Properties = append(slices.Clone(o.Properties), hookProperty+"="+t.Name())
 	hooks.Store(t.Name(), race)
 	t.Cleanup(func() { hooks.Delete(t.Name()) })
-	cat, err := icecat.Load(t.Context(), DefaultName, props)
-	if err != nil {
-		t.Fatal(err)
-	}
-	closeAtEnd(t, cat)
-	return cat
+	return openT(t, o)
 }

@@ -100,61 +100,6 @@ func (s pgServer) metadataLocation(t *testing.T, ident table.Identifier) string 
 	return loc
 }
 
-// newEventsTable creates db.events (one long column, id) with four data
-// files, file k holding the ids 8j+k for j < 100: every file's id range
-// spans nearly all of 0..799, so min/max statistics prune no file for an id
-// in the middle, and ids 8j+4 … 8j+7 are in none. It returns the table and
-// its data file locations in the order written.
-func newEventsTable(t *testing.T, cat icecat.Catalog) (*table.Table, []string) {
-	t.Helper()
-	ctx := t.Context()
-	if err := cat.CreateNamespace(ctx, icecat.NamespaceFromIdent(pgEvents), nil); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cat.CreateTable(ctx, pgEvents, catalogtest.IDSchema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var files []string
-	for k := range int64(4) {
-		tbl = appendResidue(t, tbl, k)
-		files = append(files, newestFile(t, tbl, files))
-	}
-	return tbl, files
-}
-
-// appendResidue appends a data file of the ids 8j+k, j < 100.
-func appendResidue(t *testing.T, tbl *table.Table, k int64) *table.Table {
-	t.Helper()
-	return catalogtest.AppendIDs(t, tbl, residues(8, k, 100)...)
-}
-
-// checkCandidates fails the test unless the lookup id = v on tbl leaves
-// exactly the files want and reports the files unindexed unindexed.
-func checkCandidates(t *testing.T, tbl *table.Table, v int64, want []string, unindexed ...string) {
-	t.Helper()
-	got, gotUnindexed := candidates(t, tbl, "id", v)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("lookup id = %d: candidates %v, want %v", v, got, want)
-	}
-	slices.Sort(gotUnindexed)
-	slices.Sort(unindexed)
-	if !slices.Equal(gotUnindexed, unindexed) {
-		t.Errorf("lookup id = %d: unindexed %v, want %v", v, gotUnindexed, unindexed)
-	}
-}
-
-// load loads db.events through cat.
-func load(t *testing.T, cat icecat.Catalog) *table.Table {
-	t.Helper()
-	tbl, err := cat.LoadTable(t.Context(), pgEvents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tbl
-}
-
 // TestPostgresIndexLifecycle runs an index's life on a PostgreSQL catalog
 // opened through catalog.Open: build, lookups of a present and an absent
 // value, an append and sync, a rebuild and gc of the files it left

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
+	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
@@ -109,4 +110,63 @@ func appendPairs(t *testing.T, tbl *table.Table, ids []int64) *table.Table {
 	}
 	defer rec.Release()
 	return catalogtest.Append(t, tbl, rec)
+}
+
+// eventsIdent is db.events, the table the lifecycle tests of every catalog
+// create.
+var eventsIdent = table.Identifier{"db", "events"}
+
+// newEventsTable creates db.events (one long column, id) with four data
+// files, file k holding the ids 8j+k for j < 100: every file's id range
+// spans nearly all of 0..799, so min/max statistics prune no file for an id
+// in the middle, and ids 8j+4 … 8j+7 are in none. It returns the table and
+// its data file locations in the order written.
+func newEventsTable(t *testing.T, cat icecat.Catalog) (*table.Table, []string) {
+	t.Helper()
+	ctx := t.Context()
+	if err := cat.CreateNamespace(ctx, icecat.NamespaceFromIdent(eventsIdent), nil); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.CreateTable(ctx, eventsIdent, catalogtest.IDSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for k := range int64(4) {
+		tbl = appendResidue(t, tbl, k)
+		files = append(files, newestFile(t, tbl, files))
+	}
+	return tbl, files
+}
+
+// appendResidue appends a data file of the ids 8j+k, j < 100.
+func appendResidue(t *testing.T, tbl *table.Table, k int64) *table.Table {
+	t.Helper()
+	return catalogtest.AppendIDs(t, tbl, residues(8, k, 100)...)
+}
+
+// checkCandidates fails the test unless the lookup id = v on tbl leaves
+// exactly the files want and reports the files unindexed unindexed.
+func checkCandidates(t *testing.T, tbl *table.Table, v int64, want []string, unindexed ...string) {
+	t.Helper()
+	got, gotUnindexed := candidates(t, tbl, "id", v)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("lookup id = %d: candidates %v, want %v", v, got, want)
+	}
+	slices.Sort(gotUnindexed)
+	slices.Sort(unindexed)
+	if !slices.Equal(gotUnindexed, unindexed) {
+		t.Errorf("lookup id = %d: unindexed %v, want %v", v, gotUnindexed, unindexed)
+	}
+}
+
+// load loads db.events (eventsIdent) through cat.
+func load(t *testing.T, cat icecat.Catalog) *table.Table {
+	t.Helper()
+	tbl, err := cat.LoadTable(t.Context(), eventsIdent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
 }

@@ -1,7 +1,7 @@
 package main
 
-// Tests of the deployment files: docker-compose.yml, docs/kubernetes/cronjob.yaml
-// and the Dockerfile. Docker and Kubernetes are not needed: the files are
+// Tests of the deployment files: docker-compose.yml, docs/kubernetes/cronjob.yaml,
+// docs/kubernetes/indexed-job.yaml and the Dockerfile. Docker and Kubernetes are not needed: the files are
 // parsed, the command lines they give icebloom are parsed by icebloom's own
 // CLI parser, and the binary is built as the Dockerfile builds it and checked
 // to be static.
@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
@@ -518,15 +519,18 @@ type kubeCronJob struct {
 		JobTemplate       struct {
 			Spec struct {
 				Template struct {
-					Spec struct {
-						RestartPolicy   string              `yaml:"restartPolicy"`
-						SecurityContext kubeSecurityContext `yaml:"securityContext"`
-						Containers      []kubeContainer     `yaml:"containers"`
-					} `yaml:"spec"`
+					Spec kubePodSpec `yaml:"spec"`
 				} `yaml:"template"`
 			} `yaml:"spec"`
 		} `yaml:"jobTemplate"`
 	} `yaml:"spec"`
+}
+
+// kubePodSpec is the part of a pod template's spec the tests read.
+type kubePodSpec struct {
+	RestartPolicy   string              `yaml:"restartPolicy"`
+	SecurityContext kubeSecurityContext `yaml:"securityContext"`
+	Containers      []kubeContainer     `yaml:"containers"`
 }
 
 type kubeSecurityContext struct {
@@ -540,20 +544,11 @@ type kubeSecurityContext struct {
 }
 
 type kubeContainer struct {
-	Name    string   `yaml:"name"`
-	Image   string   `yaml:"image"`
-	Command []string `yaml:"command"`
-	Args    []string `yaml:"args"`
-	Env     []struct {
-		Name      string  `yaml:"name"`
-		Value     *string `yaml:"value"`
-		ValueFrom *struct {
-			SecretKeyRef *struct {
-				Name string `yaml:"name"`
-				Key  string `yaml:"key"`
-			} `yaml:"secretKeyRef"`
-		} `yaml:"valueFrom"`
-	} `yaml:"env"`
+	Name      string       `yaml:"name"`
+	Image     string       `yaml:"image"`
+	Command   []string     `yaml:"command"`
+	Args      []string     `yaml:"args"`
+	Env       []kubeEnvVar `yaml:"env"`
 	Resources struct {
 		Requests map[string]string `yaml:"requests"`
 		Limits   map[string]string `yaml:"limits"`
@@ -561,44 +556,62 @@ type kubeContainer struct {
 	SecurityContext kubeSecurityContext `yaml:"securityContext"`
 }
 
+// kubeEnvVar is an env var of a container: a value, or where Kubernetes
+// takes it from.
+type kubeEnvVar struct {
+	Name      string  `yaml:"name"`
+	Value     *string `yaml:"value"`
+	ValueFrom *struct {
+		SecretKeyRef *struct {
+			Name string `yaml:"name"`
+			Key  string `yaml:"key"`
+		} `yaml:"secretKeyRef"`
+		// FieldRef is the downward API: a field of the pod.
+		FieldRef *struct {
+			FieldPath string `yaml:"fieldPath"`
+		} `yaml:"fieldRef"`
+	} `yaml:"valueFrom"`
+}
+
 // kubeVar is a $(VAR) reference Kubernetes expands in a container's args.
 var kubeVar = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 
-func TestDeployKubernetesCronJob(t *testing.T) {
-	path := filepath.Join(deployRepoRoot(t), "docs", "kubernetes", "cronjob.yaml")
+// deployLoadKube reads the one Kubernetes object of the manifest at path
+// into v.
+func deployLoadKube(t *testing.T, path string, v any) {
+	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var job kubeCronJob
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&job); err != nil {
+	if err := dec.Decode(v); err != nil {
 		t.Fatalf("parse %s: %v", path, err)
 	}
 	var more any
 	if err := dec.Decode(&more); err == nil {
 		t.Fatalf("%s: more than one document", path)
 	}
-	if job.APIVersion != "batch/v1" || job.Kind != "CronJob" {
-		t.Fatalf("%s: %s %s, want batch/v1 CronJob", path, job.APIVersion, job.Kind)
-	}
-	if err := checkCronSchedule(job.Spec.Schedule); err != nil {
-		t.Errorf("schedule %q: %v", job.Spec.Schedule, err)
-	}
-	if tz := job.Spec.TimeZone; tz != "" {
-		if _, err := time.LoadLocation(tz); err != nil {
-			t.Errorf("timeZone %q: %v", tz, err)
-		}
-	}
-	if job.Spec.ConcurrencyPolicy != "Forbid" {
-		t.Errorf("concurrencyPolicy %q: want Forbid, so that runs never overlap", job.Spec.ConcurrencyPolicy)
-	}
-	pod := job.Spec.JobTemplate.Spec.Template.Spec
+}
+
+// deployCheckKubePod checks the pod template of a Job (or of a CronJob's
+// jobs) that runs icebloom, and returns its container and icebloom's parsed
+// command line: one container; its image pinned; non-root, a read-only root
+// file system, no privilege escalation and no capabilities; CPU and memory
+// requests and a memory limit; credentials from a Secret, never literal; the
+// args icebloom's parser accepts once Kubernetes has expanded their $(VAR)
+// references, each to an env var of the container; and a catalog configured
+// (not the embedded one in the pod's ephemeral storage). env, when set, is
+// what Kubernetes gives the env vars whose values it fills in (the
+// downward API, Secrets) while the args are parsed, as the container would
+// see them; so is every literal value.
+func deployCheckKubePod(t *testing.T, what string, pod kubePodSpec, env map[string]string) (kubeContainer, *Args) {
+	t.Helper()
 	if pod.RestartPolicy != "Never" && pod.RestartPolicy != "OnFailure" {
-		t.Errorf("restartPolicy %q: a Job's pods need Never or OnFailure", pod.RestartPolicy)
+		t.Errorf("%s: restartPolicy %q: a Job's pods need Never or OnFailure", what, pod.RestartPolicy)
 	}
 	if len(pod.Containers) != 1 {
-		t.Fatalf("%d containers, want icebloom alone", len(pod.Containers))
+		t.Fatalf("%s: %d containers, want icebloom alone", what, len(pod.Containers))
 	}
 	c := pod.Containers[0]
 	if err := deployCheckImage(c.Image); err != nil {
@@ -681,18 +694,325 @@ func TestDeployKubernetesCronJob(t *testing.T) {
 			}
 		}
 	}
-	what := "cronjob.yaml container " + c.Name
+	if env != nil {
+		// Flags icebloom takes from the environment see the container's.
+		for _, e := range c.Env {
+			switch {
+			case e.Value != nil:
+				t.Setenv(e.Name, *e.Value)
+			case env[e.Name] != "":
+				t.Setenv(e.Name, env[e.Name])
+			default:
+				t.Setenv(e.Name, "value-of-"+e.Name)
+			}
+		}
+	}
+	what += " container " + c.Name
 	args := deployParseArgs(t, what, argv)
+	if args.Type == "" && args.URI == "" && args.ConfigPath == "" {
+		t.Errorf("%s: no catalog configured: it would work on an embedded catalog in the pod's ephemeral storage", what)
+	}
+	deployProperties(t, what, args)
+	return c, args
+}
+
+func TestDeployKubernetesCronJob(t *testing.T) {
+	path := filepath.Join(deployRepoRoot(t), "docs", "kubernetes", "cronjob.yaml")
+	var job kubeCronJob
+	deployLoadKube(t, path, &job)
+	if job.APIVersion != "batch/v1" || job.Kind != "CronJob" {
+		t.Fatalf("%s: %s %s, want batch/v1 CronJob", path, job.APIVersion, job.Kind)
+	}
+	if err := checkCronSchedule(job.Spec.Schedule); err != nil {
+		t.Errorf("schedule %q: %v", job.Spec.Schedule, err)
+	}
+	if tz := job.Spec.TimeZone; tz != "" {
+		if _, err := time.LoadLocation(tz); err != nil {
+			t.Errorf("timeZone %q: %v", tz, err)
+		}
+	}
+	if job.Spec.ConcurrencyPolicy != "Forbid" {
+		t.Errorf("concurrencyPolicy %q: want Forbid, so that runs never overlap", job.Spec.ConcurrencyPolicy)
+	}
+	what := "cronjob.yaml"
+	c, args := deployCheckKubePod(t, what, job.Spec.JobTemplate.Spec.Template.Spec, nil)
 	if args.Maintain == nil {
 		t.Fatalf("%s: args %q are not maintain", what, c.Args)
 	}
 	if args.Maintain.Every != nil {
 		t.Errorf("%s: maintain --every keeps running; a CronJob runs it once per schedule", what)
 	}
-	if args.Type == "" && args.URI == "" && args.ConfigPath == "" {
-		t.Errorf("%s: no catalog configured: it would maintain an embedded catalog in the pod's ephemeral storage", what)
+}
+
+// kubeJob is the part of a Kubernetes Job the test reads.
+type kubeJob struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	Metadata   struct {
+		Name string `yaml:"name"`
+	} `yaml:"metadata"`
+	Spec struct {
+		CompletionMode       string `yaml:"completionMode"`
+		Completions          *int   `yaml:"completions"`
+		Parallelism          *int   `yaml:"parallelism"`
+		BackoffLimit         *int   `yaml:"backoffLimit"`
+		BackoffLimitPerIndex *int   `yaml:"backoffLimitPerIndex"`
+		PodFailurePolicy     *struct {
+			Rules []struct {
+				Action string `yaml:"action"`
+			} `yaml:"rules"`
+		} `yaml:"podFailurePolicy"`
+		Template struct {
+			Spec kubePodSpec `yaml:"spec"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
+}
+
+// jobNameField is the downward API's field of the name of the Job a pod
+// belongs to: the label the Job controller sets on its pods (Kubernetes
+// 1.27 and later).
+const jobNameField = "metadata.labels['batch.kubernetes.io/job-name']"
+
+// dnsLabel is a DNS label as RFC 1123 defines it, what a Job's name must be
+// for it to be the value of its pods' job-name label.
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+// indexedJobProblems returns what is wrong with job as a sharded build: one
+// `icebloom build` shard per completion index. The pods must be an Indexed
+// Job's, whose completions are the shard count that the command gets from
+// --shards or ICEBLOOM_SHARDS, and take their shard index from
+// JOB_COMPLETION_INDEX, which Kubernetes sets in each pod (so neither
+// --shard I/N nor a value of their own); their run id comes from the Job's
+// name through the downward API (ICEBLOOM_RUN_ID, or --run-id $(VAR) of a
+// variable that does); and a failed pod is retried within a backoff limit.
+// Only the first container is read: deployCheckKubePod requires one.
+func indexedJobProblems(job *kubeJob) []string {
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	spec := job.Spec
+	if job.APIVersion != "batch/v1" || job.Kind != "Job" {
+		bad("%s %s, want batch/v1 Job", job.APIVersion, job.Kind)
 	}
-	deployProperties(t, what, args)
+	if !dnsLabel.MatchString(job.Metadata.Name) {
+		bad("name %q: want a DNS label of at most 63 characters, the value of its pods' job-name label", job.Metadata.Name)
+	}
+	if spec.CompletionMode != "Indexed" {
+		bad("completionMode %q, want Indexed: the pods take their shard from JOB_COMPLETION_INDEX", spec.CompletionMode)
+	}
+	completions := 0
+	if spec.Completions == nil || *spec.Completions < 2 {
+		bad("completions %v: want the shard count, 2 or more", spec.Completions)
+	} else {
+		completions = *spec.Completions
+	}
+	if p := spec.Parallelism; p != nil && (*p < 1 || (completions > 0 && *p > completions)) {
+		bad("parallelism %d: want 1 to completions (%d)", *p, completions)
+	}
+	if spec.BackoffLimit == nil && spec.BackoffLimitPerIndex == nil {
+		bad("no backoffLimit or backoffLimitPerIndex: a failed shard is retried up to Kubernetes' default of 6 times")
+	}
+	for _, l := range []*int{spec.BackoffLimit, spec.BackoffLimitPerIndex} {
+		if l != nil && *l < 0 {
+			bad("backoff limit %d: want 0 or more", *l)
+		}
+	}
+	pod := spec.Template.Spec
+	if (spec.BackoffLimitPerIndex != nil || spec.PodFailurePolicy != nil) && pod.RestartPolicy != "Never" {
+		bad("restartPolicy %q: backoffLimitPerIndex and podFailurePolicy need Never", pod.RestartPolicy)
+	}
+	if len(pod.Containers) == 0 {
+		return append(problems, "no container")
+	}
+	c := pod.Containers[0]
+
+	// The shard count: --shards N (or --shards=N) and ICEBLOOM_SHARDS, each
+	// equal to completions; at least one of them.
+	var counts []string
+	runIDArg := "" // the value of --run-id
+	for i, a := range c.Args {
+		next := ""
+		if i+1 < len(c.Args) {
+			next = c.Args[i+1]
+		}
+		switch {
+		case a == "--shards":
+			counts = append(counts, "--shards "+next)
+		case strings.HasPrefix(a, "--shards="):
+			counts = append(counts, "--shards "+strings.TrimPrefix(a, "--shards="))
+		case a == "--shard" || strings.HasPrefix(a, "--shard="):
+			bad("arg %q: an explicit shard index makes every pod the same shard; --shards takes it from JOB_COMPLETION_INDEX", a)
+		case a == "--run-id":
+			runIDArg = next
+		case strings.HasPrefix(a, "--run-id="):
+			runIDArg = strings.TrimPrefix(a, "--run-id=")
+		}
+	}
+	runID := ""
+	for _, e := range c.Env {
+		switch e.Name {
+		case "ICEBLOOM_SHARDS":
+			if e.Value == nil {
+				bad("env ICEBLOOM_SHARDS: want the shard count as a value")
+			} else {
+				counts = append(counts, "ICEBLOOM_SHARDS "+*e.Value)
+			}
+		case "JOB_COMPLETION_INDEX", "AWS_BATCH_JOB_ARRAY_INDEX":
+			bad("env %s: Kubernetes sets the completion index of each pod; a value here overrides it", e.Name)
+		}
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == jobNameField {
+			if (e.Name == "ICEBLOOM_RUN_ID" && runIDArg == "") || runIDArg == "$("+e.Name+")" {
+				runID = e.Name
+			}
+		}
+	}
+	if len(counts) == 0 {
+		bad("no shard count: want --shards N or env ICEBLOOM_SHARDS equal to completions")
+	}
+	for _, cnt := range counts {
+		_, v, _ := strings.Cut(cnt, " ")
+		if n, err := strconv.Atoi(v); err != nil || n != completions {
+			bad("%s: want completions, %d", cnt, completions)
+		}
+	}
+	if runID == "" {
+		bad("no run id from the Job's name: want env ICEBLOOM_RUN_ID, or --run-id $(VAR), from the downward API's %s", jobNameField)
+	}
+	return problems
+}
+
+// TestDeployKubernetesIndexedJob checks docs/kubernetes/indexed-job.yaml: a
+// Job whose pods are the shards of one build (indexedJobProblems), each pod
+// as safe as the CronJob's (deployCheckKubePod) and running `icebloom
+// build` on a table.
+func TestDeployKubernetesIndexedJob(t *testing.T) {
+	path := filepath.Join(deployRepoRoot(t), "docs", "kubernetes", "indexed-job.yaml")
+	var job kubeJob
+	deployLoadKube(t, path, &job)
+	for _, p := range indexedJobProblems(&job) {
+		t.Errorf("%s: %s", path, p)
+	}
+	what := "indexed-job.yaml"
+	// The run id is the Job's name, as the downward API gives it.
+	c, args := deployCheckKubePod(t, what, job.Spec.Template.Spec, map[string]string{"ICEBLOOM_RUN_ID": job.Metadata.Name})
+	if args.Build == nil {
+		t.Fatalf("%s: args %q are not build: the shards of a run are builds", what, c.Args)
+	}
+	if args.Build.Table == "" {
+		t.Errorf("%s: build %q names no table", what, c.Args)
+	}
+	// What icebloom's parser made of the shard count and the run id, from
+	// the args or the env (when this icebloom has the flags).
+	if v, ok := deployFlagValue(args.Build, "--shards"); !ok {
+		t.Logf("%s: this icebloom has no --shards flag; the shard count is checked in the manifest only", what)
+	} else if n := *job.Spec.Completions; v.Kind() != reflect.Int || v.Int() != int64(n) {
+		t.Errorf("%s: icebloom reads --shards %v, want completions, %d", what, v, n)
+	}
+	if v, ok := deployFlagValue(args.Build, "--run-id"); ok && (v.Kind() != reflect.String || v.String() != job.Metadata.Name) {
+		t.Errorf("%s: icebloom reads --run-id %q, want the Job's name %q", what, v, job.Metadata.Name)
+	}
+}
+
+// deployFlagValue returns the field of the parsed command cmd (a pointer to
+// a go-arg struct) that the flag sets, looking into embedded structs, and
+// whether there is one.
+func deployFlagValue(cmd any, flag string) (reflect.Value, bool) {
+	var find func(v reflect.Value) (reflect.Value, bool)
+	find = func(v reflect.Value) (reflect.Value, bool) {
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				if fv, ok := find(v.Field(i)); ok {
+					return fv, true
+				}
+				continue
+			}
+			for part := range strings.SplitSeq(f.Tag.Get("arg"), ",") {
+				if part == flag {
+					return v.Field(i), true
+				}
+			}
+		}
+		return reflect.Value{}, false
+	}
+	return find(reflect.ValueOf(cmd).Elem())
+}
+
+// TestDeployIndexedJobProblems checks indexedJobProblems on the manifest
+// changed in the ways a sharded build goes wrong: each change is found, and
+// the other spellings the command takes pass.
+func TestDeployIndexedJobProblems(t *testing.T) {
+	path := filepath.Join(deployRepoRoot(t), "docs", "kubernetes", "indexed-job.yaml")
+	env := func(job *kubeJob, name string) int {
+		i := slices.IndexFunc(job.Spec.Template.Spec.Containers[0].Env, func(e kubeEnvVar) bool { return e.Name == name })
+		if i < 0 {
+			t.Fatalf("the manifest has no env %s", name)
+		}
+		return i
+	}
+	container := func(job *kubeJob) *kubeContainer { return &job.Spec.Template.Spec.Containers[0] }
+	withoutShardsEnv := func(job *kubeJob) {
+		c := container(job)
+		c.Env = slices.Delete(c.Env, env(job, "ICEBLOOM_SHARDS"), env(job, "ICEBLOOM_SHARDS")+1)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(job *kubeJob)
+		want   string // a problem holds it; "" for none
+	}{
+		{"as written", func(*kubeJob) {}, ""},
+		{"fewer completions than shards", func(job *kubeJob) { *job.Spec.Completions = 4 }, "ICEBLOOM_SHARDS 8: want completions, 4"},
+		{"not indexed", func(job *kubeJob) { job.Spec.CompletionMode = "NonIndexed" }, `completionMode "NonIndexed"`},
+		{"one completion", func(job *kubeJob) { *job.Spec.Completions = 1 }, "want the shard count, 2 or more"},
+		{"an explicit shard", func(job *kubeJob) {
+			container(job).Args = append(container(job).Args, "--shard=0/8")
+		}, `arg "--shard=0/8": an explicit shard index`},
+		{"no shard count", withoutShardsEnv, "no shard count"},
+		{"--shards=8 instead of the env", func(job *kubeJob) {
+			withoutShardsEnv(job)
+			container(job).Args = append(container(job).Args, "--shards=8")
+		}, ""},
+		{"--shards 6", func(job *kubeJob) {
+			container(job).Args = append(container(job).Args, "--shards", "6")
+		}, "--shards 6: want completions, 8"},
+		{"a shard count not a number", func(job *kubeJob) {
+			*container(job).Env[env(job, "ICEBLOOM_SHARDS")].Value = "eight"
+		}, "ICEBLOOM_SHARDS eight: want completions, 8"},
+		{"the run id from the pod's name", func(job *kubeJob) {
+			container(job).Env[env(job, "ICEBLOOM_RUN_ID")].ValueFrom.FieldRef.FieldPath = "metadata.name"
+		}, "no run id from the Job's name"},
+		{"--run-id from another variable", func(job *kubeJob) {
+			container(job).Env[env(job, "ICEBLOOM_RUN_ID")].Name = "JOB_NAME"
+			container(job).Args = append(container(job).Args, "--run-id=$(JOB_NAME)")
+		}, ""},
+		{"--run-id overriding the env", func(job *kubeJob) {
+			container(job).Args = append(container(job).Args, "--run-id", "first")
+		}, "no run id from the Job's name"},
+		{"a completion index of its own", func(job *kubeJob) {
+			c := container(job)
+			e := c.Env[env(job, "HOME")]
+			e.Name, e.Value = "JOB_COMPLETION_INDEX", new("0")
+			c.Env = append(c.Env, e)
+		}, "env JOB_COMPLETION_INDEX: Kubernetes sets"},
+		{"no backoff limit", func(job *kubeJob) { job.Spec.BackoffLimitPerIndex, job.Spec.BackoffLimit = nil, nil }, "no backoffLimit"},
+		{"backoffLimit alone", func(job *kubeJob) {
+			job.Spec.BackoffLimitPerIndex, job.Spec.PodFailurePolicy, job.Spec.BackoffLimit = nil, nil, new(3)
+		}, ""},
+		{"per-index backoff restarting in place", func(job *kubeJob) { job.Spec.Template.Spec.RestartPolicy = "OnFailure" }, "need Never"},
+		{"parallelism over completions", func(job *kubeJob) { *job.Spec.Parallelism = 9 }, "parallelism 9"},
+		{"a name too long for a label", func(job *kubeJob) { job.Metadata.Name = strings.Repeat("icebloom-", 8) + "x" }, "want a DNS label"},
+		{"a CronJob", func(job *kubeJob) { job.Kind = "CronJob" }, "want batch/v1 Job"},
+	} {
+		var job kubeJob
+		deployLoadKube(t, path, &job)
+		tc.change(&job)
+		problems := indexedJobProblems(&job)
+		switch found := slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, tc.want) }); {
+		case tc.want == "" && len(problems) > 0:
+			t.Errorf("%s: problems %q, want none", tc.name, problems)
+		case tc.want != "" && !found:
+			t.Errorf("%s: problems %q, want one holding %q", tc.name, problems, tc.want)
+		}
+	}
 }
 
 // cronFields are the fields of a standard cron schedule: name, range, and
