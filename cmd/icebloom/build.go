@@ -14,7 +14,7 @@ import (
 // indexFlags are the flags of the commands that index data files.
 type indexFlags struct {
 	Table    string  `arg:"positional,required" help:"table identifier, ns.table"`
-	Columns  string  `arg:"--columns" help:"comma-separated columns to index [default: those with write.parquet.bloom-filter-enabled.column.<name>=true]"`
+	Columns  string  `arg:"--columns" help:"comma-separated columns to index besides those the index already holds and those with write.parquet.bloom-filter-enabled.column.<name>=true (remove one with compact-index --drop-columns)"`
 	FPP      float64 `arg:"--fpp" help:"target false-positive rate [default: write.parquet.bloom-filter-fpp.column.<name>, else 0.01]"`
 	Parallel int     `arg:"--parallel" help:"data files read at once [default: number of CPUs]"`
 	FailFast bool    `arg:"--fail-fast" help:"fail on a data file that cannot be read instead of leaving it unindexed"`
@@ -38,13 +38,18 @@ func (f memoryFlag) check() error {
 }
 
 func (f indexFlags) options() indexer.Options {
+	return indexer.Options{Columns: columnList(f.Columns), FPP: f.FPP, Parallel: f.Parallel, FailFast: f.FailFast, MemoryBudget: f.budget()}
+}
+
+// columnList splits a comma-separated list of column names.
+func columnList(s string) []string {
 	var cols []string
-	for _, name := range strings.Split(f.Columns, ",") {
+	for _, name := range strings.Split(s, ",") {
 		if name = strings.TrimSpace(name); name != "" {
 			cols = append(cols, name)
 		}
 	}
-	return indexer.Options{Columns: cols, FPP: f.FPP, Parallel: f.Parallel, FailFast: f.FailFast, MemoryBudget: f.budget()}
+	return cols
 }
 
 // runIndex runs build, sync or rebuild (command) with a progress bar on a
@@ -112,6 +117,20 @@ func printBuildSummary(e *env, table string, sum *indexer.Summary) {
 	}
 	e.printf("  %d filters, %s of index, %d distinct values, %s\n",
 		sum.Blobs, bytesText(sum.IndexBytes), sum.DistinctValues, durationText(sum.Duration))
+	for _, c := range sum.PerColumn {
+		e.printf("  column %s (%s): %d filters written", c.Name, strings.Join(c.Sources, ", "), c.FilesIndexed)
+		if c.FilesCovered > 0 {
+			e.printf(", %d files covered already (not read)", c.FilesCovered)
+		}
+		if c.FilesFailed > 0 {
+			e.printf(", %d files failed", c.FilesFailed)
+		}
+		e.printf("\n")
+	}
+	for _, n := range sum.NotIndexed {
+		e.printf("  column %s (field id %d) no longer indexed: %s; its filters stay until compact-index --drop-columns removes them\n",
+			n.Name, n.FieldID, n.Reason)
+	}
 	switch {
 	case sum.StatisticsPath != "":
 		e.printf("  statistics file %s (%d segments in all)\n", sum.StatisticsPath, sum.Segments)

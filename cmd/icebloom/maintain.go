@@ -16,7 +16,8 @@ import (
 
 // CompactIndexCmd is `icebloom compact-index TABLE`.
 type CompactIndexCmd struct {
-	Table string `arg:"positional,required" help:"table identifier, ns.table"`
+	Table       string `arg:"positional,required" help:"table identifier, ns.table"`
+	DropColumns string `arg:"--drop-columns" placeholder:"COLS" help:"comma-separated columns to remove from the index: their filters are left out, lookups on them keep every file, and sync no longer indexes them"`
 	memoryFlag
 }
 
@@ -30,7 +31,7 @@ func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
 		if err != nil {
 			return nil, err
 		}
-		return indexer.Compact(ctx, cat, ident, indexer.CompactOptions{Logger: e.log, MemoryBudget: c.budget()})
+		return indexer.Compact(ctx, cat, ident, indexer.CompactOptions{Logger: e.log, MemoryBudget: c.budget(), DropColumns: columnList(c.DropColumns)})
 	}()
 	if e.metrics != nil {
 		end := e.now()
@@ -53,6 +54,9 @@ func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
 	e.printf("%s: %d segments merged into %d, %d entries kept, %d dropped, %s copied, %s\n  statistics file %s\n",
 		c.Table, sum.SegmentsBefore, sum.SegmentsAfter, sum.EntriesKept, sum.EntriesDropped,
 		bytesText(sum.BytesCopied), durationText(sum.Duration), sum.StatisticsPath)
+	for _, d := range sum.DroppedColumns {
+		e.printf("  column %s dropped from the index (%d filters)\n", d.Name, d.Filters)
+	}
 	return nil
 }
 
@@ -94,7 +98,7 @@ func (c *ExpireCmd) run(ctx context.Context, e *env) error {
 
 // MaintainCmd is `icebloom maintain [TABLE ...]`: the scheduled job.
 type MaintainCmd struct {
-	Tables          []string `arg:"positional" help:"tables to maintain [default: every table with indexed columns configured]"`
+	Tables          []string `arg:"positional" help:"tables to maintain [default: every table with an icebloom index or indexed columns enabled by its properties]"`
 	Namespace       string   `arg:"--namespace" help:"maintain the tables of this namespace"`
 	ExpireOlderThan *gcAge   `arg:"--expire-older-than" placeholder:"DUR" help:"also expire snapshots older than this, folding their index segments first; 0s expires every snapshot but the retained ones"`
 	RetainLast      int      `arg:"--retain-last" default:"1" help:"with --expire-older-than: keep this many most recent snapshots"`

@@ -120,6 +120,12 @@ type Summary struct {
 	// the directory, the file, and the commit — the part of a build that
 	// an index compaction of the same files redoes.
 	WriteTime time.Duration `json:"write_ns"`
+	// PerColumn says what the run did per indexed column, in the order of
+	// Columns.
+	PerColumn []ColumnSummary `json:"per_column"`
+	// NotIndexed are the columns the index holds filters of that the run
+	// no longer indexes (IndexedColumns).
+	NotIndexed []NotIndexed `json:"not_indexed,omitempty"`
 
 	// v1Segments counts the segments of index format v1 the run left,
 	// which Sync rewrites as v2; brokenSegments those a sync found missing
@@ -165,6 +171,10 @@ type job struct {
 	// already, whose filters the run does not write again (a sync of a
 	// file some of whose columns failed before).
 	has func(df dataFile, fieldID int) bool
+	// ix is the table's index as the job loaded it to learn its columns,
+	// and ixErrs what Load could not read.
+	ix     *index.TableIndex
+	ixErrs []error
 }
 
 func newJob(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*job, error) {
@@ -177,15 +187,12 @@ func newJob(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 	if j.snap, err = resolveSnapshot(j.tbl, o.SnapshotID); err != nil {
 		return nil, err
 	}
-	if j.cols, err = ResolveColumns(j.tbl.Schema(), j.tbl.Properties(), o.Columns, o.FPP); err != nil {
-		return nil, fmt.Errorf("table %s: %w", name, err)
-	}
 	if j.fs, err = writableFS(ctx, j.tbl); err != nil {
 		return nil, err
 	}
 	j.sum = &Summary{SnapshotID: j.snap.SnapshotID, FilesFailed: []FileFailure{}}
-	for _, c := range j.cols {
-		j.sum.Columns = append(j.sum.Columns, c.Name)
+	if err := j.chooseColumns(ctx); err != nil {
+		return nil, fmt.Errorf("table %s: %w", name, err)
 	}
 	return j, nil
 }
@@ -387,9 +394,11 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 					break
 				}
 				j.sum.FilesFailed = append(j.sum.FilesFailed, FileFailure{Path: r.file.path, Column: j.cols[f.col].Name, Error: f.err.Error()})
+				j.sum.PerColumn[f.col].FilesFailed++
 				continue
 			}
 			col := &j.cols[f.col]
+			j.sum.PerColumn[f.col].FilesRead++
 			if j.has != nil && j.has(r.file, col.Field.ID) {
 				continue // a sync re-reading a file whose other column failed
 			}
@@ -407,6 +416,7 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 			}
 			bitsets.put(f.filter) // written: the bitset is free for the next file
 			j.sum.Blobs++
+			j.sum.PerColumn[f.col].FilesIndexed++
 			j.sum.DistinctValues += f.ndv
 			indexed = true
 		}
