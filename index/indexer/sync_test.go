@@ -376,3 +376,38 @@ func TestDropColumns(t *testing.T) {
 		t.Fatalf("sync naming email again: %+v, %v", sum, err)
 	}
 }
+
+// TestHeldColumnsFollowTheSchema: the index's columns are field ids, so a
+// renamed column stays indexed under its new name; a column the schema
+// dropped is reported as no longer indexed, not an error, and can be
+// dropped from the index by its former name.
+func TestHeldColumnsFollowTheSchema(t *testing.T) {
+	cat, tbl, _ := eventsTable(t, 2, 30, nil)
+	if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id", "email", "day"}}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	txn := tbl.NewTransaction()
+	if err := txn.UpdateSchema(true, false).RenameColumn([]string{"email"}, "mail").DeleteColumn([]string{"day"}).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	sum, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{CompactAbove: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(sum.Columns, ",") != "id,mail" || sum.FilesCovered != 2 || len(sum.NotIndexed) != 1 ||
+		sum.NotIndexed[0] != (indexer.NotIndexed{FieldID: 5, Name: "day", Reason: "no longer in the table schema"}) {
+		t.Fatalf("sync after a rename and a drop: %+v", sum)
+	}
+	cs, err := indexer.Compact(ctx, cat, tbl.Identifier(), indexer.CompactOptions{DropColumns: []string{"day"}})
+	if err != nil || len(cs.DroppedColumns) != 1 || cs.DroppedColumns[0].Filters != 2 {
+		t.Fatalf("dropping the column the schema dropped: %+v, %v", cs, err)
+	}
+	if sum, err = indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{}); err != nil || len(sum.NotIndexed) != 0 {
+		t.Fatalf("sync after dropping it from the index too: %+v, %v", sum, err)
+	}
+}
