@@ -43,7 +43,8 @@ func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
 	e.log.Info("index compacted", "command", "compact-index", "table", c.Table,
 		"segments_before", sum.SegmentsBefore, "segments_after", sum.SegmentsAfter,
 		"entries_kept", sum.EntriesKept, "entries_dropped", sum.EntriesDropped,
-		"bytes_copied", sum.BytesCopied, "statistics_file", sum.StatisticsPath, "duration", sum.Duration)
+		"bytes_copied", sum.BytesCopied, "statistics_file", sum.StatisticsPath, "duration", sum.Duration,
+		"dropped_columns", sum.DroppedColumns)
 	if e.json {
 		return e.printJSON(sum)
 	}

@@ -35,10 +35,11 @@ const DefaultMaxFilterBytes = 128 << 20
 const DefaultCompactAbove = 8
 
 // Options configure a build. The zero value indexes the current snapshot's
-// columns chosen by table properties, with all CPUs.
+// indexed columns (IndexedColumns: those the index holds and those table
+// properties enable), with all CPUs.
 type Options struct {
-	Columns        []string // column names; empty: the table's bloom-filter properties
-	FPP            float64  // target false-positive rate; 0: per-column property or DefaultFPP
+	Columns        []string // column names, added to the indexed columns (IndexedColumns)
+	FPP            float64  // target false-positive rate; 0: per-column property, else the index's, else DefaultFPP
 	SnapshotID     int64    // 0: the current snapshot
 	Parallel       int      // data files read at once; 0: runtime.NumCPU()
 	FailFast       bool     // a data file or column that cannot be read fails the build instead of staying unindexed
@@ -46,6 +47,10 @@ type Options struct {
 	// MemoryBudget bounds the bytes of filters a run holds before writing
 	// them into the segment; 0 means segment.DefaultMemoryBudget.
 	MemoryBudget int64
+	// ExactColumns indexes exactly Columns: not the columns the index
+	// holds, nor those table properties enable. For benchmarks and
+	// programs that choose every run's columns themselves.
+	ExactColumns bool
 	// CompactAbove makes Sync compact the index when it leaves more
 	// segments than this: 0 means DefaultCompactAbove, negative never.
 	CompactAbove int

@@ -438,6 +438,16 @@ type ColumnSummary struct {
 // report.
 func (j *job) chooseColumns(ctx context.Context) error {
 	choice, ix, errs, err := loadColumns(ctx, j.fs, j.tbl.Metadata(), j.o.Columns, j.o.FPP)
+	if j.o.ExactColumns {
+		choice = &ColumnChoice{}
+		if len(j.o.Columns) == 0 {
+			err = fmt.Errorf("%w: ExactColumns with no column named", ErrNoColumns)
+		} else if choice.Columns, err = ResolveColumns(j.tbl.Schema(), j.tbl.Properties(), j.o.Columns, j.o.FPP); err == nil {
+			for i := range choice.Columns {
+				choice.Columns[i].Sources = []string{SourceNamed}
+			}
+		}
+	}
 	if err != nil {
 		return err
 	}

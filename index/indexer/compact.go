@@ -183,6 +183,9 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 			}
 		}
 	}
+	if *drop == nil && len(o.DropColumns) == 0 {
+		*drop = map[int]string{}
+	}
 	if *drop == nil {
 		if *drop, err = dropFields(tbl.Metadata(), HeldColumns(ix, tbl.Metadata()), o.DropColumns); err != nil {
 			return nil, fmt.Errorf("compact the index of %s: %w", name, err)

@@ -411,3 +411,21 @@ func TestHeldColumnsFollowTheSchema(t *testing.T) {
 		t.Fatalf("sync after dropping it from the index too: %+v, %v", sum, err)
 	}
 }
+
+// TestExactColumns: with ExactColumns a build indexes the columns named
+// and no other, whatever the index holds or table properties enable (the
+// benchmarks time one column set after another on one table).
+func TestExactColumns(t *testing.T) {
+	cat, tbl, _ := eventsTable(t, 2, 20, iceberg.Properties{indexer.PropBloomEnabledPrefix + "day": "true"})
+	if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}}); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"email"}, ExactColumns: true})
+	if err != nil || strings.Join(sum.Columns, ",") != "email" || sum.Blobs != 2 {
+		t.Fatalf("exact build of email: %+v, %v", sum, err)
+	}
+	sum, err = indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}})
+	if err != nil || strings.Join(sum.Columns, ",") != "id,day,email" {
+		t.Fatalf("build adding to what the index holds: %+v, %v", sum, err)
+	}
+}
