@@ -118,12 +118,13 @@ func printBuildSummary(e *env, table string, sum *indexer.Summary) {
 	e.printf("  %d filters, %s of index, %d distinct values, %s\n",
 		sum.Blobs, bytesText(sum.IndexBytes), sum.DistinctValues, durationText(sum.Duration))
 	for _, c := range sum.PerColumn {
-		e.printf("  column %s (%s): %d filters written", c.Name, strings.Join(c.Sources, ", "), c.FilesIndexed)
+		// Counts after the words: right for 1 as for 5, with no plurals.
+		e.printf("  column %s (%s): filters written %d", c.Name, strings.Join(c.Sources, ", "), c.FilesIndexed)
 		if c.FilesCovered > 0 {
-			e.printf(", %d files covered already (not read)", c.FilesCovered)
+			e.printf(", data files covered already (not read) %d", c.FilesCovered)
 		}
 		if c.FilesFailed > 0 {
-			e.printf(", %d files failed", c.FilesFailed)
+			e.printf(", data files failed %d", c.FilesFailed)
 		}
 		e.printf("\n")
 	}

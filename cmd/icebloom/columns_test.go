@@ -122,8 +122,8 @@ func TestCommandsRememberColumns(t *testing.T) {
 	}
 	stdout, stderr, code = cmd("sync", "db.users")
 	if code != 0 || !strings.Contains(stdout, "indexed 1 of 5 data files of db.users") ||
-		!strings.Contains(stdout, "column email (index): 1 filters written, 4 files covered already (not read)") ||
-		!strings.Contains(stdout, "column id (index): 1 filters written, 4 files covered already (not read)") {
+		!strings.Contains(stdout, "column email (index): filters written 1, data files covered already (not read) 4") ||
+		!strings.Contains(stdout, "column id (index): filters written 1, data files covered already (not read) 4") {
 		t.Fatalf("sync: exit %d, %s%s", code, stdout, stderr)
 	}
 
@@ -133,7 +133,7 @@ func TestCommandsRememberColumns(t *testing.T) {
 		t.Fatalf("compact-index with no --columns: %+v", compacted)
 	}
 	stdout, stderr, code = cmd("compact-index", "db.users", "--drop-columns", "email")
-	if code != 0 || !strings.Contains(stdout, "column email dropped from the index (5 filters)") {
+	if code != 0 || !strings.Contains(stdout, "column email dropped from the index: filters left out 5") {
 		t.Fatalf("compact-index --drop-columns email: exit %d, %s%s", code, stdout, stderr)
 	}
 	_, stderr, code = cmd("compact-index", "db.users", "--drop-columns", "email")

@@ -56,7 +56,7 @@ func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
 		c.Table, sum.SegmentsBefore, sum.SegmentsAfter, sum.EntriesKept, sum.EntriesDropped,
 		bytesText(sum.BytesCopied), durationText(sum.Duration), sum.StatisticsPath)
 	for _, d := range sum.DroppedColumns {
-		e.printf("  column %s dropped from the index (%d filters)\n", d.Name, d.Filters)
+		e.printf("  column %s dropped from the index: filters left out %d\n", d.Name, d.Filters)
 	}
 	return nil
 }

@@ -190,8 +190,16 @@ func IndexedColumns(meta table.Metadata, held []HeldColumn, names []string, fpp 
 		}
 	}
 	if len(choice.Columns) == 0 {
-		return nil, fmt.Errorf("%w: the table has no index; name them (--columns) or set %s<name>=true on the table",
-			ErrNoColumns, PropBloomEnabledPrefix)
+		why := "the table has no index"
+		if len(choice.NotIndexed) > 0 {
+			var held []string
+			for _, n := range choice.NotIndexed {
+				held = append(held, fmt.Sprintf("field %d %q: %s", n.FieldID, n.Name, n.Reason))
+			}
+			why = "the index holds only columns that can no longer be indexed (" + strings.Join(held, "; ") + ")"
+		}
+		return nil, fmt.Errorf("%w: %s; name them (--columns) or set %s<name>=true on the table",
+			ErrNoColumns, why, PropBloomEnabledPrefix)
 	}
 	rest := choice.Columns[named:]
 	slices.SortFunc(rest, func(a, b Column) int { return strings.Compare(a.Name, b.Name) })
