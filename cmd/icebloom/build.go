@@ -15,7 +15,7 @@ import (
 type indexFlags struct {
 	Table    string  `arg:"positional,required" help:"table identifier, ns.table"`
 	Columns  string  `arg:"--columns" help:"comma-separated columns to index besides those the index already holds and those with write.parquet.bloom-filter-enabled.column.<name>=true (remove one with compact-index --drop-columns)"`
-	FPP      float64 `arg:"--fpp" help:"target false-positive rate [default: write.parquet.bloom-filter-fpp.column.<name>, else 0.01]"`
+	FPP      float64 `arg:"--fpp" help:"target false-positive rate [default: write.parquet.bloom-filter-fpp.column.<name>, else the rate the column's filters already target, else 0.01]"`
 	Parallel int     `arg:"--parallel" help:"data files read at once [default: number of CPUs]"`
 	FailFast bool    `arg:"--fail-fast" help:"fail on a data file that cannot be read instead of leaving it unindexed"`
 	memoryFlag
