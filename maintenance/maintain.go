@@ -2,6 +2,7 @@ package maintenance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,8 +16,9 @@ import (
 
 // MaintainOptions configure a maintenance run.
 type MaintainOptions struct {
-	// Index configures the sync (parallelism, fail-fast); its columns come
-	// from each table's properties.
+	// Index configures the sync (parallelism, fail-fast); its columns are
+	// each table's indexed columns (indexer.IndexedColumns: those its
+	// index holds and those its properties enable).
 	Index indexer.Options
 	// CompactAbove compacts the index when the sync leaves more segments
 	// than this; 0 means indexer.DefaultCompactAbove.
@@ -44,6 +46,10 @@ type TableReport struct {
 
 // NoSnapshot is TableReport.Skipped for a table without a snapshot.
 const NoSnapshot = "no snapshot yet: nothing to index"
+
+// SkippedNoColumns is TableReport.Skipped for a table with no indexed
+// columns.
+const SkippedNoColumns = "no indexed columns: no icebloom index, and no " + indexer.PropBloomEnabledPrefix + "<name>=true property"
 
 // Failed reports whether a step failed.
 func (r TableReport) Failed() bool { return r.Error != "" }
@@ -115,8 +121,10 @@ func Maintain(ctx context.Context, cat icecatalog.Catalog, tables []table.Identi
 
 // MaintainTable keeps one table's index true: sync (and index compaction
 // past the segment threshold), then optionally expiry, then gc, then
-// optionally verification. A table without a snapshot, or without indexed
-// columns configured in its properties, is skipped. The
+// optionally verification. A table without a snapshot is skipped, and so
+// is one with no indexed columns — no icebloom index and no column its
+// properties enable (indexer.ErrNoColumns); any other column error (a
+// property naming a column that cannot be indexed) fails the table. The
 // first failing step ends the table's run and is reported.
 func MaintainTable(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o MaintainOptions) TableReport {
 	r := TableReport{Table: strings.Join(ident, ".")}
@@ -133,19 +141,24 @@ func MaintainTable(ctx context.Context, cat icecatalog.Catalog, ident table.Iden
 	if err != nil {
 		return fail(fmt.Errorf("load table %s: %w", r.Table, err))
 	}
-	if tbl.CurrentSnapshot() == nil {
+	// The columns are decided by the sync, as by every run (one rule,
+	// indexer.IndexedColumns); a table with nothing to sync is asked
+	// directly.
+	if tbl.CurrentSnapshot() != nil {
+		idx := o.Index
+		idx.Columns, idx.FPP, idx.CompactAbove = nil, 0, o.CompactAbove
+		r.Sync, err = indexer.Sync(ctx, cat, ident, idx)
+	} else if _, err = indexer.TableColumns(ctx, tbl, nil, 0); err == nil {
 		// A table created and never written: no data file to index, no
 		// snapshot to expire, no index file to collect.
 		r.Skipped = NoSnapshot
 		return r
 	}
-	if _, err := indexer.ResolveColumns(tbl.Schema(), tbl.Properties(), nil, 0); err != nil {
-		r.Skipped = "no indexed columns configured"
+	if errors.Is(err, indexer.ErrNoColumns) {
+		r.Skipped = SkippedNoColumns
 		return r
 	}
-	idx := o.Index
-	idx.Columns, idx.FPP, idx.CompactAbove = nil, 0, o.CompactAbove
-	if r.Sync, err = indexer.Sync(ctx, cat, ident, idx); err != nil {
+	if err != nil {
 		return fail(err)
 	}
 	r.Compact = r.Sync.Compacted

@@ -271,6 +271,7 @@ func (b *bencher) build(ctx context.Context, o indexer.Options) (*indexer.Summar
 		o.FPP = b.c.FPP
 	}
 	o.FailFast = true
+	o.ExactColumns = true // each measurement's columns alone, not those earlier builds left in the index
 	start := time.Now()
 	sum, err := indexer.Build(ctx, b.cat, benchTable, o)
 	if err != nil {

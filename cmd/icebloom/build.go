@@ -16,8 +16,8 @@ import (
 // indexFlags are the flags of the commands that index data files.
 type indexFlags struct {
 	Table    string   `arg:"positional,required" help:"table identifier, ns.table"`
-	Columns  string   `arg:"--columns" help:"comma-separated columns to index [default: those with write.parquet.bloom-filter-enabled.column.<name>=true]"`
-	FPP      *float64 `arg:"--fpp" help:"target false-positive rate, between 0 and 1 [default: write.parquet.bloom-filter-fpp.column.<name>, else 0.01]"`
+	Columns  string   `arg:"--columns" help:"comma-separated columns to index besides those the index already holds and those with write.parquet.bloom-filter-enabled.column.<name>=true (remove one with compact-index --drop-columns)"`
+	FPP      *float64 `arg:"--fpp" help:"target false-positive rate, between 0 and 1 [default: write.parquet.bloom-filter-fpp.column.<name>, else the rate the column's filters already target, else 0.01]"`
 	Parallel *int     `arg:"--parallel" help:"data files read at once, 1 or more [default: number of CPUs]"`
 	FailFast bool     `arg:"--fail-fast" help:"fail on a data file that cannot be read instead of leaving it unindexed"`
 	memoryFlag
@@ -87,13 +87,7 @@ func (f memoryFlag) budget() int64 {
 }
 
 func (f indexFlags) options() indexer.Options {
-	var cols []string
-	for _, name := range strings.Split(f.Columns, ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			cols = append(cols, name)
-		}
-	}
-	o := indexer.Options{Columns: cols, FailFast: f.FailFast, MemoryBudget: f.budget()}
+	o := indexer.Options{Columns: columnList(f.Columns), FailFast: f.FailFast, MemoryBudget: f.budget()}
 	if f.FPP != nil {
 		o.FPP = *f.FPP
 	}
@@ -101,6 +95,17 @@ func (f indexFlags) options() indexer.Options {
 		o.Parallel = *f.Parallel
 	}
 	return o
+}
+
+// columnList splits a comma-separated list of column names.
+func columnList(s string) []string {
+	var cols []string
+	for _, name := range strings.Split(s, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			cols = append(cols, name)
+		}
+	}
+	return cols
 }
 
 // runIndex runs build, sync or rebuild (command) with a progress bar on a
@@ -175,6 +180,21 @@ func printBuildSummary(e *env, table string, sum *indexer.Summary) {
 	}
 	e.printf("  %s, %s of index, %s, %s\n",
 		plural(sum.Blobs, "filter"), bytesText(sum.IndexBytes), plural(sum.DistinctValues, "distinct value"), durationText(sum.Duration))
+	for _, c := range sum.PerColumn {
+		// Counts after the words: right for 1 as for 5, with no plurals.
+		e.printf("  column %s (%s): filters written %d", c.Name, strings.Join(c.Sources, ", "), c.FilesIndexed)
+		if c.FilesCovered > 0 {
+			e.printf(", data files covered already (not read) %d", c.FilesCovered)
+		}
+		if c.FilesFailed > 0 {
+			e.printf(", data files failed %d", c.FilesFailed)
+		}
+		e.printf("\n")
+	}
+	for _, n := range sum.NotIndexed {
+		e.printf("  column %s (field id %d) no longer indexed: %s; its filters stay until compact-index --drop-columns removes them\n",
+			n.Name, n.FieldID, n.Reason)
+	}
 	switch {
 	case sum.StatisticsPath != "":
 		e.printf("  statistics file %s (%s in all)\n", sum.StatisticsPath, plural(sum.Segments, "segment"))

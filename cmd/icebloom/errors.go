@@ -25,12 +25,12 @@ func filterError(name string, tbl *table.Table, err error) error {
 	if !errors.As(err, &uc) {
 		return err
 	}
-	return fmt.Errorf("unknown column %q in the filter (table %s has columns %s)", uc.Column, name, columnList(tbl.Schema(), 30))
+	return fmt.Errorf("unknown column %q in the filter (table %s has columns %s)", uc.Column, name, schemaColumns(tbl.Schema(), 30))
 }
 
-// columnList lists the columns of schema a filter can name — nested
+// schemaColumns lists the columns of schema a filter can name — nested
 // struct fields by their full name — at most max of them.
-func columnList(schema *iceberg.Schema, max int) string {
+func schemaColumns(schema *iceberg.Schema, max int) string {
 	var names []string
 	var walk func(prefix string, fields []iceberg.NestedField)
 	walk = func(prefix string, fields []iceberg.NestedField) {

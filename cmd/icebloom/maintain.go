@@ -17,7 +17,8 @@ import (
 
 // CompactIndexCmd is `icebloom compact-index TABLE`.
 type CompactIndexCmd struct {
-	Table string `arg:"positional,required" help:"table identifier, ns.table"`
+	Table       string `arg:"positional,required" help:"table identifier, ns.table"`
+	DropColumns string `arg:"--drop-columns" placeholder:"COLS" help:"comma-separated columns to remove from the index: their filters are left out, lookups on them keep every file, and sync no longer indexes them"`
 	memoryFlag
 }
 
@@ -28,7 +29,7 @@ func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
 		if err != nil {
 			return nil, err
 		}
-		return indexer.Compact(ctx, cat, ident, indexer.CompactOptions{Logger: e.log, MemoryBudget: c.budget()})
+		return indexer.Compact(ctx, cat, ident, indexer.CompactOptions{Logger: e.log, MemoryBudget: c.budget(), DropColumns: columnList(c.DropColumns)})
 	}()
 	if e.metrics != nil {
 		end := e.now()
@@ -40,7 +41,8 @@ func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
 	e.log.Info("index compacted", "command", "compact-index", "table", c.Table,
 		"segments_before", sum.SegmentsBefore, "segments_after", sum.SegmentsAfter,
 		"entries_kept", sum.EntriesKept, "entries_dropped", sum.EntriesDropped,
-		"bytes_copied", sum.BytesCopied, "statistics_file", sum.StatisticsPath, "duration", sum.Duration)
+		"bytes_copied", sum.BytesCopied, "statistics_file", sum.StatisticsPath, "duration", sum.Duration,
+		"dropped_columns", sum.DroppedColumns)
 	if e.json {
 		return e.printJSON(sum)
 	}
@@ -55,6 +57,9 @@ func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
 		// Their data files are unindexed now (never pruned) until a sync.
 		e.printf("  %d broken index files removed, %d broken groups left out: `icebloom sync %s` indexes their data files again\n",
 			len(sum.BrokenFiles), len(sum.BrokenGroups), c.Table)
+	}
+	for _, d := range sum.DroppedColumns {
+		e.printf("  column %s dropped from the index: filters left out %d\n", d.Name, d.Filters)
 	}
 	return nil
 }
@@ -106,7 +111,7 @@ func (c *ExpireCmd) run(ctx context.Context, e *env) error {
 
 // MaintainCmd is `icebloom maintain [TABLE ...]`: the scheduled job.
 type MaintainCmd struct {
-	Tables          []string `arg:"positional" help:"tables to maintain [default: every table with indexed columns configured]"`
+	Tables          []string `arg:"positional" help:"tables to maintain [default: every table with an icebloom index or indexed columns enabled by its properties]"`
 	Namespace       string   `arg:"--namespace" help:"maintain the tables of this namespace"`
 	ExpireOlderThan *gcAge   `arg:"--expire-older-than" placeholder:"DUR" help:"also expire snapshots older than this, folding their index segments first; 0s expires every snapshot but the retained ones"`
 	RetainLast      int      `arg:"--retain-last" default:"1" help:"with --expire-older-than: keep this many most recent snapshots"`

@@ -35,10 +35,11 @@ const DefaultMaxFilterBytes = 128 << 20
 const DefaultCompactAbove = 8
 
 // Options configure a build. The zero value indexes the current snapshot's
-// columns chosen by table properties, with all CPUs.
+// indexed columns (IndexedColumns: those the index holds and those table
+// properties enable), with all CPUs.
 type Options struct {
-	Columns        []string // column names; empty: the table's bloom-filter properties
-	FPP            float64  // target false-positive rate; 0: per-column property or DefaultFPP
+	Columns        []string // column names, added to the indexed columns (IndexedColumns)
+	FPP            float64  // target false-positive rate; 0: per-column property, else the index's, else DefaultFPP
 	SnapshotID     int64    // 0: the current snapshot
 	Parallel       int      // data files read at once; 0: runtime.NumCPU()
 	FailFast       bool     // a data file or column that cannot be read fails the build instead of staying unindexed
@@ -46,6 +47,10 @@ type Options struct {
 	// MemoryBudget bounds the bytes of filters a run holds before writing
 	// them into the segment; 0 means segment.DefaultMemoryBudget.
 	MemoryBudget int64
+	// ExactColumns indexes exactly Columns: not the columns the index
+	// holds, nor those table properties enable. For benchmarks and
+	// programs that choose every run's columns themselves.
+	ExactColumns bool
 	// CompactAbove makes Sync compact the index when it leaves more
 	// segments than this: 0 means DefaultCompactAbove, negative never.
 	CompactAbove int
@@ -127,6 +132,12 @@ type Summary struct {
 	// Shard is the shard the run was, with how many shards of its run the
 	// index held after its commit; nil for a run that was not sharded.
 	Shard *ShardSummary `json:"shard,omitempty"`
+	// PerColumn says what the run did per indexed column, in the order of
+	// Columns.
+	PerColumn []ColumnSummary `json:"per_column"`
+	// NotIndexed are the columns the index holds filters of that the run
+	// no longer indexes (IndexedColumns).
+	NotIndexed []NotIndexed `json:"not_indexed,omitempty"`
 
 	// v1Segments counts the segments of index format v1 the run left,
 	// which Sync rewrites as v2; brokenSegments those a sync found missing
@@ -192,6 +203,10 @@ type job struct {
 	// commit, the next attempt's base lacks what the merge-back carried,
 	// so every attempt links all of them, and no shard's link is lost.
 	carried []segment.Link
+	// ix is the table's index as the job loaded it to learn its columns,
+	// and ixErrs what Load could not read.
+	ix     *index.TableIndex
+	ixErrs []error
 }
 
 func newJob(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*job, error) {
@@ -203,9 +218,6 @@ func newJob(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 	}
 	if j.snap, err = resolveSnapshot(j.tbl, o.SnapshotID); err != nil {
 		return nil, err
-	}
-	if j.cols, err = ResolveColumns(j.tbl.Schema(), j.tbl.Properties(), o.Columns, o.FPP); err != nil {
-		return nil, fmt.Errorf("table %s: %w", name, err)
 	}
 	if j.fs, err = writableFS(ctx, j.tbl); err != nil {
 		return nil, err
@@ -223,8 +235,8 @@ func newJob(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 		j.keepEntries = true // a shard never drops what other shards committed
 		j.sum.Shard = &ShardSummary{Shard: shard}
 	}
-	for _, c := range j.cols {
-		j.sum.Columns = append(j.sum.Columns, c.Name)
+	if err := j.chooseColumns(ctx); err != nil {
+		return nil, fmt.Errorf("table %s: %w", name, err)
 	}
 	return j, nil
 }
@@ -453,9 +465,11 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 					break
 				}
 				j.sum.FilesFailed = append(j.sum.FilesFailed, FileFailure{Path: r.file.path, Column: j.cols[f.col].Name, Error: f.err.Error()})
+				j.sum.PerColumn[f.col].FilesFailed++
 				continue
 			}
 			col := &j.cols[f.col]
+			j.sum.PerColumn[f.col].FilesRead++
 			if j.has != nil && j.has(r.file, col.Field.ID) {
 				continue // a sync re-reading a file whose other column failed
 			}
@@ -473,6 +487,7 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 			}
 			bitsets.put(f.filter) // written: the bitset is free for the next file
 			j.sum.Blobs++
+			j.sum.PerColumn[f.col].FilesIndexed++
 			j.sum.DistinctValues += f.ndv
 			indexed = true
 		}

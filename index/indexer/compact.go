@@ -38,6 +38,14 @@ type CompactOptions struct {
 	// MemoryBudget bounds the merge's buffers, as a build's
 	// (Options.MemoryBudget).
 	MemoryBudget int64
+	// DropColumns removes columns from the index: the merged segment
+	// holds no filter of them, so lookups on them keep every file and
+	// syncs no longer index them (unless named or enabled again). Each
+	// must be a column the index holds filters of (by its name in the
+	// current schema, or in an earlier one for a column the schema
+	// dropped) and not one a table property enables, which the next sync
+	// would index again: that is an error naming it.
+	DropColumns []string
 }
 
 // CompactSummary reports what Compact did.
@@ -55,13 +63,24 @@ type CompactSummary struct {
 	// BrokenGroups lists the groups left out because their runs could not
 	// be read or failed their checksums ("path@offset"): their files lost
 	// those filters and are indexed again by the next sync.
-	BrokenGroups   []string      `json:"broken_groups,omitempty"`
+	BrokenGroups []string `json:"broken_groups,omitempty"`
+	// DroppedColumns are the columns CompactOptions.DropColumns removed,
+	// with the number of filters of each the compaction left out.
+	DroppedColumns []DroppedColumn `json:"dropped_columns,omitempty"`
+
 	StatisticsPath string        `json:"statistics_path,omitempty"`
 	Duration       time.Duration `json:"duration_ns"`
 
 	// replaced are segments another run registered between this run's plan
 	// and its commit, which the commit replaced unseen.
 	replaced []index.Segment
+}
+
+// DroppedColumn is a column a compaction removed from the index.
+type DroppedColumn struct {
+	Name    string `json:"name"`
+	FieldID int    `json:"field_id"`
+	Filters int    `json:"filters"` // filters of it left out
 }
 
 // errStatisticsMoved aborts a compaction attempt whose plan no longer
@@ -85,8 +104,9 @@ func Compact(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier
 	start := time.Now()
 	var lost []index.Segment
 	broken := map[groupRef]bool{}
+	var drop map[int]string // resolved by the first pass, kept by the next
 	for attempt := 0; attempt < maxOverwrites; attempt++ {
-		sum, err := compactOnce(ctx, cat, ident, o, lost, broken)
+		sum, err := compactOnce(ctx, cat, ident, o, lost, broken, &drop)
 		if errors.Is(err, errStatisticsMoved) {
 			continue
 		}
@@ -130,7 +150,10 @@ const maxBrokenGroups = 64
 // compactOnce plans and commits one compaction of the segments table
 // metadata lists plus extra ones it no longer lists (segments an earlier
 // pass replaced unseen), leaving out the broken groups.
-func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions, extra []index.Segment, brokenGroups map[groupRef]bool) (*CompactSummary, error) {
+//
+// drop holds the fields o.DropColumns names once the first pass resolved
+// them, as a later pass (after a commit that dropped them) could not.
+func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions, extra []index.Segment, brokenGroups map[groupRef]bool, drop *map[int]string) (*CompactSummary, error) {
 	name := strings.Join(ident, ".")
 	tbl, err := catalog.LoadTable(ctx, cat, ident, commitOptions(o.Logger)...)
 	if err != nil {
@@ -168,6 +191,14 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 			}
 		}
 	}
+	if *drop == nil && len(o.DropColumns) == 0 {
+		*drop = map[int]string{}
+	}
+	if *drop == nil {
+		if *drop, err = dropFields(tbl.Metadata(), HeldColumns(ix, tbl.Metadata()), o.DropColumns); err != nil {
+			return nil, fmt.Errorf("compact the index of %s: %w", name, err)
+		}
+	}
 	listed := ix.Segments()
 	segments := append(listed, extra...)
 	sum := &CompactSummary{SegmentsBefore: len(listed) + len(broken) + len(brokenLinked)}
@@ -189,7 +220,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 	case o.OnlyRun != "":
 		only = func(seg *index.Segment) bool { return seg.Link != nil && seg.Link.Run == o.OnlyRun }
 	}
-	keep, v1 := chooseFilters(segments, held, brokenGroups, only)
+	keep, v1 := chooseFilters(segments, held, brokenGroups, only, *drop)
 	linking := slices.ContainsFunc(segments, func(seg index.Segment) bool { return seg.Dir != nil && len(seg.Dir.Links) > 0 })
 	for si := range segments {
 		for _, k := range keep[si] {
@@ -200,6 +231,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 			}
 		}
 	}
+	sum.DroppedColumns = droppedColumns(segments, keep, *drop)
 	if len(extra) == 0 && len(brokenGroups) == 0 && len(broken) == 0 && !v1 && !linking && sum.EntriesDropped == 0 && len(segments) <= 1 &&
 		(len(segments) == 0 || segments[0].File.SnapshotID == snap.SnapshotID) {
 		sum.SegmentsAfter = sum.SegmentsBefore
@@ -441,10 +473,10 @@ func heldDataFiles(fs icebergio.IO, snaps []table.Snapshot) (map[fileKey]int32, 
 // chooseFilters decides which filters a compaction keeps, by segment and
 // place in Segment.Filters: the first filter of each data file and field
 // that a retained snapshot holds (of the segments only selects, unless it
-// is nil), never one of a broken group. It costs one map lookup per file
-// of each segment, not per filter. v1 reports whether a segment is of
-// format v1.
-func chooseFilters(segments []index.Segment, held map[fileKey]int32, broken map[groupRef]bool, only func(*index.Segment) bool) (keep [][]bool, v1 bool) {
+// is nil), never one of a broken group or of a dropped field. It costs one
+// map lookup per file of each segment, not per filter. v1 reports whether
+// a segment is of format v1.
+func chooseFilters(segments []index.Segment, held map[fileKey]int32, broken map[groupRef]bool, only func(*index.Segment) bool, drop map[int]string) (keep [][]bool, v1 bool) {
 	taken := map[int][]bool{} // by field, by held file number
 	take := func(field int, file int32) bool {
 		t := taken[field]
@@ -465,7 +497,8 @@ func chooseFilters(segments []index.Segment, held map[fileKey]int32, broken map[
 		skip := only != nil && !only(seg)
 		for _, e := range seg.Entries { // Filters lists v1 entries first
 			n, ok := held[fileKey{e.DataFile, e.DataFileSize}]
-			keep[si] = append(keep[si], !skip && ok && take(e.FieldID, n))
+			_, dropped := drop[e.FieldID]
+			keep[si] = append(keep[si], !skip && !dropped && ok && take(e.FieldID, n))
 		}
 		if seg.Dir == nil {
 			continue
@@ -479,7 +512,8 @@ func chooseFilters(segments []index.Segment, held map[fileKey]int32, broken map[
 		}
 		for gi := range seg.Dir.Groups {
 			g := &seg.Dir.Groups[gi]
-			dead := skip || broken[groupRef{seg.File.StatisticsPath, g.Offset}]
+			_, dropped := drop[g.FieldID]
+			dead := skip || dropped || broken[groupRef{seg.File.StatisticsPath, g.Offset}]
 			for _, m := range g.Members {
 				n := files[m.File]
 				keep[si] = append(keep[si], !dead && n >= 0 && take(g.FieldID, n))
@@ -502,4 +536,28 @@ func writableFS(ctx context.Context, tbl *table.Table) (icebergio.WriteFileIO, e
 		return nil, fmt.Errorf("table %s: its storage cannot be written", name)
 	}
 	return wfs, nil
+}
+
+// droppedColumns counts the filters of each dropped field that the
+// compaction leaves out, in field id order.
+func droppedColumns(segments []index.Segment, keep [][]bool, drop map[int]string) []DroppedColumn {
+	if len(drop) == 0 {
+		return nil
+	}
+	count := map[int]int{}
+	for si := range segments {
+		ord := 0
+		for f := range segments[si].Filters() { // the order of keep
+			if _, ok := drop[f.FieldID]; ok && !keep[si][ord] {
+				count[f.FieldID]++
+			}
+			ord++
+		}
+	}
+	out := make([]DroppedColumn, 0, len(drop))
+	for id, name := range drop {
+		out = append(out, DroppedColumn{Name: name, FieldID: id, Filters: count[id]})
+	}
+	slices.SortFunc(out, func(a, b DroppedColumn) int { return a.FieldID - b.FieldID })
+	return out
 }

@@ -85,8 +85,9 @@ func newFileIndexer(fs icebergio.IO, cols []Column, nm iceberg.NameMapping, maxB
 	}
 }
 
-// index reads the indexed columns of one data file and returns a filter per
-// column, in the order of x.cols. Only those columns' chunks are read.
+// index reads the indexed columns of one data file (those df.cols lists,
+// when set) and returns a filter per column read, in the order of x.cols.
+// Only those columns' chunks are read.
 //
 // Columns fail one by one: a column whose chunks cannot be decoded, whose
 // decoder panics, or whose filter comes out corrupt gets a filterOf with err
@@ -120,6 +121,9 @@ func (x *fileIndexer) index(ctx context.Context, df dataFile) (out []filterOf, e
 	}
 	out = make([]filterOf, 0, len(x.cols))
 	for ci := range x.cols {
+		if df.cols != nil && !slices.Contains(df.cols, ci) {
+			continue // covered already: its chunks are not read
+		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

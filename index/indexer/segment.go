@@ -36,6 +36,10 @@ type dataFile struct {
 	// the file's partition value: writers may leave such a column out of
 	// the file, and readers then fill it in from the partition.
 	identity map[int]any
+	// cols are the columns to read (indexes into the run's columns), in
+	// order; nil reads them all. A sync reads only the columns the index
+	// lacks for the file, never the chunks of those it covers.
+	cols []int
 }
 
 // liveDataFiles lists the data files of a snapshot that keep accepts (nil:

@@ -55,8 +55,8 @@ func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 	if err != nil {
 		return nil, err
 	}
-	ix, errs := index.Load(ctx, j.fs, j.tbl.Metadata(), nil)
-	for _, err := range errs {
+	ix := j.ix
+	for _, err := range j.ixErrs {
 		var se *index.SegmentError
 		if errors.As(err, &se) && brokenFile(&unreadableError{se.Path, se.Err}) {
 			j.sum.brokenSegments++ // its files are indexed again below; a compaction removes it
@@ -64,7 +64,7 @@ func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 	}
 	var todo []dataFile
 	for _, f := range files {
-		if !covered(ix, f, j.cols) {
+		if f.cols = j.missing(f); f.cols == nil || len(f.cols) > 0 {
 			todo = append(todo, f)
 		}
 	}
@@ -76,13 +76,26 @@ func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 	return j.run(ctx, todo)
 }
 
-func covered(ix *index.TableIndex, f dataFile, cols []Column) bool {
-	for _, c := range cols {
-		if _, ok := ix.Lookup(f.path, f.size, c.Field.ID); !ok {
-			return false
+// missing returns the columns (indexes into j.cols) the index has no
+// filter of for the file, counting the others as covered in the summary:
+// nil when it has none (the file is read whole), empty when the file is
+// covered. A column added to the index is so read only for itself.
+func (j *job) missing(f dataFile) []int {
+	var cols []int
+	for ci, c := range j.cols {
+		if _, ok := j.ix.Lookup(f.path, f.size, c.Field.ID); ok {
+			j.sum.PerColumn[ci].FilesCovered++
+		} else {
+			cols = append(cols, ci)
 		}
 	}
-	return true
+	if len(cols) == len(j.cols) {
+		return nil
+	}
+	if cols == nil {
+		return []int{}
+	}
+	return cols
 }
 
 // Rebuild is the manual full rebuild: it builds a fresh segment of the
