@@ -19,6 +19,29 @@ type indexFlags struct {
 	Parallel int     `arg:"--parallel" help:"data files read at once [default: number of CPUs]"`
 	FailFast bool    `arg:"--fail-fast" help:"fail on a data file that cannot be read instead of leaving it unindexed"`
 	memoryFlag
+	requestsFlag
+}
+
+// requestsFlag bounds the storage requests a run has in flight, reading
+// the next data files ahead of the CPU workers (--parallel).
+type requestsFlag struct {
+	RequestsInFlight *int `arg:"--requests-in-flight" placeholder:"N" help:"storage requests in flight at most, reading the next data files' footers and chunks ahead of the workers [default: 32]"`
+}
+
+// requests returns the flag as indexer.Options takes it, 0 for the default.
+func (f requestsFlag) requests() int {
+	if f.RequestsInFlight == nil {
+		return 0
+	}
+	return *f.RequestsInFlight
+}
+
+// check refuses fewer than one request in flight.
+func (f requestsFlag) check() error {
+	if f.RequestsInFlight != nil && *f.RequestsInFlight < 1 {
+		return fmt.Errorf("--requests-in-flight %d: want at least 1 request", *f.RequestsInFlight)
+	}
+	return nil
 }
 
 // memoryFlag bounds the index bytes a run holds, whatever the table's size.
@@ -44,14 +67,18 @@ func (f indexFlags) options() indexer.Options {
 			cols = append(cols, name)
 		}
 	}
-	return indexer.Options{Columns: cols, FPP: f.FPP, Parallel: f.Parallel, FailFast: f.FailFast, MemoryBudget: f.budget()}
+	return indexer.Options{Columns: cols, FPP: f.FPP, Parallel: f.Parallel, RequestsInFlight: f.requests(),
+		FailFast: f.FailFast, MemoryBudget: f.budget()}
 }
 
 // runIndex runs build, sync or rebuild (command) with a progress bar on a
 // terminal, logs and records what it did, and prints its summary.
 func (f indexFlags) runIndex(ctx context.Context, e *env, command string, o indexer.Options,
 	job func(context.Context, icecat.Catalog, table.Identifier, indexer.Options) (*indexer.Summary, error)) error {
-	if err := f.check(); err != nil {
+	if err := f.memoryFlag.check(); err != nil {
+		return err
+	}
+	if err := f.requestsFlag.check(); err != nil {
 		return err
 	}
 	start := e.now()

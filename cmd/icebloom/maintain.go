@@ -101,8 +101,9 @@ type MaintainCmd struct {
 	GCOlderThan     *gcAge   `arg:"--gc-older-than" placeholder:"DUR" help:"grace period of orphan index files, at least 1h [default: 3d]"`
 	CompactAbove    int      `arg:"--compact-above" help:"compact a table's index when it has more segments than this [default: 8]"`
 	Parallel        int      `arg:"--parallel" help:"data files read at once [default: number of CPUs]"`
-	Every           *gcAge   `arg:"--every" placeholder:"DUR" help:"keep running, once every DUR"`
-	VerifySample    *int     `arg:"--verify-sample" placeholder:"N" help:"verify each table's index last (as icebloom verify), re-reading N sampled data files; a problem fails the table"`
+	requestsFlag
+	Every        *gcAge `arg:"--every" placeholder:"DUR" help:"keep running, once every DUR"`
+	VerifySample *int   `arg:"--verify-sample" placeholder:"N" help:"verify each table's index last (as icebloom verify), re-reading N sampled data files; a problem fails the table"`
 }
 
 // MaintainOutput is the JSON output of one maintenance round.
@@ -113,12 +114,16 @@ type MaintainOutput struct {
 }
 
 func (c *MaintainCmd) run(ctx context.Context, e *env) error {
+	if err := c.requestsFlag.check(); err != nil {
+		return err
+	}
 	cat, err := e.catalog(ctx)
 	if err != nil {
 		c.failedBeforeTables(e, e.now())
 		return err
 	}
-	o := maintenance.MaintainOptions{Index: indexer.Options{Parallel: c.Parallel, Logger: e.log}, CompactAbove: c.CompactAbove}
+	o := maintenance.MaintainOptions{Index: indexer.Options{Parallel: c.Parallel, RequestsInFlight: c.requests(), Logger: e.log},
+		CompactAbove: c.CompactAbove}
 	if c.ExpireOlderThan != nil {
 		o.Expire = &maintenance.ExpireOptions{OlderThan: new(c.ExpireOlderThan.d), RetainLast: c.RetainLast, Logger: e.log}
 	}
