@@ -9,6 +9,7 @@ import (
 	iofs "io/fs"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/parquet/metadata"
@@ -71,6 +72,29 @@ type readConfig struct {
 	// prefetchBytes bounds the bytes read ahead and held at once; 0 reads
 	// nothing ahead: each worker reads its own file, as before prefetching.
 	prefetchBytes int64
+	// stats, for tests, counts what was read ahead; nil: not counted.
+	stats *prefetchStats
+}
+
+// prefetchStats count what a prefetcher read ahead, for tests.
+type prefetchStats struct {
+	held, peak atomic.Int64 // bytes held under the bounds now, and at most
+	ahead      atomic.Int64 // chunk ranges read ahead
+	left       atomic.Int64 // chunk ranges planned but left to the workers
+}
+
+// hold counts n bytes more held (negative: given back).
+func (s *prefetchStats) hold(n int64) {
+	if s == nil {
+		return
+	}
+	now := s.held.Add(n)
+	for {
+		peak := s.peak.Load()
+		if now <= peak || s.peak.CompareAndSwap(peak, now) {
+			return
+		}
+	}
 }
 
 // prefetchBytesOf derives the bound of the bytes read ahead from a run's
@@ -183,10 +207,12 @@ func (ra *readAhead) drop() {
 	}
 	ra.spans, ra.meta = nil, nil
 	if ra.footerMem > 0 {
+		ra.p.stats.hold(-ra.footerMem)
 		ra.p.footers.Release(ra.footerMem)
 		ra.footerMem = 0
 	}
 	if ra.chunkMem > 0 {
+		ra.p.stats.hold(-ra.chunkMem)
 		ra.p.chunks.Release(ra.chunkMem)
 		ra.chunkMem = 0
 	}
@@ -206,11 +232,12 @@ type prefetcher struct {
 	footerCap, chunkCap int64
 	footers, chunks     *semaphore.Weighted
 	pool                bytePool
+	stats               *prefetchStats
 }
 
 func newPrefetcher(fs icebergio.IO, rc readConfig) *prefetcher {
 	p := &prefetcher{fs: fs, cols: rc.cols, nameMapping: rc.nameMapping, noDictShortcut: rc.noDictShortcut,
-		bufferSize: ReaderProperties().BufferSize}
+		bufferSize: ReaderProperties().BufferSize, stats: rc.stats}
 	if rc.prefetchBytes > 0 {
 		p.footerCap = rc.prefetchBytes / 4
 		p.chunkCap = rc.prefetchBytes - p.footerCap
@@ -296,6 +323,7 @@ func (p *prefetcher) readEnd(ctx context.Context, ra *readAhead, n int64) (span,
 		return span{}, false
 	}
 	ra.footerMem += alloc
+	p.stats.hold(alloc)
 	s := span{off: ra.df.size - n, b: p.pool.get(int(n))}
 	if !p.read(ra, s) {
 		return s, false
@@ -308,6 +336,7 @@ func (p *prefetcher) dropFooter(ra *readAhead, tail span) (span, bool) {
 	if tail.b != nil {
 		p.pool.put(tail.b)
 	}
+	p.stats.hold(-ra.footerMem)
 	p.footers.Release(ra.footerMem)
 	ra.footerMem = 0
 	return span{}, false
@@ -375,10 +404,15 @@ func (p *prefetcher) readChunks(ctx context.Context, ra *readAhead, plan []readR
 			take, mem = append(take, r), mem+a
 		}
 	}
+	if p.stats != nil {
+		p.stats.left.Add(int64(len(plan) - len(take)))
+		p.stats.ahead.Add(int64(len(take)))
+	}
 	if len(take) == 0 || p.chunks.Acquire(ctx, mem) != nil {
 		return
 	}
 	ra.chunkMem = mem
+	p.stats.hold(mem)
 	got := make([]span, len(take))
 	times := make([]time.Duration, len(take))
 	var wg sync.WaitGroup
