@@ -50,6 +50,10 @@ type BenchCmd struct {
 	// (bench_scale.go) instead.
 	Scale   string `arg:"--scale" placeholder:"N,N,..." help:"measure index format v2 on tables of these many tiny data files instead (e.g. 1000,10000,100000)"`
 	S3Files int    `arg:"--s3-files" default:"1000" help:"with --scale: data files of the table timed on the in-process S3 server (0: skip)"`
+	// S3Floor selects the benchmark of reading ahead on object storage
+	// (bench_s3floor.go) instead.
+	S3Floor     int `arg:"--s3-floor" placeholder:"FILES" help:"measure the build on the in-process S3 server (10 ms per request) against the network floor and the build without reading ahead, on a table of this many data files, instead"`
+	S3FloorRows int `arg:"--s3-floor-rows" default:"2000" help:"with --s3-floor: rows per data file"`
 }
 
 // BenchOutput is the JSON output of bench: the run's setup, notes on what
@@ -90,6 +94,9 @@ const (
 func (c *BenchCmd) run(ctx context.Context, e *env) error {
 	if c.Scale != "" {
 		return c.runScale(ctx, e)
+	}
+	if c.S3Floor != 0 {
+		return c.runS3Floor(ctx, e)
 	}
 	if c.Files < 1 || c.Rows < 1 || c.Repeat < 1 || c.Probes < 1 || c.PruneFiles < 0 {
 		return fmt.Errorf("--files, --rows, --repeat and --probes must be positive, --prune-files not negative")

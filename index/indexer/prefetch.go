@@ -122,11 +122,13 @@ func readFiles(ctx context.Context, files []dataFile, rc readConfig) <-chan file
 		}
 	}()
 
-	// Fetchers take the files in order; as many as requests can be in
-	// flight, so that footers alone can fill the gate.
+	// Fetchers take the files in order: twice as many as requests can be
+	// in flight, so that footers alone fill the gate while as many fetchers
+	// wait to hand their files to busy workers (the bounds on memory and on
+	// requests still hold).
 	fetchers := 1
 	if p.enabled() {
-		fetchers = max(rc.requests, rc.parallel)
+		fetchers = max(2*rc.requests, rc.parallel)
 	}
 	ready := make(chan *readAhead)
 	var fetching sync.WaitGroup
