@@ -361,7 +361,10 @@ func withParquet(fs icebergio.IO, path string, props *parquet.ReaderProperties, 
 // the dictionary page vs decoding the data pages); the whole build, with
 // its fixed costs of planning, writing and committing, is reported beside.
 func (b *bencher) dictionaryShortcut(ctx context.Context) error {
-	with := indexer.Options{Columns: []string{benchCatCol}, Parallel: 1}
+	// Workers read their own files (no reading ahead), so Parallel 1 is
+	// one goroutine reading and hashing: the CPU paths are compared, not
+	// how busy storage is kept (bench --s3-floor).
+	with := indexer.Options{Columns: []string{benchCatCol}, Parallel: 1, DisablePrefetch: true}
 	without := with
 	without.DisableDictionaryShortcut = true
 	var readWith, readWithout, tWith, tWithout []time.Duration
@@ -402,7 +405,9 @@ func (b *bencher) dictionaryShortcut(ctx context.Context) error {
 func (b *bencher) buildVsFloor(ctx context.Context) error {
 	cols := []string{benchIDCol, benchStrCol}
 	var floor, floor2, hashFloor, p1, p2, p1Files []time.Duration
-	if _, _, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: 1}); err != nil { // warm-up, untimed
+	// The builds' workers read their own files, one goroutine each, as the
+	// floor's do: reading ahead would add goroutines reading for them.
+	if _, _, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: 1, DisablePrefetch: true}); err != nil { // warm-up, untimed
 		return err
 	}
 	for range b.c.Repeat {
@@ -418,7 +423,7 @@ func (b *bencher) buildVsFloor(ctx context.Context) error {
 			*f.into = append(*f.into, d)
 		}
 		for _, par := range []int{1, 2} {
-			sum, d, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: par})
+			sum, d, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: par, DisablePrefetch: true})
 			if err != nil {
 				return err
 			}

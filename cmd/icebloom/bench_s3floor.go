@@ -219,7 +219,7 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 
 	// Local builds are short, and a shared machine's load moves them: more
 	// runs for the median.
-	localRepeat := max(c.Repeat, 5)
+	localRepeat := max(c.Repeat, 9)
 	progress("local warehouse: build reading ahead and build of workers reading their own files, interleaved (x%d)", localRepeat)
 	var lAhead, lWorkers, lcAhead, lcWorkers []time.Duration
 	for range localRepeat {
