@@ -245,6 +245,7 @@ func newPrefetcher(fs icebergio.IO, rc readConfig) *prefetcher {
 		p.chunkCap = rc.prefetchBytes - p.footerCap
 		p.footers = semaphore.NewWeighted(p.footerCap)
 		p.chunks = semaphore.NewWeighted(p.chunkCap)
+		p.pool.max = rc.prefetchBytes // no more free than may be held
 	}
 	return p
 }
@@ -417,23 +418,31 @@ func (p *prefetcher) readChunks(ctx context.Context, ra *readAhead, plan []readR
 	p.stats.hold(mem)
 	got := make([]span, len(take))
 	times := make([]time.Duration, len(take))
-	var wg sync.WaitGroup
-	for i, r := range take {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s := span{off: r.off, b: p.pool.get(int(r.end - r.off))}
-			start := time.Now()
-			k, err := ra.file.ReadAt(s.b, s.off)
-			times[i] = time.Since(start)
-			if k == len(s.b) && (err == nil || err == io.EOF) {
-				got[i] = s
-			} else {
-				p.pool.put(s.b)
-			}
-		}()
+	read := func(i int) {
+		r := take[i]
+		s := span{off: r.off, b: p.pool.get(int(r.end - r.off))}
+		start := time.Now()
+		k, err := ra.file.ReadAt(s.b, s.off)
+		times[i] = time.Since(start)
+		if k == len(s.b) && (err == nil || err == io.EOF) {
+			got[i] = s
+		} else {
+			p.pool.put(s.b)
+		}
 	}
-	wg.Wait()
+	if len(take) == 1 {
+		read(0) // most files: no goroutine to start and wait for
+	} else {
+		var wg sync.WaitGroup
+		for i := range take {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				read(i)
+			}()
+		}
+		wg.Wait()
+	}
 	for i, s := range got {
 		ra.readTime += times[i]
 		if s.b != nil {
@@ -455,23 +464,44 @@ func allocSize(n int64) int64 {
 }
 
 // bytePool recycles the prefetcher's buffers by power-of-two capacity, up
-// to pooledMax: without it every file read ahead would be garbage.
-type bytePool struct{ classes [21]sync.Pool } // of *[]byte
+// to pooledMax, keeping at most max bytes free: without it every file read
+// ahead would be garbage. A sync.Pool would not do: it is emptied at every
+// garbage collection, and a build collects often, so nearly every read
+// ahead made (and cleared) a fresh buffer.
+type bytePool struct {
+	mu   sync.Mutex
+	free [21][][]byte
+	kept int64 // bytes in free
+	max  int64
+}
 
 func (p *bytePool) get(n int) []byte {
 	if n > pooledMax {
 		return make([]byte, n)
 	}
 	c := sizeClass(n)
-	if b, ok := p.classes[c].Get().(*[]byte); ok {
-		return (*b)[:n]
+	p.mu.Lock()
+	if k := len(p.free[c]); k > 0 {
+		b := p.free[c][k-1]
+		p.free[c] = p.free[c][:k-1]
+		p.kept -= int64(cap(b))
+		p.mu.Unlock()
+		return b[:n] // every byte is read into before it is used
 	}
+	p.mu.Unlock()
 	return make([]byte, n, 1<<c)
 }
 
 func (p *bytePool) put(b []byte) {
-	if c := cap(b); c > 0 && c <= pooledMax && c&(c-1) == 0 {
-		p.classes[sizeClass(c)].Put(&b)
+	c := cap(b)
+	if c == 0 || c > pooledMax || c&(c-1) != 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.kept+int64(c) <= p.max {
+		p.free[sizeClass(c)] = append(p.free[sizeClass(c)], b[:0])
+		p.kept += int64(c)
 	}
 }
 

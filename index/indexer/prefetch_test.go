@@ -337,22 +337,7 @@ func s3Table(t testing.TB, s3 *catalogtest.S3, rows []int) (icecatalog.Catalog, 
 	}
 	rng := rand.New(rand.NewPCG(7, 17))
 	for _, n := range rows {
-		b := array.NewRecordBuilder(memory.DefaultAllocator, as)
-		for i := range n {
-			b.Field(0).(*array.Int64Builder).Append(rng.Int64())
-			if i%10 == 0 {
-				for c := 1; c < 5; c++ {
-					b.Field(c).AppendNull()
-				}
-				continue
-			}
-			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("tag-%d", rng.IntN(20)))
-			b.Field(2).(*array.Int32Builder).Append(int32(rng.IntN(1000)))
-			b.Field(3).(*array.Decimal128Builder).Append(decimal128.FromI64(int64(i%8) * 125))
-			b.Field(4).(*array.Date32Builder).Append(arrow.Date32(19000 + i%31))
-		}
-		rec := b.NewRecordBatch()
-		b.Release()
+		rec := prefetchRecord(as, rng, n)
 		tbl = catalogtest.Append(t, tbl, rec)
 		rec.Release()
 	}
@@ -365,6 +350,26 @@ func s3Table(t testing.TB, s3 *catalogtest.S3, rows []int) (icecatalog.Catalog, 
 		keys = append(keys, key)
 	}
 	return cat, ident, keys
+}
+
+// prefetchRecord makes n rows of prefetchSchema.
+func prefetchRecord(as *arrow.Schema, rng *rand.Rand, n int) arrow.RecordBatch {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, as)
+	defer b.Release()
+	for i := range n {
+		b.Field(0).(*array.Int64Builder).Append(rng.Int64())
+		if i%10 == 0 {
+			for c := 1; c < 5; c++ {
+				b.Field(c).AppendNull()
+			}
+			continue
+		}
+		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("tag-%d", rng.IntN(20)))
+		b.Field(2).(*array.Int32Builder).Append(int32(rng.IntN(1000)))
+		b.Field(3).(*array.Decimal128Builder).Append(decimal128.FromI64(int64(i%8) * 125))
+		b.Field(4).(*array.Date32Builder).Append(arrow.Date32(19000 + i%31))
+	}
+	return b.NewRecordBatch()
 }
 
 // liveDataFilesOf lists the current snapshot's data file locations.
