@@ -51,6 +51,10 @@ type BenchCmd struct {
 	Scale   string `arg:"--scale" placeholder:"N,N,..." help:"measure index format v2 on tables of these many tiny data files instead (e.g. 1000,10000,100000)"`
 	S3Files int    `arg:"--s3-files" default:"1000" help:"with --scale: data files of the table timed on the in-process S3 server (0: skip)"`
 	Shards  int    `arg:"--shards" help:"with --scale: also build each size by this many shards, one after another, and merge them"`
+	// S3Floor selects the benchmark of reading ahead on object storage
+	// (bench_s3floor.go) instead.
+	S3Floor     int `arg:"--s3-floor" placeholder:"FILES" help:"measure the build on the in-process S3 server (10 ms per request) against the network floor and the build without reading ahead, on a table of this many data files, instead"`
+	S3FloorRows int `arg:"--s3-floor-rows" default:"2000" help:"with --s3-floor: rows per data file"`
 }
 
 // BenchOutput is the JSON output of bench: the run's setup, notes on what
@@ -91,6 +95,9 @@ const (
 func (c *BenchCmd) run(ctx context.Context, e *env) error {
 	if c.Scale != "" {
 		return c.runScale(ctx, e)
+	}
+	if c.S3Floor != 0 {
+		return c.runS3Floor(ctx, e)
 	}
 	if c.Files < 1 || c.Rows < 1 || c.Repeat < 1 || c.Probes < 1 || c.PruneFiles < 0 {
 		return fmt.Errorf("--files, --rows, --repeat and --probes must be positive, --prune-files not negative")
@@ -356,7 +363,10 @@ func withParquet(fs icebergio.IO, path string, props *parquet.ReaderProperties, 
 // the dictionary page vs decoding the data pages); the whole build, with
 // its fixed costs of planning, writing and committing, is reported beside.
 func (b *bencher) dictionaryShortcut(ctx context.Context) error {
-	with := indexer.Options{Columns: []string{benchCatCol}, Parallel: 1}
+	// Workers read their own files (no reading ahead), so Parallel 1 is
+	// one goroutine reading and hashing: the CPU paths are compared, not
+	// how busy storage is kept (bench --s3-floor).
+	with := indexer.Options{Columns: []string{benchCatCol}, Parallel: 1, DisablePrefetch: true}
 	without := with
 	without.DisableDictionaryShortcut = true
 	var readWith, readWithout, tWith, tWithout []time.Duration
@@ -397,7 +407,9 @@ func (b *bencher) dictionaryShortcut(ctx context.Context) error {
 func (b *bencher) buildVsFloor(ctx context.Context) error {
 	cols := []string{benchIDCol, benchStrCol}
 	var floor, floor2, hashFloor, p1, p2, p1Files []time.Duration
-	if _, _, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: 1}); err != nil { // warm-up, untimed
+	// The builds' workers read their own files, one goroutine each, as the
+	// floor's do: reading ahead would add goroutines reading for them.
+	if _, _, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: 1, DisablePrefetch: true}); err != nil { // warm-up, untimed
 		return err
 	}
 	for range b.c.Repeat {
@@ -413,7 +425,7 @@ func (b *bencher) buildVsFloor(ctx context.Context) error {
 			*f.into = append(*f.into, d)
 		}
 		for _, par := range []int{1, 2} {
-			sum, d, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: par})
+			sum, d, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: par, DisablePrefetch: true})
 			if err != nil {
 				return err
 			}

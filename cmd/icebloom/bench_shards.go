@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -99,18 +96,4 @@ func (s *scaler) sharded(ctx context.Context, cat icecat.Catalog, n, shards int)
 	}
 	ms("catalog_load_ms", time.Since(start), "one LoadTable of the embedded SQLite catalog, for scale: a shard's commit is two or three")
 	return run, nil
-}
-
-// localPut stores a generated data file in the data directory of a table
-// at a local location.
-func localPut(location, base string, data []byte) (string, error) {
-	dir := filepath.Join(strings.TrimPrefix(location, "file://"), "data")
-	path := filepath.Join(dir, base)
-	err := os.WriteFile(path, data, 0o644)
-	if errors.Is(err, os.ErrNotExist) {
-		if err = os.MkdirAll(dir, 0o755); err == nil {
-			err = os.WriteFile(path, data, 0o644)
-		}
-	}
-	return "file://" + path, err
 }

@@ -22,6 +22,7 @@ type indexFlags struct {
 	FailFast bool     `arg:"--fail-fast" help:"fail on a data file that cannot be read instead of leaving it unindexed"`
 	memoryFlag
 	shardFlags
+	requestsFlag
 }
 
 // shardFlags make a run one shard of a sharded run: one machine of many
@@ -73,6 +74,28 @@ func (f shardFlags) shard() (*indexer.Shard, error) {
 	return nil, fmt.Errorf("--shards %d needs this shard's index: --shard I/%d, or %s set by the orchestrator", f.Shards, f.Shards, strings.Join(shardIndexEnv, " or "))
 }
 
+// requestsFlag bounds the storage requests a run has in flight, reading
+// the next data files ahead of the CPU workers (--parallel).
+type requestsFlag struct {
+	RequestsInFlight *int `arg:"--requests-in-flight" placeholder:"N" help:"storage requests in flight at most, reading the next data files' footers and chunks ahead of the workers [default: 32]"`
+}
+
+// requests returns the flag as indexer.Options takes it, 0 for the default.
+func (f requestsFlag) requests() int {
+	if f.RequestsInFlight == nil {
+		return 0
+	}
+	return *f.RequestsInFlight
+}
+
+// checkValues refuses fewer than one request in flight.
+func (f requestsFlag) checkValues() error {
+	if f.RequestsInFlight != nil && *f.RequestsInFlight < 1 {
+		return fmt.Errorf("--requests-in-flight %d: want at least 1 request", *f.RequestsInFlight)
+	}
+	return nil
+}
+
 // memoryFlag bounds the index bytes a run holds, whatever the table's size.
 type memoryFlag struct {
 	MemoryMiB *int `arg:"--memory-budget-mib" help:"MiB of filters held before they are written as groups (merges: buffers) [default: 256]"`
@@ -87,7 +110,7 @@ func (f memoryFlag) budget() int64 {
 }
 
 func (f indexFlags) options() indexer.Options {
-	o := indexer.Options{Columns: columnList(f.Columns), FailFast: f.FailFast, MemoryBudget: f.budget()}
+	o := indexer.Options{Columns: columnList(f.Columns), RequestsInFlight: f.requests(), FailFast: f.FailFast, MemoryBudget: f.budget()}
 	if f.FPP != nil {
 		o.FPP = *f.FPP
 	}

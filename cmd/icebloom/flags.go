@@ -39,7 +39,7 @@ func checkFlags(cmd any) error {
 		if c.VerifySample != nil {
 			errs = append(errs, checkAtLeast("--verify-sample", *c.VerifySample, 0, "data file"))
 		}
-		return errors.Join(append(errs, checkAtLeast("--retain-last", c.RetainLast, 1, "snapshot"),
+		return errors.Join(append(errs, checkAtLeast("--retain-last", c.RetainLast, 1, "snapshot"), c.requestsFlag.checkValues(),
 			checkCompactAbove(c.CompactAbove))...)
 	case *ScanCmd:
 		if c.Limit < 0 {
@@ -78,7 +78,7 @@ func (f indexFlags) checkValues() error {
 	if _, err := f.shard(); err != nil {
 		errs = append(errs, err)
 	}
-	return errors.Join(append(errs, f.memoryFlag.checkValues())...)
+	return errors.Join(append(errs, f.memoryFlag.checkValues(), f.requestsFlag.checkValues())...)
 }
 
 // maxMemoryMiB bounds --memory-budget-mib so that its bytes fit an int64

@@ -118,8 +118,9 @@ type MaintainCmd struct {
 	GCOlderThan     *gcAge   `arg:"--gc-older-than" placeholder:"DUR" help:"grace period of orphan index files, at least 1h [default: 3d]"`
 	CompactAbove    *int     `arg:"--compact-above" help:"compact a table's index when it has more segments than this; negative: never [default: 8]"`
 	Parallel        *int     `arg:"--parallel" help:"data files read at once, 1 or more [default: number of CPUs]"`
-	Every           *gcAge   `arg:"--every" placeholder:"DUR" help:"keep running, once every DUR (more than 0s)"`
-	VerifySample    *int     `arg:"--verify-sample" placeholder:"N" help:"verify each table's index last (as icebloom verify), re-reading N sampled data files; a problem fails the table"`
+	requestsFlag
+	Every        *gcAge `arg:"--every" placeholder:"DUR" help:"keep running, once every DUR (more than 0s)"`
+	VerifySample *int   `arg:"--verify-sample" placeholder:"N" help:"verify each table's index last (as icebloom verify), re-reading N sampled data files; a problem fails the table"`
 }
 
 // MaintainOutput is the JSON output of one maintenance round.
@@ -135,7 +136,7 @@ func (c *MaintainCmd) run(ctx context.Context, e *env) error {
 		c.failedBeforeTables(e, e.now())
 		return err
 	}
-	o := maintenance.MaintainOptions{Index: indexer.Options{Logger: e.log}}
+	o := maintenance.MaintainOptions{Index: indexer.Options{RequestsInFlight: c.requests(), Logger: e.log}}
 	if c.Parallel != nil {
 		o.Index.Parallel = *c.Parallel
 	}

@@ -154,9 +154,10 @@ func TestS3(t *testing.T) {
 	}
 	s3 := e.s3
 
-	// build: every data file is read with range GETs only (Parquet footer,
-	// then the id column chunk), after one HEAD for its size; the index is
-	// one PUT of a Puffin file next to the table's metadata.
+	// build: every data file is read with range GETs only (its end with
+	// the Parquet footer, then the id column chunk if that end does not
+	// hold it), with the size the manifest gives; the index is one PUT of a
+	// Puffin file next to the table's metadata.
 	s3.Reset()
 	var built indexer.Summary
 	e.icebloomJSON(t, &built, "build", s3Table, "--columns", "id")
@@ -347,14 +348,14 @@ func checkDataReads(t *testing.T, reqs []catalogtest.S3Request, keys []string) {
 			switch {
 			case r.IsRangeGet() && r.Status == 206:
 				ranged++
-			case r.Method == "HEAD" && r.Status == 200:
 			default:
-				t.Errorf("data file %s: request %v, want a HEAD or range GETs only", key, r)
+				t.Errorf("data file %s: request %v, want range GETs only (the manifest gives the size: no HEAD)", key, r)
 			}
 		}
-		// The footer length and magic, the footer, the column chunk.
-		if ranged != 3 {
-			t.Errorf("data file %s: %d range GETs, want 3", key, ranged)
+		// The file's end with the footer, then the column chunk unless
+		// that end holds it (reading ahead, index/indexer/prefetch.go).
+		if ranged < 1 || ranged > 2 {
+			t.Errorf("data file %s: %d range GETs, want 1 or 2", key, ranged)
 		}
 	}
 	for _, r := range requestsOn(reqs, ".parquet") {

@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	icecatalog "github.com/apache/iceberg-go/catalog"
@@ -38,12 +37,22 @@ const DefaultCompactAbove = 8
 // indexed columns (IndexedColumns: those the index holds and those table
 // properties enable), with all CPUs.
 type Options struct {
-	Columns        []string // column names, added to the indexed columns (IndexedColumns)
-	FPP            float64  // target false-positive rate; 0: per-column property, else the index's, else DefaultFPP
-	SnapshotID     int64    // 0: the current snapshot
-	Parallel       int      // data files read at once; 0: runtime.NumCPU()
-	FailFast       bool     // a data file or column that cannot be read fails the build instead of staying unindexed
-	MaxFilterBytes int      // 0: DefaultMaxFilterBytes
+	Columns    []string // column names, added to the indexed columns (IndexedColumns)
+	FPP        float64  // target false-positive rate; 0: per-column property, else the index's, else DefaultFPP
+	SnapshotID int64    // 0: the current snapshot
+	Parallel   int      // data files hashed at once (CPU workers); 0: runtime.NumCPU()
+	// RequestsInFlight bounds the storage requests the run has in flight:
+	// the footers and column chunks of the next data files are read ahead
+	// of the CPU workers, across files, up to this many requests at once
+	// (see prefetch.go). 0 means DefaultRequestsInFlight; negative is an
+	// error.
+	RequestsInFlight int
+	// DisablePrefetch reads nothing ahead: each worker reads its own data
+	// file, a request at a time, as builds did before prefetching. For
+	// comparisons and benchmarks: it changes no result.
+	DisablePrefetch bool
+	FailFast        bool // a data file or column that cannot be read fails the build instead of staying unindexed
+	MaxFilterBytes  int  // 0: DefaultMaxFilterBytes
 	// MemoryBudget bounds the bytes of filters a run holds before writing
 	// them into the segment; 0 means segment.DefaultMemoryBudget.
 	MemoryBudget int64
@@ -368,10 +377,11 @@ func (j *job) segmentOptions() segment.WriterOptions {
 	return segment.WriterOptions{SnapshotID: j.snap.SnapshotID, SequenceNumber: j.snap.SequenceNumber, MemoryBudget: j.o.MemoryBudget, AllowEmpty: true}
 }
 
-// writeIndex reads the data files with o.Parallel workers and streams their
+// writeIndex reads the data files with o.Parallel workers, fed by reads
+// ahead of up to o.RequestsInFlight requests (readFiles), and streams their
 // filters into a new segment file as they finish, after the blobs carried
-// from the snapshot's statistics file. Memory holds the files in flight,
-// never the table.
+// from the snapshot's statistics file. Memory holds the files in flight and
+// a bounded amount read ahead, never the table.
 func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, error) {
 	meta := j.tbl.Metadata()
 	base, replaces := j.base(meta), j.current(meta)
@@ -387,42 +397,14 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	parallel := j.o.Parallel
-	if parallel <= 0 {
-		parallel = runtime.NumCPU()
+	rc, err := j.readConfig()
+	if err != nil {
+		sw.abandon()
+		return segmentFile{}, err
 	}
-	maxBytes := j.o.MaxFilterBytes
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxFilterBytes
-	}
-	jobs := make(chan dataFile)
-	results := make(chan fileResult, parallel)
 	var bitsets filterPool // the filters' bitsets, from the collector back to the workers
-	var workers sync.WaitGroup
-	for range parallel {
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			ix := newFileIndexer(j.fs, j.cols, j.tbl.Metadata().NameMapping(), maxBytes, j.o.DisableDictionaryShortcut)
-			ix.filters = &bitsets
-			for df := range jobs {
-				start := time.Now()
-				filters, err := ix.index(ctx, df)
-				results <- fileResult{file: df, filters: filters, err: err, elapsed: time.Since(start)}
-			}
-		}()
-	}
-	go func() {
-		defer close(jobs)
-		for _, df := range files {
-			select {
-			case jobs <- df:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	go func() { workers.Wait(); close(results) }()
+	rc.filters = &bitsets
+	results := readFiles(ctx, files, rc)
 
 	// Progress is reported here, where results are collected one at a
 	// time, rather than in the workers: that is what serializes the calls.
@@ -508,6 +490,36 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 	start := time.Now()
 	defer func() { j.sum.WriteTime += time.Since(start) }()
 	return sw.finish()
+}
+
+// readConfig is how the job reads its data files (Options.Parallel,
+// RequestsInFlight, DisablePrefetch, MemoryBudget).
+func (j *job) readConfig() (readConfig, error) {
+	rc := readConfig{
+		fs: j.fs, cols: j.cols, nameMapping: j.tbl.Metadata().NameMapping(),
+		maxFilterBytes: j.o.MaxFilterBytes, noDictShortcut: j.o.DisableDictionaryShortcut,
+		parallel: j.o.Parallel, requests: j.o.RequestsInFlight,
+	}
+	if rc.requests < 0 {
+		return rc, fmt.Errorf("requests in flight %d: want at least 1 (0: %d)", rc.requests, DefaultRequestsInFlight)
+	}
+	if rc.requests == 0 {
+		rc.requests = DefaultRequestsInFlight
+	}
+	if rc.parallel <= 0 {
+		rc.parallel = runtime.NumCPU()
+	}
+	if rc.maxFilterBytes <= 0 {
+		rc.maxFilterBytes = DefaultMaxFilterBytes
+	}
+	if !j.o.DisablePrefetch {
+		budget := j.o.MemoryBudget
+		if budget <= 0 {
+			budget = segment.DefaultMemoryBudget
+		}
+		rc.prefetchBytes = prefetchBytesOf(budget)
+	}
+	return rc, nil
 }
 
 // commit registers the segment as its snapshot's statistics file. If another

@@ -98,18 +98,36 @@ func newFileIndexer(fs icebergio.IO, cols []Column, nm iceberg.NameMapping, maxB
 // panic reading it must not end the run (as arrow-go's pqarrow reader turns
 // its decoders' panics into errors).
 func (x *fileIndexer) index(ctx context.Context, df dataFile) (out []filterOf, err error) {
+	return x.indexRead(ctx, &readAhead{df: df})
+}
+
+// indexRead is index of the data file ra was read ahead for: its footer
+// and column chunks come from ra's memory when they were read ahead, from
+// the file otherwise, so what was read ahead decides speed, never results.
+func (x *fileIndexer) indexRead(ctx context.Context, ra *readAhead) (out []filterOf, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = nil, recovered(p)
 		}
 	}()
-	f, err := x.fs.Open(df.path)
-	if err != nil {
-		return nil, err
+	df, f := ra.df, ra.file // a file the prefetcher opened, it closes
+	if f == nil {
+		if ra.openErr != nil {
+			return nil, ra.openErr
+		}
+		if f, err = x.fs.Open(df.path); err != nil {
+			return nil, err
+		}
+		defer f.Close()
 	}
-	defer f.Close()
 	x.file = NewChunkReader(f, x.props, &x.chunk)
-	rdr, err := file.NewParquetReader(x.file, file.WithReadProps(x.props))
+	x.file.hold(ra.spans)
+	defer x.file.hold(nil) // the spans go back to the prefetcher's pool
+	opts := []file.ReadOption{file.WithReadProps(x.props)}
+	if ra.meta != nil {
+		opts = append(opts, file.WithMetadata(ra.meta)) // parsed by the prefetcher as arrow-go would
+	}
+	rdr, err := file.NewParquetReader(x.file, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("read Parquet footer: %w", err)
 	}
