@@ -306,3 +306,14 @@ func TestOpenBadSQLitePath(t *testing.T) {
 		t.Errorf("Open of the default catalog with ./warehouse a file: %v; want an error naming it", err)
 	}
 }
+
+func TestIsLocal(t *testing.T) {
+	for loc, want := range map[string]bool{
+		"/tmp/wh/db/t": true, "file:///tmp/wh/db/t": true, "FILE:///x": true, `C:\wh\t`: true,
+		"s3://bucket/db/t": false, "gs://b/t": false, "abfs://c@a.dfs.core.windows.net/t": false, "mem://t": false,
+	} {
+		if got := IsLocal(loc); got != want {
+			t.Errorf("IsLocal(%q) = %v, want %v", loc, got, want)
+		}
+	}
+}

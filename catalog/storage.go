@@ -207,3 +207,11 @@ func (i rangeFileInfo) Mode() iofs.FileMode { return iofs.ModeIrregular }
 func (i rangeFileInfo) ModTime() time.Time  { return i.mod }
 func (i rangeFileInfo) IsDir() bool         { return false }
 func (i rangeFileInfo) Sys() any            { return nil }
+
+// IsLocal reports whether a location is on the local file system — a
+// file: URI or a plain path — where a read takes microseconds, rather than
+// on object storage, where it takes milliseconds and reading ahead pays.
+func IsLocal(location string) bool {
+	scheme, _, ok := strings.Cut(location, "://")
+	return !ok || strings.EqualFold(scheme, "file")
+}

@@ -161,7 +161,7 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 		}
 		return time.Since(start), last.Sub(first), processCPU() - cpu0, nil
 	}
-	ahead := indexer.Options{}                                                    // the defaults
+	ahead := indexer.Options{ForcePrefetch: true}                                 // the defaults on S3; forced locally
 	workers := indexer.Options{Parallel: runtime.NumCPU(), DisablePrefetch: true} // as before reading ahead
 
 	progress("warm-up builds (no delay)")
@@ -265,9 +265,8 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 
 	la, lw := median(lAhead), median(lWorkers)
 	r = ratioOf(la, lw)
-	target, pass = atMost(r, 1.1, "x")
-	out.add(BenchLine{Key: "local_build_ahead_vs_workers", Value: r, Unit: "x", Target: target, Pass: pass,
-		Detail: fmt.Sprintf("the same files in a local warehouse: build reading ahead %s vs workers reading their own files %s, interleaved, median of %d",
+	out.add(BenchLine{Key: "local_build_ahead_vs_workers", Value: r, Unit: "x", Target: "none (reported)",
+		Detail: fmt.Sprintf("the same files in a local warehouse: build reading ahead (forced: by default a local warehouse reads nothing ahead, for this cost) %s vs workers reading their own files %s, interleaved, median of %d",
 			durationText(la), durationText(lw), localRepeat)})
 	out.add(BenchLine{Key: "local_build_ahead_vs_workers_cpu", Value: ratioOf(median(lcAhead), median(lcWorkers)), Unit: "x", Target: "none (reported)",
 		Detail: fmt.Sprintf("CPU time of the same builds: %s reading ahead, %s workers reading their own files (wall times follow the machine's load, CPU times much less)",

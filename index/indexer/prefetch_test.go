@@ -472,3 +472,25 @@ func TestPrefetchOnS3BrokenFile(t *testing.T) {
 		t.Fatalf("summary: %d indexed, failed %+v; want %d indexed and %s failed", sum.FilesIndexed, sum.FilesFailed, len(keys)-1, keys[1])
 	}
 }
+
+// TestLocalReadsNothingAhead: a table on the local file system reads
+// nothing ahead unless forced (bench --s3-floor measured reading ahead
+// there at 1.7x the CPU of workers reading their own files); object
+// storage does (TestPrefetchOnS3SameFilters: no HEAD of a data file).
+func TestLocalReadsNothingAhead(t *testing.T) {
+	cat := catalogtest.NewCatalog(t)
+	tbl := catalogtest.AppendIDs(t, cat.NewTable(t, "ids", catalogtest.IDSchema, nil), 1, 2, 3)
+	for _, force := range []bool{false, true} {
+		j, err := newJob(t.Context(), cat, tbl.Identifier(), Options{Columns: []string{"id"}, ForcePrefetch: force})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := j.readConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ahead := rc.prefetchBytes > 0; ahead != force {
+			t.Errorf("ForcePrefetch %v on a local table: reads ahead %v", force, ahead)
+		}
+	}
+}
