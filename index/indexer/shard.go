@@ -5,14 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	icecatalog "github.com/apache/iceberg-go/catalog"
 	iofs "io/fs"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
-	icebergio "github.com/apache/iceberg-go/io"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
@@ -143,14 +142,6 @@ func ShardsCommitted(ix *index.TableIndex) map[string]RunShards {
 type RunShards struct {
 	Committed int `json:"committed"`
 	Count     int `json:"count"`
-}
-
-// runComplete reports whether every shard of the job's run is in the
-// table's index, reading the index's directories.
-func (j *job) runComplete(ctx context.Context, fs icebergio.IO, tbl *table.Table) bool {
-	ix, _ := index.Load(ctx, fs, tbl.Metadata(), nil)
-	r := ShardsCommitted(ix)[j.o.Shard.Run]
-	return r.Committed >= j.o.Shard.Count
 }
 
 // ShardSummary reports a shard's run: the shard, and how many of its run's
