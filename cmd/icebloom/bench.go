@@ -102,21 +102,11 @@ func (c *BenchCmd) run(ctx context.Context, e *env) error {
 	if c.Files < 1 || c.Rows < 1 || c.Repeat < 1 || c.Probes < 1 || c.PruneFiles < 0 {
 		return fmt.Errorf("--files, --rows, --repeat and --probes must be positive, --prune-files not negative")
 	}
-	dir := c.Dir
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "icebloom-bench-")
-		if err != nil {
-			return fmt.Errorf("bench directory: %w", err)
-		}
-		dir = tmp
-		if !c.Keep {
-			defer os.RemoveAll(tmp)
-		}
-	}
-	dir, err := filepath.Abs(dir)
+	dir, cleanup, err := c.workDir("icebloom-bench")
 	if err != nil {
 		return err
 	}
+	defer cleanup()
 	e.options = catalog.Embedded(dir)
 	cat, err := e.catalog(ctx)
 	if err != nil {
@@ -808,4 +798,25 @@ func printBench(w io.Writer, out *BenchOutput) {
 			fmt.Fprintf(w, "  - %s\n", n)
 		}
 	}
+}
+
+// workDir returns the bench's directory as an absolute path: --dir, else
+// a new temporary one named after prefix, which cleanup removes unless
+// --keep.
+func (c *BenchCmd) workDir(prefix string) (dir string, cleanup func(), err error) {
+	cleanup = func() {}
+	if dir = c.Dir; dir == "" {
+		if dir, err = os.MkdirTemp("", prefix+"-"); err != nil {
+			return "", nil, fmt.Errorf("bench directory: %w", err)
+		}
+		if !c.Keep {
+			tmp := dir
+			cleanup = func() { os.RemoveAll(tmp) }
+		}
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return dir, cleanup, nil
 }

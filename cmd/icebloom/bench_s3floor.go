@@ -71,21 +71,11 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 	if n < 1 || rows < 1 || c.Repeat < 1 || !(c.FPP > 0 && c.FPP < 1) {
 		return fmt.Errorf("--s3-floor and --s3-floor-rows must be positive, --repeat positive, --fpp within (0, 1)")
 	}
-	dir := c.Dir
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "icebloom-bench-s3floor-")
-		if err != nil {
-			return fmt.Errorf("bench directory: %w", err)
-		}
-		dir = tmp
-		if !c.Keep {
-			defer os.RemoveAll(tmp)
-		}
-	}
-	dir, err := filepath.Abs(dir)
+	dir, cleanup, err := c.workDir("icebloom-bench-s3floor")
 	if err != nil {
 		return err
 	}
+	defer cleanup()
 	out := &S3FloorOutput{Files: n, RowsPerFile: rows, Columns: scaleColumns, S3DelayMS: float64(s3FloorDelay) / 1e6,
 		RequestsInFlight: indexer.DefaultRequestsInFlight, GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(),
 		GoVersion: runtime.Version(), Repeat: c.Repeat, Dir: dir, Notes: []string{}}

@@ -26,7 +26,7 @@ func TestBenchS3FloorJSON(t *testing.T) {
 	if out.Files != 6 || out.RowsPerFile != 300 || out.S3DelayMS != 10 || out.RequestsInFlight != 32 {
 		t.Fatalf("setup %+v", out)
 	}
-	targeted := map[string]bool{"s3_build_vs_floor_throughput": true, "s3_build_vs_workers_speedup": true, "local_build_ahead_vs_workers": true}
+	targeted := map[string]bool{"s3_build_vs_floor_throughput": true, "s3_build_vs_workers_speedup": true}
 	want := []string{"s3_build_vs_floor_throughput", "s3_whole_build_vs_floor", "s3_build_vs_workers_speedup",
 		"s3_data_requests_per_file", "s3_build_ms", "s3_floor_ms", "s3_workers_build_ms",
 		"local_build_ahead_vs_workers", "local_build_ahead_vs_workers_cpu"}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
@@ -122,20 +121,11 @@ func (c *BenchCmd) runScale(ctx context.Context, e *env) error {
 	if c.S3Files < 0 || c.Shards < 0 || c.Repeat < 1 || !(c.FPP > 0 && c.FPP < 1) {
 		return fmt.Errorf("--s3-files and --shards must not be negative, --repeat positive, --fpp within (0, 1)")
 	}
-	dir := c.Dir
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "icebloom-bench-scale-")
-		if err != nil {
-			return fmt.Errorf("bench directory: %w", err)
-		}
-		dir = tmp
-		if !c.Keep {
-			defer os.RemoveAll(tmp)
-		}
-	}
-	if dir, err = filepath.Abs(dir); err != nil {
+	dir, cleanup, err := c.workDir("icebloom-bench-scale")
+	if err != nil {
 		return err
 	}
+	defer cleanup()
 	e.options = catalog.Embedded(dir)
 	cat, err := e.catalog(ctx)
 	if err != nil {

@@ -55,9 +55,9 @@ type Options struct {
 	// reads nothing ahead: local reads take microseconds, and reading ahead
 	// only adds its own work (measured 1.7x the CPU of a build, bench
 	// --s3-floor). For comparisons and benchmarks.
-	ForcePrefetch bool
-	FailFast        bool // a data file or column that cannot be read fails the build instead of staying unindexed
-	MaxFilterBytes  int  // 0: DefaultMaxFilterBytes
+	ForcePrefetch  bool
+	FailFast       bool // a data file or column that cannot be read fails the build instead of staying unindexed
+	MaxFilterBytes int  // 0: DefaultMaxFilterBytes
 	// MemoryBudget bounds the bytes of filters a run holds before writing
 	// them into the segment; 0 means segment.DefaultMemoryBudget.
 	MemoryBudget int64

@@ -33,24 +33,23 @@ func loadIndex(t *testing.T, tbl *table.Table) *index.TableIndex {
 	return ix
 }
 
-// filtersPerFile counts the index's filters of field by data file.
-func filtersPerFile(ix *index.TableIndex, field int) map[string]int {
-	n := map[string]int{}
-	for _, seg := range ix.Segments() {
-		for f := range seg.Filters() {
-			if f.FieldID == field {
-				n[f.DataFile]++
-			}
+// filtersOfField counts the index's filters of field by data file.
+func filtersOfField(t *testing.T, tbl *table.Table, field int) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for file, byField := range filtersPerFileAndField(t, tbl) {
+		if n := byField[field]; n > 0 {
+			out[file] = n
 		}
 	}
-	return n
+	return out
 }
 
 // coveredOnce checks that every live file has exactly one filter of field
 // and that no other file has one.
 func coveredOnce(t *testing.T, tbl *table.Table, field int) {
 	t.Helper()
-	n := filtersPerFile(loadIndex(t, tbl), field)
+	n := filtersOfField(t, tbl, field)
 	live := liveFiles(t, tbl)
 	for _, df := range live {
 		if n[df.FilePath()] != 1 {
@@ -200,7 +199,7 @@ func TestShardedRebuildKeepsOtherShards(t *testing.T) {
 		}
 		tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 		ix := loadIndex(t, tbl)
-		n := filtersPerFile(ix, 1)
+		n := filtersOfField(t, tbl, 1)
 		for _, df := range liveFiles(t, tbl) {
 			if n[df.FilePath()] == 0 {
 				t.Fatalf("after shard %d, %s lost its filter", i, df.FilePath())
@@ -233,7 +232,7 @@ func TestSyncKeepsLinks(t *testing.T) {
 		}
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
-	covered := len(filtersPerFile(loadIndex(t, tbl), 1))
+	covered := len(filtersOfField(t, tbl, 1))
 	sum, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1})
 	if err != nil {
 		t.Fatal(err)

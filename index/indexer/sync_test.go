@@ -10,7 +10,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
-	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/lookup"
 )
@@ -84,14 +83,7 @@ func TestSyncIndexesOnlyNewFiles(t *testing.T) {
 // that every live data file has an applicable entry for each field.
 func coveredByAll(t *testing.T, tbl *table.Table, fieldIDs ...int) {
 	t.Helper()
-	fs, err := tbl.FS(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix, errs := index.Load(ctx, fs, tbl.Metadata(), nil)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
+	ix := loadIndex(t, tbl)
 	for _, df := range liveFiles(t, tbl) {
 		for _, id := range fieldIDs {
 			if _, ok := ix.Lookup(df.FilePath(), df.FileSizeBytes(), id); !ok {
@@ -152,14 +144,7 @@ func TestConcurrentSyncsKeepBothCommits(t *testing.T) {
 // the filters of each (data file, field).
 func filtersPerFileAndField(t *testing.T, tbl *table.Table) map[string]map[int]int {
 	t.Helper()
-	fs, err := tbl.FS(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix, errs := index.Load(ctx, fs, tbl.Metadata(), nil)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
+	ix := loadIndex(t, tbl)
 	out := map[string]map[int]int{}
 	for _, seg := range ix.Segments() {
 		for f := range seg.Filters() {
