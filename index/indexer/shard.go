@@ -25,7 +25,8 @@ import (
 // ShardOf assigns to Index, writes them into a segment file of its own and
 // commits a link to it (docs/format.md §2.5), so shards never copy each
 // other's filters and commit in any order. The shard that finds every
-// shard of its run committed merges them (Options.CompactAbove).
+// shard of its run committed compacts the index as a sync would, past
+// Options.CompactAbove segments.
 type Shard struct {
 	Index int `json:"index"`
 	Count int `json:"count"`
@@ -51,17 +52,16 @@ func ParseShard(s string) (index, count int, err error) {
 	if !ok || err1 != nil || err2 != nil {
 		return 0, 0, fmt.Errorf("shard %q is not I/N (for example 0/4)", s)
 	}
-	return index, count, (&Shard{Index: index, Count: count, Run: "-"}).check()
+	return index, count, (&Shard{Index: index, Count: count}).check()
 }
 
+// check refuses a shard outside its count.
 func (s *Shard) check() error {
 	switch {
 	case s.Count < 1:
 		return fmt.Errorf("shard count %d: it must be at least 1", s.Count)
 	case s.Index < 0 || s.Index >= s.Count:
 		return fmt.Errorf("shard %d of %d: the index must be in [0, %d)", s.Index, s.Count, s.Count)
-	case s.Run == "":
-		return fmt.Errorf("shard %d of %d has no run id", s.Index, s.Count)
 	}
 	return nil
 }
