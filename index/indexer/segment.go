@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -193,6 +194,10 @@ func (s segmentFile) statisticsFile(snap *table.Snapshot, replaced *table.Statis
 	}
 	if n := len(s.dir.Directory.Links); n > 0 {
 		props[segment.PropLinks] = strconv.Itoa(n)
+		if runs := shardRuns(s.dir.Directory.Links); len(runs) > 0 {
+			b, _ := json.Marshal(runs) // a map of plain structs
+			props[PropShardRuns] = string(b)
+		}
 	}
 	sf.BlobMetadata = append(sf.BlobMetadata, table.BlobMetadata{
 		Type:           table.BlobType(segment.DirectoryBlobType),

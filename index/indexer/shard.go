@@ -113,14 +113,31 @@ func linkable(seg index.Segment) (segment.Link, bool) {
 		DirectoryOffset: off, DirectoryLength: length, Fields: slices.Sorted(maps.Keys(fields))}, true
 }
 
+// PropShardRuns, on the directory's item in table metadata of a file that
+// links shard segments, gives the sharded runs they belong to as JSON,
+// {"run": {"committed": 3, "count": 4}}: shards of one run are recognisable
+// in the table metadata, without reading the index.
+const PropShardRuns = "shard-runs"
+
 // ShardsCommitted counts, by run, the distinct shards whose segments the
 // index links, and the shard count each run declared.
 func ShardsCommitted(ix *index.TableIndex) map[string]RunShards {
+	var links []segment.Link
+	for _, seg := range ix.Segments() {
+		if seg.Link != nil {
+			links = append(links, *seg.Link)
+		}
+	}
+	return shardRuns(links)
+}
+
+// shardRuns counts the distinct shards of each run among links.
+func shardRuns(links []segment.Link) map[string]RunShards {
 	runs := map[string]RunShards{}
 	seen := map[string]map[int]bool{}
-	for _, seg := range ix.Segments() {
-		l := seg.Link
-		if l == nil || l.Run == "" {
+	for i := range links {
+		l := &links[i]
+		if l.Run == "" {
 			continue
 		}
 		if seen[l.Run] == nil {

@@ -120,8 +120,14 @@ func TestShardedBuild(t *testing.T) {
 	}
 
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
-	if n := len(statisticsFiles(tbl)); n != 1 {
-		t.Fatalf("%d statistics files, want the one linking the shards", n)
+	stats := statisticsFiles(tbl)
+	if len(stats) != 1 {
+		t.Fatalf("%d statistics files, want the one linking the shards", len(stats))
+	}
+	// The table metadata tells the run and its shards without the index.
+	dirItem := stats[0].BlobMetadata[len(stats[0].BlobMetadata)-1]
+	if got := dirItem.Properties[indexer.PropShardRuns]; got != `{"run-1":{"committed":4,"count":4}}` || dirItem.Properties["links"] != "4" {
+		t.Fatalf("directory item properties %v", dirItem.Properties)
 	}
 	ix := loadIndex(t, tbl)
 	if runs := indexer.ShardsCommitted(ix); runs["run-1"] != (indexer.RunShards{Committed: 4, Count: 4}) {
