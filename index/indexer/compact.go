@@ -220,6 +220,13 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 	case o.OnlyRun != "":
 		only = func(seg *index.Segment) bool { return seg.Link != nil && seg.Link.Run == o.OnlyRun }
 	}
+	if only != nil && !slices.ContainsFunc(segments, func(seg index.Segment) bool { return only(&seg) }) {
+		// The rebuild's segment, or its run's, is gone: another compaction
+		// (the run's other last shard, a scheduled one) merged it already.
+		// Keeping only it would keep nothing.
+		sum.SegmentsAfter = sum.SegmentsBefore
+		return sum, nil
+	}
 	keep, v1 := chooseFilters(segments, held, brokenGroups, only, *drop)
 	linking := slices.ContainsFunc(segments, func(seg index.Segment) bool { return seg.Dir != nil && len(seg.Dir.Links) > 0 })
 	for si := range segments {

@@ -425,3 +425,23 @@ func TestShardMergeBackKeepsEveryLink(t *testing.T) {
 	}
 	coveredOnce(t, tbl, 1)
 }
+
+// TestRunMergedTwice: two shards of a rebuild may both find their run
+// complete; the second compaction, keeping only the run's segments, finds
+// them merged already by the first and must keep the index, not drop it
+// (it once committed an empty index).
+func TestRunMergedTwice(t *testing.T) {
+	cat, tbl, rowsByFile := eventsTable(t, 6, 20, nil)
+	for i := range 2 {
+		if _, err := indexer.Rebuild(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, Shard: &indexer.Shard{Index: i, Count: 2, Run: "r"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, err := indexer.Compact(ctx, cat, tbl.Identifier(), indexer.CompactOptions{OnlyRun: "r"})
+	if err != nil || cs.StatisticsPath != "" {
+		t.Fatalf("the second merge of the run: %+v, %v; want nothing to do", cs, err)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	coveredOnce(t, tbl, 1)
+	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+}
