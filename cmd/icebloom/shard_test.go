@@ -62,8 +62,8 @@ type shardCatalog struct {
 	cat   icecat.Catalog
 }
 
-// TestShardProcesses: on a SQLite catalog, PostgreSQL and the REST test
-// server, four processes started at once each index one shard of a table
+// TestShardProcesses: on a SQLite catalog, PostgreSQL, the REST test
+// server and the Hadoop catalog, four processes started at once each index one shard of a table
 // (Kubernetes Indexed Job style: --shards 4 and JOB_COMPLETION_INDEX): all
 // complete, no commit is lost — inspect counts the run's shards as they
 // commit — and the last merges them into one segment covering every live
@@ -93,12 +93,24 @@ func TestShardProcesses(t *testing.T) {
 			}
 			return shardCatalog{flags: []string{"--catalog", "sql", "--uri", dsn, "--sql-driver", "pgx", "--sql-dialect", "postgres", "--warehouse", warehouse}, cat: cat}
 		},
+		"hadoop": func(t *testing.T) shardCatalog {
+			warehouse := t.TempDir()
+			cat, err := catalog.Open(t.Context(), catalog.Options{Type: "hadoop", Warehouse: warehouse})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cat.(icecat.Closer).Close() })
+			if err := cat.CreateNamespace(t.Context(), table.Identifier{"db"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			return shardCatalog{flags: []string{"--catalog", "hadoop", "--warehouse", warehouse}, cat: cat}
+		},
 		"rest": func(t *testing.T) shardCatalog {
 			srv := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{})
 			return shardCatalog{flags: []string{"--catalog", "rest", "--uri", srv.URL, "--credential", srv.Credential}, cat: srv.Catalog.Catalog}
 		},
 	}
-	for _, name := range []string{"sqlite", "postgres", "rest"} {
+	for _, name := range []string{"sqlite", "postgres", "rest", "hadoop"} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv("HOME", t.TempDir())
 			t.Chdir(t.TempDir())
