@@ -821,7 +821,12 @@ func (j *job) rebase(base *table.StatisticsFile, replaces string, seg segmentFil
 		return segmentFile{}, err
 	}
 	if own := j.shardSegment; own != nil {
-		for _, l := range j.carried { // what earlier attempts carried, which base may lack
+		lost, err := j.lostLinks(base)
+		if err != nil {
+			sw.abandon()
+			return segmentFile{}, err
+		}
+		for _, l := range lost { // what earlier attempts carried that base lacks
 			sw.link(l)
 		}
 		sw.link(linkTo(own.path, own.stats.FileSize, own.stats.FooterSize, own.dir, j.o.Shard))

@@ -236,3 +236,58 @@ func (j *job) carry(sw *segmentWriter, l segment.Link) {
 		j.carried = append(j.carried, l)
 	}
 }
+
+// lostLinks returns the links earlier attempts of the shard carried that
+// base, the snapshot's statistics file now, neither links nor holds the
+// filters of. A link base lacks was either lost — a commit replaced the
+// file holding it unseen, and this shard merges it back — or merged away
+// by a compaction whose segment base now is, holding its filters: linking
+// it again would only duplicate them. So a lost link is one some of whose
+// filters base's own filters do not hold.
+func (j *job) lostLinks(base *table.StatisticsFile) ([]segment.Link, error) {
+	if len(j.carried) == 0 {
+		return nil, nil
+	}
+	held := map[filterKey]bool{}
+	linked := map[string]bool{}
+	if base != nil && index.HoldsEntries(*base) {
+		seg, err := index.ReadSegment(j.fs, *base)
+		if err != nil {
+			return nil, &unreadableError{base.StatisticsPath, err}
+		}
+		for f := range seg.Filters() {
+			held[filterKey{f.DataFile, f.DataFileSize, f.FieldID}] = true
+		}
+		for _, l := range seg.Links() {
+			linked[l.Path] = true
+		}
+	}
+	var lost []segment.Link
+	for _, l := range j.carried {
+		if linked[l.Path] {
+			continue
+		}
+		seg, err := index.ReadSegment(j.fs, index.LinkedFile(table.StatisticsFile{}, l))
+		if err != nil {
+			return nil, &unreadableError{l.Path, err}
+		}
+		if len(seg.Dir.Files) == 0 {
+			lost = append(lost, l) // an empty shard's: only its run's count says it ran
+			continue
+		}
+		for f := range seg.Filters() {
+			if !held[filterKey{f.DataFile, f.DataFileSize, f.FieldID}] {
+				lost = append(lost, l)
+				break
+			}
+		}
+	}
+	return lost, nil
+}
+
+// filterKey is what makes a filter apply to a data file (docs/format.md §6).
+type filterKey struct {
+	path  string
+	size  int64
+	field int
+}

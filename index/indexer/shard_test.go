@@ -445,3 +445,38 @@ func TestRunMergedTwice(t *testing.T) {
 	coveredOnce(t, tbl, 1)
 	lookupsKeepTrueFiles(t, tbl, rowsByFile)
 }
+
+// TestShardMergeBackAfterCompaction: shard 0's commit replaces shard 1's
+// file unseen, and before its merge-back commits, a compaction merges what
+// the table then holds. The merge-back links shard 1 again, whose filters
+// the compaction never saw.
+func TestShardMergeBackAfterCompaction(t *testing.T) {
+	cat, tbl, rowsByFile := eventsTable(t, 12, 20, nil)
+	hooked := &commitHooks{Catalog: cat, hooks: []func(){
+		func() {
+			if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1, Shard: &indexer.Shard{Index: 1, Count: 3, Run: "r"}}); err != nil {
+				t.Error(err)
+			}
+		},
+		func() {
+			if _, err := indexer.Compact(ctx, cat, tbl.Identifier(), indexer.CompactOptions{}); err != nil {
+				t.Error(err)
+			}
+		},
+	}}
+	if _, err := indexer.Build(ctx, hooked, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1, Shard: &indexer.Shard{Index: 0, Count: 3, Run: "r"}}); err != nil {
+		t.Fatal(err)
+	}
+	if hooked.n < 3 {
+		t.Fatalf("%d commits: the race did not happen", hooked.n)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	n := filtersOfField(t, tbl, 1)
+	for _, df := range liveFiles(t, tbl) {
+		switch shard := indexer.ShardOf(df.FilePath(), 3); {
+		case shard == 0 && n[df.FilePath()] == 0, shard == 1 && n[df.FilePath()] != 1:
+			t.Errorf("%s of shard %d has %d filters", df.FilePath(), shard, n[df.FilePath()])
+		}
+	}
+	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+}
