@@ -211,6 +211,12 @@ type job struct {
 	shardSegment *segmentFile
 	// linked counts the segments the file the run committed links.
 	linked int
+	// mergedBack are the statistics files a run's commits replaced unseen
+	// and merged back. Should another commit land on top of the run's
+	// before the merge-back commits, the next attempt's base lacks them:
+	// their filters that base does not hold are copied again
+	// (copyMergedBack).
+	mergedBack []table.StatisticsFile
 	// carried are the links a shard's attempts have carried so far. A
 	// shard whose commit replaced another shard's file unseen merges that
 	// file back; if a third shard then commits on top of its first
@@ -628,6 +634,7 @@ func (j *job) commitVerified(ctx context.Context, seg segmentFile) (segmentFile,
 		}
 		// Merge what was replaced with this run's entries, expecting the
 		// committed file to be the one the merge replaces in turn.
+		j.mergedBack = append(j.mergedBack, *missed)
 		if seg, err = j.rebase(missed, committed.path, committed); err != nil {
 			return segmentFile{}, nil, err
 		}
@@ -838,12 +845,58 @@ func (j *job) rebase(base *table.StatisticsFile, replaces string, seg segmentFil
 			return seg.own[segment.File{Path: f.DataFile, Size: f.DataFileSize}]
 		})
 	}
+	if err == nil {
+		err = j.copyMergedBack(sw, base, own, seg.own)
+	}
 	if err != nil {
 		sw.abandon()
 		return segmentFile{}, err
 	}
 	sw.seg.own = seg.own
 	return sw.finish()
+}
+
+// copyMergedBack copies into sw the filters of the files the run merged
+// back (job.mergedBack) that neither base — what sw carries — nor the run's
+// own filters (those of ownSeg's files in ownFiles) hold, so no attempt
+// drops what an earlier one merged back.
+func (j *job) copyMergedBack(sw *segmentWriter, base *table.StatisticsFile, ownSeg index.Segment, ownFiles map[segment.File]bool) error {
+	var from []index.Segment
+	for _, sf := range j.mergedBack {
+		if base == nil || sf.StatisticsPath != base.StatisticsPath {
+			seg, err := index.ReadSegment(j.fs, sf)
+			if err != nil {
+				return &unreadableError{sf.StatisticsPath, err}
+			}
+			from = append(from, seg)
+		}
+	}
+	if len(from) == 0 {
+		return nil
+	}
+	held := map[filterKey]bool{}
+	if base != nil && index.HoldsEntries(*base) {
+		seg, err := index.ReadSegment(j.fs, *base)
+		if err != nil {
+			return &unreadableError{base.StatisticsPath, err}
+		}
+		for f := range seg.Filters() {
+			held[filterKey{f.DataFile, f.DataFileSize, f.FieldID}] = true
+		}
+	}
+	for f := range ownSeg.Filters() {
+		if ownFiles[segment.File{Path: f.DataFile, Size: f.DataFileSize}] {
+			held[filterKey{f.DataFile, f.DataFileSize, f.FieldID}] = true
+		}
+	}
+	return sw.copyFilters(j.fs, from, func(_, _ int, f index.Filter) bool {
+		key := filterKey{f.DataFile, f.DataFileSize, f.FieldID}
+		if held[key] {
+			return false
+		}
+		held[key] = true // once, however many merged-back files hold it
+		return true
+	})
 }
 
 // hasForeignBlobs reports whether a statistics file holds blobs of other

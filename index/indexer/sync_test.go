@@ -453,3 +453,35 @@ func BenchmarkSyncAddColumn(b *testing.B) {
 	}
 	b.ReportMetric(float64(read.Milliseconds())/float64(b.N), "read-ms/op")
 }
+
+// TestMergeBackSurvivesAThirdCommit: a sync of id replaces a sync of email
+// unseen and merges it back; before the merge-back commits, a sync of uid
+// commits on top of the first commit, so the next attempt's base lacks
+// email. Every column stays covered.
+func TestMergeBackSurvivesAThirdCommit(t *testing.T) {
+	// id covers the first file; the run syncing id then indexes the
+	// second alone, so the email filters it merges back are of a file it
+	// does not index itself.
+	cat, tbl, _ := eventsTable(t, 1, 50, nil)
+	if _, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, ExactColumns: true}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	tbl = appendRows(t, tbl, 50)
+	syncOf := func(col string) func() {
+		return func() {
+			if _, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{col}, ExactColumns: true}); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	hooked := &commitHooks{Catalog: cat, hooks: []func(){syncOf("email"), syncOf("uid")}}
+	if _, err := indexer.Sync(ctx, hooked, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, ExactColumns: true}); err != nil {
+		t.Fatal(err)
+	}
+	if hooked.n < 3 {
+		t.Fatalf("%d commits: the race did not happen", hooked.n)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	coveredByAll(t, tbl, 1, 2, 3)
+}
