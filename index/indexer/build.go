@@ -874,15 +874,9 @@ func (j *job) copyMergedBack(sw *segmentWriter, base *table.StatisticsFile, ownS
 	if len(from) == 0 {
 		return nil
 	}
-	held := map[filterKey]bool{}
-	if base != nil && index.HoldsEntries(*base) {
-		seg, err := index.ReadSegment(j.fs, *base)
-		if err != nil {
-			return &unreadableError{base.StatisticsPath, err}
-		}
-		for f := range seg.Filters() {
-			held[filterKey{f.DataFile, f.DataFileSize, f.FieldID}] = true
-		}
+	held, _, err := j.heldBy(base)
+	if err != nil {
+		return err
 	}
 	for f := range ownSeg.Filters() {
 		if ownFiles[segment.File{Path: f.DataFile, Size: f.DataFileSize}] {

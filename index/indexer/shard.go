@@ -248,19 +248,9 @@ func (j *job) lostLinks(base *table.StatisticsFile) ([]segment.Link, error) {
 	if len(j.carried) == 0 {
 		return nil, nil
 	}
-	held := map[filterKey]bool{}
-	linked := map[string]bool{}
-	if base != nil && index.HoldsEntries(*base) {
-		seg, err := index.ReadSegment(j.fs, *base)
-		if err != nil {
-			return nil, &unreadableError{base.StatisticsPath, err}
-		}
-		for f := range seg.Filters() {
-			held[filterKey{f.DataFile, f.DataFileSize, f.FieldID}] = true
-		}
-		for _, l := range seg.Links() {
-			linked[l.Path] = true
-		}
+	held, linked, err := j.heldBy(base)
+	if err != nil {
+		return nil, err
 	}
 	var lost []segment.Link
 	for _, l := range j.carried {
@@ -283,6 +273,27 @@ func (j *job) lostLinks(base *table.StatisticsFile) ([]segment.Link, error) {
 		}
 	}
 	return lost, nil
+}
+
+// heldBy returns what base, the snapshot's statistics file as an attempt
+// carries it (nil: none), holds: its own filters, by what they apply to,
+// and the paths of the segment files it links.
+func (j *job) heldBy(base *table.StatisticsFile) (held map[filterKey]bool, linked map[string]bool, err error) {
+	held, linked = map[filterKey]bool{}, map[string]bool{}
+	if base == nil || !index.HoldsEntries(*base) {
+		return held, linked, nil
+	}
+	seg, err := index.ReadSegment(j.fs, *base)
+	if err != nil {
+		return nil, nil, &unreadableError{base.StatisticsPath, err}
+	}
+	for f := range seg.Filters() {
+		held[filterKey{f.DataFile, f.DataFileSize, f.FieldID}] = true
+	}
+	for _, l := range seg.Links() {
+		linked[l.Path] = true
+	}
+	return held, linked, nil
 }
 
 // filterKey is what makes a filter apply to a data file (docs/format.md §6).
