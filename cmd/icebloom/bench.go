@@ -820,3 +820,8 @@ func (c *BenchCmd) workDir(prefix string) (dir string, cleanup func(), err error
 	}
 	return dir, cleanup, nil
 }
+
+// reportedMS is a measurement in milliseconds held to no target.
+func reportedMS(key string, d time.Duration, detail string) BenchLine {
+	return BenchLine{Key: key, Value: float64(d.Nanoseconds()) / 1e6, Unit: "ms", Target: "none (reported)", Detail: detail}
+}

@@ -246,12 +246,9 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 	out.add(BenchLine{Key: "s3_data_requests_per_file", Value: float64(aheadReqs) / float64(n), Unit: "requests", Target: "none (reported)",
 		Detail: fmt.Sprintf("requests of data files per file reading ahead: %d in all, no HEAD; workers reading their own files: %.2f per file (%d, of which %d HEAD)",
 			aheadReqs, float64(workerReqs)/float64(n), workerReqs, workerHeads)})
-	msLine := func(key string, d time.Duration, detail string) {
-		out.add(BenchLine{Key: key, Value: float64(d.Nanoseconds()) / 1e6, Unit: "ms", Target: "none (reported)", Detail: detail})
-	}
-	msLine("s3_build_ms", build1, fmt.Sprintf("indexer.Build with the defaults, reading ahead; CPU time of the process (server included) %s", durationText(median(cAhead))))
-	msLine("s3_floor_ms", floor1, fmt.Sprintf("the network floor; CPU time of the process (server included) %s", durationText(median(cFloor))))
-	msLine("s3_workers_build_ms", workers1, fmt.Sprintf("indexer.Build, workers reading their own files; CPU time of the process (server included) %s", durationText(median(cWorkers))))
+	out.add(reportedMS("s3_build_ms", build1, fmt.Sprintf("indexer.Build with the defaults, reading ahead; CPU time of the process (server included) %s", durationText(median(cAhead)))))
+	out.add(reportedMS("s3_floor_ms", floor1, fmt.Sprintf("the network floor; CPU time of the process (server included) %s", durationText(median(cFloor)))))
+	out.add(reportedMS("s3_workers_build_ms", workers1, fmt.Sprintf("indexer.Build, workers reading their own files; CPU time of the process (server included) %s", durationText(median(cWorkers)))))
 
 	la, lw := median(lAhead), median(lWorkers)
 	r = ratioOf(la, lw)

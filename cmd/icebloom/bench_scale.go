@@ -750,11 +750,8 @@ func (s *scaler) onS3(ctx context.Context, dir string, n int) (ScaleRun, error) 
 	run.add(BenchLine{Key: "s3_lookup_index_bytes", Value: float64(indexBytes), Unit: "B", Target: "none (reported)",
 		Detail: fmt.Sprintf("bytes of the index per cold lookup, as the server sent them: the directory (%s) and %s of runs (%d blocks checked)",
 			bytesText(dirBytes), bytesText(res.BytesRead), res.BlocksRead)})
-	msLine := func(key string, d time.Duration, detail string) {
-		run.add(BenchLine{Key: key, Value: float64(d.Nanoseconds()) / 1e6, Unit: "ms", Target: "none (reported)", Detail: detail})
-	}
-	msLine("s3_lookup_index_ms", median(ixTime), fmt.Sprintf("Result.IndexTime, median of %d cold lookups, %d of %d files left", reps, len(res.Candidates), n))
-	msLine("s3_lookup_planning_ms", median(planning), "iceberg-go's planning of the same lookups (total minus IndexTime)")
+	run.add(reportedMS("s3_lookup_index_ms", median(ixTime), fmt.Sprintf("Result.IndexTime, median of %d cold lookups, %d of %d files left", reps, len(res.Candidates), n)))
+	run.add(reportedMS("s3_lookup_planning_ms", median(planning), "iceberg-go's planning of the same lookups (total minus IndexTime)"))
 
 	// The scan without the index: iceberg-go's reader over every file the
 	// statistics leave, scaleScanConcurrency at a time.
@@ -773,8 +770,8 @@ func (s *scaler) onS3(ctx context.Context, dir string, n int) (ScaleRun, error) 
 		}
 		scanReqs = len(srv.Requests())
 	}
-	msLine("s3_scan_all_ms", median(scans), fmt.Sprintf("iceberg-go's ReadTasks of all %d files, %d at a time (%d requests), median of %d",
-		len(res.AfterStats), scaleScanConcurrency, scanReqs, len(scans)))
+	run.add(reportedMS("s3_scan_all_ms", median(scans), fmt.Sprintf("iceberg-go's ReadTasks of all %d files, %d at a time (%d requests), median of %d",
+		len(res.AfterStats), scaleScanConcurrency, scanReqs, len(scans))))
 	r := ratioOf(median(ixTime), median(scans))
 	target, pass = atMost(r, 0.1, "x")
 	run.add(BenchLine{Key: "s3_index_vs_scan", Value: r, Unit: "x", Target: target, Pass: pass,
