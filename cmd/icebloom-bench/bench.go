@@ -25,7 +25,8 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icebloom/icebloom/catalog"
+	"github.com/icebloom/icebloom/cmd/internal/cli"
+	"github.com/icebloom/icebloom/cmd/internal/scanrows"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/hashing"
 	"github.com/icebloom/icebloom/index/indexer"
@@ -107,8 +108,7 @@ func (c *BenchCmd) run(ctx context.Context, e *env) error {
 		return err
 	}
 	defer cleanup()
-	e.options = catalog.Embedded(dir)
-	cat, err := e.catalog(ctx)
+	cat, err := e.embedded(ctx, dir)
 	if err != nil {
 		return err
 	}
@@ -129,8 +129,8 @@ func (c *BenchCmd) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	progress("  written in %s", durationText(time.Since(start)))
-	b := &bencher{c: c, cat: cat, e: e, out: out}
+	progress("  written in %s", cli.DurationText(time.Since(start)))
+	b := &bencher{c: c, cat: cat, out: out}
 	if b.tbl, err = cat.LoadTable(ctx, benchTable); err != nil {
 		return fmt.Errorf("load %s: %w", benchName, err)
 	}
@@ -141,7 +141,7 @@ func (c *BenchCmd) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return fmt.Errorf("plan %s: %w", benchName, err)
 	}
-	b.files = dataFiles(tasks)
+	b.files = cli.DataFiles(tasks)
 
 	// The dictionary builds run first: a build copies the entries of other
 	// columns from the snapshot's statistics file, and there are none yet.
@@ -238,7 +238,6 @@ func benchRecord(as *arrow.Schema, rng *rand.Rand, n int) arrow.RecordBatch {
 type bencher struct {
 	c     *BenchCmd
 	cat   icecat.Catalog
-	e     *env
 	tbl   *table.Table
 	fs    icebergio.IO
 	files []string
@@ -379,11 +378,11 @@ func (b *bencher) dictionaryShortcut(ctx context.Context) error {
 	ratio := ratioOf(median(readWithout), median(readWith))
 	target, pass := atLeast(ratio, 5, "x")
 	detail := fmt.Sprintf("reading the column: %s decoding the data pages, %s hashing the dictionary pages (Parallel 1, median of %d)",
-		durationText(median(readWithout)), durationText(median(readWith)), b.c.Repeat)
+		cli.DurationText(median(readWithout)), cli.DurationText(median(readWith)), b.c.Repeat)
 	b.add(BenchLine{Key: "dictionary_shortcut_speedup", Value: ratio, Unit: "x", Detail: detail, Target: target, Pass: pass})
 	b.add(BenchLine{Key: "dictionary_shortcut_whole_build", Value: ratioOf(median(tWithout), median(tWith)), Unit: "x",
 		Target: "none (reported)",
-		Detail: fmt.Sprintf("whole build of the column: %s without, %s with the shortcut", durationText(median(tWithout)), durationText(median(tWith)))})
+		Detail: fmt.Sprintf("whole build of the column: %s without, %s with the shortcut", cli.DurationText(median(tWithout)), cli.DurationText(median(tWith)))})
 	return nil
 }
 
@@ -431,19 +430,19 @@ func (b *bencher) buildVsFloor(ctx context.Context) error {
 	target, pass := atMost(r, 1.25, "x")
 	b.add(BenchLine{Key: "build_vs_floor_1core", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("build %s (reading and hashing the files %s, planning, writing and committing %s), floor %s (columns %s, median of %d)",
-			durationText(build1), durationText(files1), durationText(max(build1-files1, 0)),
-			durationText(median(floor)), strings.Join(cols, ","), b.c.Repeat)})
+			cli.DurationText(build1), cli.DurationText(files1), cli.DurationText(max(build1-files1, 0)),
+			cli.DurationText(median(floor)), strings.Join(cols, ","), b.c.Repeat)})
 	b.add(BenchLine{Key: "build_vs_hash_floor_1core", Value: ratioOf(build1, median(hashFloor)), Unit: "x", Target: "none (reported)",
 		Detail: fmt.Sprintf("the floor plus XXH64 of every value (the hashing the format requires): %s, %.2fx the floor",
-			durationText(median(hashFloor)), ratioOf(median(hashFloor), median(floor)))})
+			cli.DurationText(median(hashFloor)), ratioOf(median(hashFloor), median(floor)))})
 	s := ratioOf(build1, median(p2))
 	target, pass = atLeast(s, 1.8, "x")
 	b.add(BenchLine{Key: "build_parallel2_speedup", Value: s, Unit: "x", Target: target, Pass: pass,
-		Detail: fmt.Sprintf("Parallel 1 %s, Parallel 2 %s, GOMAXPROCS %d", durationText(build1),
-			durationText(median(p2)), runtime.GOMAXPROCS(0))})
+		Detail: fmt.Sprintf("Parallel 1 %s, Parallel 2 %s, GOMAXPROCS %d", cli.DurationText(build1),
+			cli.DurationText(median(p2)), runtime.GOMAXPROCS(0))})
 	b.add(BenchLine{Key: "floor_parallel2_speedup", Value: ratioOf(median(floor), median(floor2)), Unit: "x", Target: "none (reported)",
 		Detail: fmt.Sprintf("the floor on 2 goroutines, each reading whole files: %s vs %s on 1; what this machine gives the reading itself",
-			durationText(median(floor2)), durationText(median(floor)))})
+			cli.DurationText(median(floor2)), cli.DurationText(median(floor)))})
 	return nil
 }
 
@@ -601,7 +600,7 @@ func (b *bencher) indexSize(ctx context.Context) error {
 	target, pass := atMost(r, 1.05, "x")
 	b.add(BenchLine{Key: "index_size_vs_sbbf_optimum", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("%s of filters for %d distinct ids in %d files; optimum %s",
-			bytesText(bytes), ndv, len(entries), bytesText(optimum))})
+			cli.BytesText(bytes), ndv, len(entries), cli.BytesText(optimum))})
 	bits := 8 * float64(bytes) / float64(ndv)
 	classic := -math.Log(b.c.FPP) / (math.Ln2 * math.Ln2)
 	b.add(BenchLine{Key: "index_bits_per_distinct_value", Value: bits, Unit: "bits", Target: "none (reported)",
@@ -694,7 +693,7 @@ func (b *bencher) lookups(ctx context.Context, needle int64) error {
 			}
 			planTimes = append(planTimes, time.Since(start))
 		}
-		after, cands := dataFiles(res.AfterStats), dataFiles(res.Candidates)
+		after, cands := cli.DataFiles(res.AfterStats), cli.DataFiles(res.Candidates)
 		b.add(BenchLine{Key: "lookup_" + l.name + "_files_after_index", Value: float64(len(cands)), Unit: "files",
 			Target: "none (reported)",
 			Detail: fmt.Sprintf("%d files in the table, %d after min/max statistics, %d after the index (expected %d + fpp x %d = %.1f)",
@@ -702,24 +701,24 @@ func (b *bencher) lookups(ctx context.Context, needle int64) error {
 
 		var with, without []time.Duration
 		for range b.c.Repeat {
-			w, err := scanRows(ctx, b.e, benchName, where, 0, 0, false)
+			w, err := scanrows.Count(ctx, b.cat, benchTable, where, false)
 			if err != nil {
 				return err
 			}
-			wo, err := scanRows(ctx, b.e, benchName, where, 0, 0, true)
+			wo, err := scanrows.Count(ctx, b.cat, benchTable, where, true)
 			if err != nil {
 				return err
 			}
-			if len(w.rows) != len(wo.rows) || len(w.rows) != l.want {
-				return fmt.Errorf("%s: %d rows with the index, %d without, want %d", where, len(w.rows), len(wo.rows), l.want)
+			if w.Rows != wo.Rows || w.Rows != int64(l.want) {
+				return fmt.Errorf("%s: %d rows with the index, %d without, want %d", where, w.Rows, wo.Rows, l.want)
 			}
-			with, without = append(with, w.elapsed), append(without, wo.elapsed)
+			with, without = append(with, w.Elapsed), append(without, wo.Elapsed)
 		}
 		r := ratioOf(median(without), median(with))
 		target, pass := atLeast(r, 20, "x")
 		b.add(BenchLine{Key: "scan_" + l.name + "_speedup", Value: r, Unit: "x", Target: target, Pass: pass,
 			Detail: fmt.Sprintf("%s without, %s with the index (median of %d, %d files)",
-				durationText(median(without)), durationText(median(with)), b.c.Repeat, res.FilesTotal)})
+				cli.DurationText(median(without)), cli.DurationText(median(with)), b.c.Repeat, res.FilesTotal)})
 
 		b.add(BenchLine{Key: "plan_" + l.name + "_warm_cache", Value: float64(median(planTimes).Microseconds()) + 1e-3,
 			Unit: "µs", Target: "none (reported)",
@@ -735,7 +734,7 @@ func (b *bencher) lookups(ctx context.Context, needle int64) error {
 		target, pass = atMost(perFile, 64, " B")
 		b.add(BenchLine{Key: "index_bytes_per_file_value_" + l.name, Value: perFile, Unit: "B", Target: target, Pass: pass,
 			Detail: fmt.Sprintf("%d B read for %d files x 1 value (%d blocks); whole blobs: %s, %.0f B per file",
-				res.BytesRead, len(after), res.BlocksRead, bytesText(whole), float64(whole)/float64(checked))})
+				res.BytesRead, len(after), res.BlocksRead, cli.BytesText(whole), float64(whole)/float64(checked))})
 	}
 	return nil
 }
@@ -764,7 +763,7 @@ func (b *bencher) peakMemory(ctx context.Context) error {
 	b.add(BenchLine{Key: "build_peak_heap_vs_8B_per_value", Value: float64(growth) / float64(ideal), Unit: "x",
 		Target: "none (reported)",
 		Detail: fmt.Sprintf("peak live heap growth %s during a Parallel 1 build of %s; 8 B x %d distinct values of the largest file = %s",
-			bytesText(growth), benchIDCol, maxNDV, bytesText(ideal))})
+			cli.BytesText(growth), benchIDCol, maxNDV, cli.BytesText(ideal))})
 	return nil
 }
 
