@@ -2,7 +2,7 @@
 // filter with the index, read the planned files with iceberg-go's reader —
 // and counts the rows it returns, with or without the index. The demo
 // (quickstart) and the bench compare the two; this package neither prints
-// rows nor keeps them.
+// rows nor keeps them. Plan is the scan's first step alone.
 package scanrows
 
 import (
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
@@ -33,17 +34,9 @@ type Result struct {
 func Count(ctx context.Context, cat icecat.Catalog, ident table.Identifier, where string, noIndex bool) (Result, error) {
 	start := time.Now()
 	name := strings.Join(ident, ".")
-	filter, err := lookup.ParseWhere(where)
+	tbl, filter, res, err := Plan(ctx, cat, ident, where)
 	if err != nil {
-		return Result{}, fmt.Errorf("--where: %w", err)
-	}
-	tbl, err := catalog.LoadTable(ctx, cat, ident)
-	if err != nil {
-		return Result{}, fmt.Errorf("load table %s: %w", name, err)
-	}
-	res, err := lookup.Plan(ctx, tbl, filter, lookup.Options{})
-	if err != nil {
-		return Result{}, fmt.Errorf("plan %s on %s: %w", where, name, err)
+		return Result{}, err
 	}
 	tasks := res.Candidates
 	if noIndex {
@@ -63,4 +56,23 @@ func Count(ctx context.Context, cat icecat.Catalog, ident table.Identifier, wher
 	}
 	out.Elapsed = time.Since(start)
 	return out, nil
+}
+
+// Plan parses where (the WHERE language of lookup.ParseWhere), loads the
+// table ident of cat and plans the filter with the index, as a scan starts.
+func Plan(ctx context.Context, cat icecat.Catalog, ident table.Identifier, where string) (*table.Table, iceberg.BooleanExpression, *lookup.Result, error) {
+	name := strings.Join(ident, ".")
+	filter, err := lookup.ParseWhere(where)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("--where: %w", err)
+	}
+	tbl, err := catalog.LoadTable(ctx, cat, ident)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("load table %s: %w", name, err)
+	}
+	res, err := lookup.Plan(ctx, tbl, filter, lookup.Options{})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("plan %s on %s: %w", where, name, err)
+	}
+	return tbl, filter, res, nil
 }

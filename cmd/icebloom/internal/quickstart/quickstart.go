@@ -303,15 +303,7 @@ func appendRecord(ctx context.Context, tbl *table.Table, rec arrow.RecordBatch) 
 // false positives.
 func Look(ctx context.Context, cat icecat.Catalog, where string) (Lookup, error) {
 	name := TableName
-	filter, err := lookup.ParseWhere(where)
-	if err != nil {
-		return Lookup{}, fmt.Errorf("--where: %w", err)
-	}
-	tbl, err := catalog.LoadTable(ctx, cat, Table)
-	if err != nil {
-		return Lookup{}, fmt.Errorf("load table %s: %w", name, err)
-	}
-	res, err := lookup.Plan(ctx, tbl, filter, lookup.Options{})
+	tbl, filter, res, err := scanrows.Plan(ctx, cat, Table, where)
 	if err != nil {
 		return Lookup{}, err
 	}
