@@ -159,13 +159,14 @@ func (fx *fixture) pickLive(n int) []int64 {
 // newFixture makes the table in cat: appends, an index of id, name and
 // cat, a time-travel point, a compaction (RewriteDataFiles), appends,
 // position deletes (merge-on-read Delete), equality deletes, a sync, and
-// a last append the index does not cover.
-func newFixture(t *testing.T, cat *catalogtest.Catalog, s uint64) *fixture {
+// a last append the index does not cover. In format version 3 the
+// position deletes are deletion vectors.
+func newFixture(t *testing.T, cat *catalogtest.Catalog, s uint64, formatVersion string) *fixture {
 	ctx := context.Background()
 	fx := &fixture{t: t, rng: rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15)), cat: cat, nextID: 1, live: map[int64]row{}}
 	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{3}, FieldID: 1000, Name: "day", Transform: iceberg.IdentityTransform{}})
 	_, err := cat.CreateTable(ctx, ident, schema, icecat.WithPartitionSpec(&spec), icecat.WithProperties(iceberg.Properties{
-		"format-version":         "2",
+		"format-version":         formatVersion,
 		table.WriteDeleteModeKey: table.WriteModeMergeOnRead,
 	}))
 	if err != nil {
@@ -273,9 +274,9 @@ func copyRows(m map[int64]row) map[int64]row {
 
 // proxyFixture starts the REST test server over a fixture table and the
 // proxy in front of it.
-func proxyFixture(t *testing.T, s uint64, o serve.Options) (*fixture, *catalogtest.RESTServer, *httptest.Server, *serve.Server) {
+func proxyFixture(t *testing.T, s uint64, formatVersion string, o serve.Options) (*fixture, *catalogtest.RESTServer, *httptest.Server, *serve.Server) {
 	up := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{})
-	fx := newFixture(t, up.Catalog, s)
+	fx := newFixture(t, up.Catalog, s, formatVersion)
 	o.Upstream = mustURL(t, up.URL)
 	srv, err := serve.New(o)
 	if err != nil {
