@@ -23,6 +23,11 @@ import (
 type Loaded struct {
 	Table       *table.Table
 	Credentials []rest.StorageCredential
+	// private says the table's file IO holds what the catalog vended to
+	// this caller (config or storage credentials): such a table object is
+	// never kept for another request, so no caller's credentials are
+	// stored.
+	private bool
 }
 
 // Loader loads a table for a planning request. In proxy mode it asks the
@@ -45,6 +50,7 @@ type Planner struct {
 	load         Loader
 	footers      *index.FooterCache
 	results      *lruCache[*PlanResult]
+	tables       *lruCache[*table.Table]
 	tasksPerPage int
 	metrics      *metrics
 }
@@ -68,6 +74,7 @@ func NewPlanner(load Loader, o PlannerOptions) *Planner {
 		load:         load,
 		footers:      index.NewFooterCache(4096),
 		results:      newLRU[*PlanResult](o.MemoryBudget),
+		tables:       newLRU[*table.Table](maxTables),
 		tasksPerPage: o.TasksPerPage,
 		metrics:      newMetrics(),
 	}
@@ -113,10 +120,30 @@ func (p *Planner) Plan(ctx context.Context, ident table.Identifier, req rest.Pla
 	return p.PlanTable(ctx, loaded, req)
 }
 
+// maxTables is the number of table objects kept for reuse: each keeps
+// iceberg-go's cache of the manifest lists it read.
+const maxTables = 64
+
+// reuse returns the table object kept for the same metadata location, so
+// that iceberg-go's manifest-list cache of earlier plans serves this one,
+// or keeps loaded's table for the next.
+func (p *Planner) reuse(loaded *Loaded) *table.Table {
+	tbl := loaded.Table
+	if tbl.MetadataLocation() == "" || loaded.private {
+		return tbl
+	}
+	key := tbl.MetadataLocation()
+	if kept, ok := p.tables.get(key); ok {
+		return kept
+	}
+	p.tables.add(key, tbl, 1)
+	return tbl
+}
+
 // PlanTable plans the scan req asks for of a loaded table.
 func (p *Planner) PlanTable(ctx context.Context, loaded *Loaded, req rest.PlanTableScanRequest) (*PlanResult, error) {
 	start := time.Now()
-	tbl := loaded.Table
+	tbl := p.reuse(loaded)
 	key, err := cacheKey(tbl, req)
 	if err != nil {
 		return nil, err

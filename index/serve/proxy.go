@@ -133,7 +133,8 @@ func (s *Server) loadFromUpstream(ctx context.Context, ident table.Identifier) (
 		}
 	}
 	tbl := table.New(ident, meta, lt.MetadataLoc, iceio.LoadFSFunc(props, meta.Location()), nil)
-	return &Loaded{Table: tbl, Credentials: lt.StorageCredentials}, nil
+	private := len(lt.Config) > 0 || len(lt.StorageCredentials) > 0
+	return &Loaded{Table: tbl, Credentials: lt.StorageCredentials, private: private}, nil
 }
 
 // longestPrefix returns the vended credential for location, as clients
