@@ -229,6 +229,11 @@ func differential(t *testing.T, fx *fixture, tbl *table.Table, n int) (pruned, r
 		want := truth(rows, f)
 		local, localFiles := readIDs(t, tbl, f.expr, table.ScanPlanningLocal, snap)
 		remote, remoteFiles := readIDs(t, tbl, f.expr, table.ScanPlanningRemote, snap)
+		if i%7 == 0 { // planned again: from the server's cache, the same rows
+			if again, _ := readIDs(t, tbl, f.expr, table.ScanPlanningRemote, snap); !slices.Equal(again, remote) {
+				t.Fatalf("filter %s planned again reads %v, first %v", f.text, again, remote)
+			}
+		}
 		switch {
 		case !slices.Equal(remote, local):
 			t.Fatalf("filter %d %s (snapshot %v): the server's plan reads other rows than local planning:\n server %v\n local  %v\n truth  %v%s",
