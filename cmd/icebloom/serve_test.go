@@ -52,7 +52,9 @@ func startServe(t *testing.T, args ...string) (string, func() int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut syncBuffer
 	code := make(chan int, 1)
-	go func() { code <- runOn(ctx, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...), &out, &errOut, false, 80, time.Now) }()
+	go func() {
+		code <- runOn(ctx, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...), &out, &errOut, false, 80, time.Now)
+	}()
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if line, ok := strings.CutPrefix(out.String(), "serving on "); ok {

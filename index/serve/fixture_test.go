@@ -50,13 +50,13 @@ const baseDay = 19001
 // equality deletes, an index and its sync) and the rows it must hold: the
 // ground truth, kept here, not read back.
 type fixture struct {
-	t       *testing.T
-	rng     *rand.Rand
-	cat     *catalogtest.Catalog
-	nextID  int64
-	live    map[int64]row
-	oldSnap int64         // a time-travel snapshot
-	oldLive map[int64]row // its rows
+	t             *testing.T
+	rng           *rand.Rand
+	cat           *catalogtest.Catalog
+	nextID        int64
+	live          map[int64]row
+	oldSnap       int64         // a time-travel snapshot
+	oldLive       map[int64]row // its rows
 	posDel, eqDel []int64
 }
 
