@@ -50,14 +50,13 @@ const baseDay = 19001
 // equality deletes, an index and its sync) and the rows it must hold: the
 // ground truth, kept here, not read back.
 type fixture struct {
-	t             *testing.T
-	rng           *rand.Rand
-	cat           *catalogtest.Catalog
-	nextID        int64
-	live          map[int64]row
-	oldSnap       int64         // a time-travel snapshot
-	oldLive       map[int64]row // its rows
-	posDel, eqDel []int64
+	t       *testing.T
+	rng     *rand.Rand
+	cat     *catalogtest.Catalog
+	nextID  int64
+	live    map[int64]row
+	oldSnap int64         // a time-travel snapshot
+	oldLive map[int64]row // its rows
 }
 
 func seed(t *testing.T) uint64 {
@@ -213,7 +212,6 @@ func newFixture(t *testing.T, cat *catalogtest.Catalog, s uint64, formatVersion 
 
 	// Position deletes of a few rows.
 	del := fx.pickLive(4)
-	fx.posDel = del
 	tx := fx.load().NewTransaction()
 	var lits []int64
 	for _, id := range del {
@@ -229,7 +227,6 @@ func newFixture(t *testing.T, cat *catalogtest.Catalog, s uint64, formatVersion 
 
 	// Equality deletes of a few more, by id.
 	eq := fx.pickLive(3)
-	fx.eqDel = eq
 	// The file holds the partition column too: equality deletes are
 	// written per partition (a delete applies to its partition's files).
 	eqSchema := arrow.NewSchema([]arrow.Field{
