@@ -25,6 +25,14 @@ type storedPlan struct {
 	expires     time.Time
 }
 
+// uuidOf is the uuid of the plan's table, "" for no plan.
+func (p *storedPlan) uuidOf() string {
+	if p == nil {
+		return ""
+	}
+	return p.uuid
+}
+
 // storedTask is one page of a plan, answered by POST .../tasks.
 type storedTask struct {
 	plan, table, uuid string

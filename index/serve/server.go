@@ -374,16 +374,26 @@ func (s *Server) authorizeTable(w http.ResponseWriter, r *http.Request, rt route
 	return loaded.Table.Metadata().TableUUID().String() == uuid, false
 }
 
-func (s *Server) fetchPlan(w http.ResponseWriter, r *http.Request, rt route) {
-	p, ok := s.plans.plan(rt.key(), rt.planID)
+// found finishes the lookup of a stored plan or task (ok: it was in the
+// store, for the table uuid): it is answered only if the caller may still
+// load the table and it is still the table planned; otherwise the request
+// is answered here, with the load's failure or the spec's 404 of type typ.
+func (s *Server) found(w http.ResponseWriter, r *http.Request, rt route, ok bool, uuid, typ, what string) bool {
 	if ok {
 		var answered bool
-		if ok, answered = s.authorizeTable(w, r, rt, p.uuid); answered {
-			return
+		if ok, answered = s.authorizeTable(w, r, rt, uuid); answered {
+			return false
 		}
 	}
 	if !ok {
-		writeError(w, http.StatusNotFound, "NoSuchPlanIdException", fmt.Sprintf("no plan %q of table %s (it may have expired)", rt.planID, rt.ident()))
+		writeError(w, http.StatusNotFound, typ, fmt.Sprintf("no %s of table %s (it may have expired)", what, rt.ident()))
+	}
+	return ok
+}
+
+func (s *Server) fetchPlan(w http.ResponseWriter, r *http.Request, rt route) {
+	p, ok := s.plans.plan(rt.key(), rt.planID)
+	if !s.found(w, r, rt, ok, p.uuidOf(), "NoSuchPlanIdException", fmt.Sprintf("plan %q", rt.planID)) {
 		return
 	}
 	writeJSON(w, http.StatusOK, rest.CompletedPlanningResult{Status: rest.PlanStatusCompleted, ScanTasks: p.first, StorageCredentials: p.creds})
@@ -391,14 +401,11 @@ func (s *Server) fetchPlan(w http.ResponseWriter, r *http.Request, rt route) {
 
 func (s *Server) cancelPlan(w http.ResponseWriter, r *http.Request, rt route) {
 	p, ok := s.plans.plan(rt.key(), rt.planID)
-	if ok {
-		var answered bool
-		if ok, answered = s.authorizeTable(w, r, rt, p.uuid); answered {
-			return
-		}
+	if !s.found(w, r, rt, ok, p.uuidOf(), "NoSuchPlanIdException", fmt.Sprintf("plan %q", rt.planID)) {
+		return
 	}
-	if !ok || !s.plans.cancel(rt.key(), rt.planID) {
-		writeError(w, http.StatusNotFound, "NoSuchPlanIdException", fmt.Sprintf("no plan %q of table %s (it may have expired)", rt.planID, rt.ident()))
+	if !s.plans.cancel(rt.key(), rt.planID) { // cancelled meanwhile
+		writeError(w, http.StatusNotFound, "NoSuchPlanIdException", fmt.Sprintf("no plan %q of table %s", rt.planID, rt.ident()))
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -415,14 +422,11 @@ func (s *Server) fetchTasks(w http.ResponseWriter, r *http.Request, rt route) {
 		return
 	}
 	t, ok := s.plans.task(rt.key(), req.PlanTask)
+	uuid := ""
 	if ok {
-		var answered bool
-		if ok, answered = s.authorizeTable(w, r, rt, t.uuid); answered {
-			return
-		}
+		uuid = t.uuid
 	}
-	if !ok {
-		writeError(w, http.StatusNotFound, "NoSuchPlanTaskException", fmt.Sprintf("no plan task %q of table %s (it may have expired)", req.PlanTask, rt.ident()))
+	if !s.found(w, r, rt, ok, uuid, "NoSuchPlanTaskException", fmt.Sprintf("plan task %q", req.PlanTask)) {
 		return
 	}
 	writeJSON(w, http.StatusOK, rest.FetchScanTasksResponse{ScanTasks: t.page})
