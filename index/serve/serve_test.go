@@ -321,6 +321,38 @@ func TestPlanIDs(t *testing.T) {
 	if resp, body = do(t, "POST", base+tablePath+"/plan", up.Token, `{"filter":{"type":"eq","term":"nope","value":1}}`); resp.StatusCode != 400 {
 		t.Fatalf("a filter on an unknown column: %d %s, want 400", resp.StatusCode, body)
 	}
+	if resp, body = do(t, "POST", base+tablePath+"/plan", up.Token, `{"select":["nope"]}`); resp.StatusCode != 400 {
+		t.Fatalf("select of an unknown column: %d %s, want 400", resp.StatusCode, body)
+	}
+}
+
+// TestPlanRequestFields: case-sensitive=false matches a column in another
+// case (and prunes with the index); stats-fields brings the statistics of
+// the fields named and no others.
+func TestPlanRequestFields(t *testing.T) {
+	up, base := proxy(t, serve.Options{})
+	plan := func(body string) rest.PlanTableScanResponse {
+		t.Helper()
+		resp, b := do(t, "POST", base+tablePath+"/plan", up.Token, body)
+		var res rest.PlanTableScanResponse
+		if resp.StatusCode != 200 || json.Unmarshal(b, &res) != nil {
+			t.Fatalf("plan %s: %d %s", body, resp.StatusCode, b)
+		}
+		return res
+	}
+	if res := plan(`{"filter":{"type":"eq","term":"ID","value":2},"case-sensitive":false}`); len(res.FileScanTasks) != 1 {
+		t.Fatalf("a case-insensitive filter planned %d files, want 1", len(res.FileScanTasks))
+	}
+	if resp, body := do(t, "POST", base+tablePath+"/plan", up.Token, `{"filter":{"type":"eq","term":"ID","value":2}}`); resp.StatusCode != 400 {
+		t.Fatalf("ID in a case-sensitive plan: %d %s, want 400", resp.StatusCode, body)
+	}
+	df := plan(`{"stats-fields":["id"]}`).FileScanTasks[0].DataFile
+	if df.LowerBounds == nil || len(df.LowerBounds.Keys) != 1 || df.LowerBounds.Keys[0] != 1 || df.ValueCounts == nil {
+		t.Fatalf("stats-fields id: bounds %+v, value counts %+v", df.LowerBounds, df.ValueCounts)
+	}
+	if df := plan(`{}`).FileScanTasks[0].DataFile; df.LowerBounds != nil || df.ValueCounts != nil {
+		t.Fatalf("without stats-fields the data file has statistics: %+v", df)
+	}
 }
 
 // TestNoCredentialsLogged: with debug logging, no Authorization value
