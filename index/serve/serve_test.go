@@ -424,3 +424,31 @@ func TestMetricsAndCache(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentPlans: plans of several values at once (run it with -race)
+// each get the one file that holds their value.
+func TestConcurrentPlans(t *testing.T) {
+	up, base := proxy(t, serve.Options{MaxPlansInFlight: 64})
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 8 {
+				id := 1 + (g+i)%6
+				resp, body := do(t, "POST", base+tablePath+"/plan", up.Token, fmt.Sprintf(`{"filter":{"type":"eq","term":"id","value":%d}}`, id))
+				var res rest.PlanTableScanResponse
+				if resp.StatusCode != 200 || json.Unmarshal(body, &res) != nil || len(res.FileScanTasks) != 1 {
+					errs <- fmt.Sprintf("id %d: %d %s", id, resp.StatusCode, body)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
