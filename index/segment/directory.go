@@ -185,6 +185,9 @@ func DecodeDirectory(data []byte, groupsEnd int64) (*Directory, error) {
 			d.fail("group %d: fpp %v", gi, fpp)
 		case g.Blocks < 1 || nMembers < 1:
 			d.fail("group %d: %d blocks, %d members", gi, g.Blocks, nMembers)
+		case len(dir.Files) == 0:
+			// intN(-1) below would take file 0 of none (docs/format.md §2.3).
+			d.fail("group %d has members, but the directory lists no files", gi)
 		}
 		g.Members = make([]Member, nMembers)
 		for i := range g.Members {

@@ -17,6 +17,7 @@ func FuzzDecodeDirectory(f *testing.F) {
 	f.Add([]byte("IBD2"), int64(1<<20))
 	linked := Directory{Links: []Link{{Path: "p", Size: 100, FooterSize: 10, DirectoryOffset: 4, DirectoryLength: 80, Fields: []int{1}, Run: "r", Shard: 1, Shards: 2}}}
 	f.Add(linked.Encode(), int64(72))
+	f.Add(memberOfNoFile().Encode(), int64(72))
 	f.Fuzz(func(t *testing.T, data []byte, groupsEnd int64) {
 		check(t, data, groupsEnd)
 		// The same bytes with a valid checksum, to reach past it.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/apache/iceberg-go"
@@ -331,5 +332,30 @@ func TestDirectoryLinks(t *testing.T) {
 		if _, err := DecodeDirectory(bad.Encode(), 1<<20); err == nil {
 			t.Errorf("%s: a link %+v decoded", name, l)
 		}
+	}
+}
+
+// memberOfNoFile is a directory whose one group has a member naming file 0,
+// but which lists no files.
+func memberOfNoFile() *Directory {
+	return &Directory{Groups: []Group{{FieldID: 1, ValueType: iceberg.PrimitiveTypes.Int64, FPP: 0.01, Blocks: 1,
+		Members: []Member{{File: 0, NDV: 1}}, Tag: 42, Offset: 4}}}
+}
+
+// TestDirectoryMemberOfNoFile: a member must name one of the directory's
+// files, also when there are none (docs/format.md §2.3): with a valid
+// checksum, such a directory is refused rather than handing a reader an
+// index into an empty list.
+func TestDirectoryMemberOfNoFile(t *testing.T) {
+	bad := memberOfNoFile()
+	if d, err := DecodeDirectory(bad.Encode(), 1<<20); err == nil {
+		t.Fatalf("a member of file 0 of no files decoded: %+v", d)
+	} else if !strings.Contains(err.Error(), "no files") {
+		t.Errorf("error %q does not say the directory lists no files", err)
+	}
+	ok := *bad
+	ok.Files = []File{{"s3://b/t/data/a.parquet", 10}}
+	if _, err := DecodeDirectory(ok.Encode(), 1<<20); err != nil {
+		t.Fatalf("the same directory with its file: %v", err)
 	}
 }
