@@ -121,6 +121,19 @@ func NewS3Gateway(t testing.TB) *S3 {
 	return s
 }
 
+// ForEachS3 runs test as a subtest against each S3 server a test can start:
+// "fake", NewS3's in-process fake, and "gateway", NewS3Gateway's real
+// server (which skips only with SkipS3GatewayEnv=1). Both record requests
+// the same way, so one test holds both to the same expectations.
+func ForEachS3(t *testing.T, test func(t *testing.T, s3 *S3)) {
+	for _, srv := range []struct {
+		name  string
+		start func(testing.TB) *S3
+	}{{"fake", NewS3}, {"gateway", NewS3Gateway}} {
+		t.Run(srv.name, func(t *testing.T) { test(t, srv.start(t)) })
+	}
+}
+
 var notBucketChar = regexp.MustCompile(`[^a-z0-9]+`)
 
 // bucketName is a bucket name unique to a call for the test named test:

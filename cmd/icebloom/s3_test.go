@@ -37,36 +37,20 @@ const (
 	s3TablePath = "warehouse/db.db/events/" // the table's location in the bucket
 )
 
-// s3Servers are the servers each S3 end-to-end test runs against, as a
-// subtest of its name: the in-process fake (gofakes3), and a real
-// S3-compatible server, Versity's S3 gateway, which .ci/run starts
-// (catalogtest.NewS3Gateway fails without it unless ICEBLOOM_SKIP_S3GW=1).
-// Both record requests the same way, so each test holds its request counts
-// to both. The tests that inject latency (SetDelay: index/indexer's
-// prefetch tests and benchmarks, the bench's --s3-floor and --scale) stay on
-// the fake alone, whose delay lies in the test process; so do tests that
-// need no real server's behaviour, only a place the s3.* properties reach
-// (catalog's TestOpenS3Properties) or a corrupt object (prefetch_test's).
-var s3Servers = []struct {
-	name  string
-	start func(testing.TB) *catalogtest.S3
-}{
-	{"fake", catalogtest.NewS3},
-	{"gateway", catalogtest.NewS3Gateway},
-}
+// The S3 end-to-end tests below run as subtests against the in-process fake
+// (gofakes3) and a real S3-compatible server, Versity's S3 gateway, which
+// .ci/run starts (catalogtest.ForEachS3; the gateway subtests fail without
+// it unless ICEBLOOM_SKIP_S3GW=1), with the same request counts for both.
+// The fake alone serves where latency is injected (SetDelay: the bench's
+// --s3-floor and --scale, which run outside tests where no gateway is
+// started, and index/indexer's BenchmarkBuildS3) and where a fault is
+// (TestPrefetchOnS3BrokenFile's corrupt object); index/indexer's
+// TestPrefetchOnS3SameFilters also still uses only the fake.
 
-// forEachS3Server runs test against each of s3Servers, as subtests.
-func forEachS3Server(t *testing.T, test func(t *testing.T, start func(testing.TB) *catalogtest.S3)) {
-	for _, srv := range s3Servers {
-		t.Run(srv.name, func(t *testing.T) { test(t, srv.start) })
-	}
-}
-
-// newS3Env starts an S3 server with start and creates the (empty) table
-// through catalog.Open with the options the command line would give.
-func newS3Env(t *testing.T, start func(testing.TB) *catalogtest.S3) *s3Env {
+// newS3Env creates the (empty) table in s3's bucket through catalog.Open
+// with the options the command line would give.
+func newS3Env(t *testing.T, s3 *catalogtest.S3) *s3Env {
 	t.Helper()
-	s3 := start(t)
 	dsn := filepath.Join(t.TempDir(), "catalog.db")
 	e := &s3Env{s3: s3, opts: catalog.Options{
 		Type:       "sql",
@@ -171,15 +155,14 @@ const lookupWholeObjectGETs = 0
 // without the index, compact-index, and gc of an orphan index file and of
 // the merged segments, with the grace period read from the bucket's
 // modification times.
-func TestS3(t *testing.T) { forEachS3Server(t, testS3) }
+func TestS3(t *testing.T) { catalogtest.ForEachS3(t, testS3) }
 
-func testS3(t *testing.T, start func(testing.TB) *catalogtest.S3) {
-	e := newS3Env(t, start)
+func testS3(t *testing.T, s3 *catalogtest.S3) {
+	e := newS3Env(t, s3)
 	const rows = 8000
 	for r := range 3 {
 		e.appendFile(t, r, rows)
 	}
-	s3 := e.s3
 
 	// build: every data file is read with range GETs only (its end with
 	// the Parquet footer, then the id column chunk if that end does not
@@ -452,10 +435,10 @@ func checkLookupReads(t *testing.T, where string, reqs []catalogtest.S3Request, 
 // TestS3BadProperty: a --property without '=' is refused before anything is
 // opened, naming the property; credentials the server refuses fail the
 // command with the server's reason, never prune anything silently.
-func TestS3BadProperty(t *testing.T) { forEachS3Server(t, testS3BadProperty) }
+func TestS3BadProperty(t *testing.T) { catalogtest.ForEachS3(t, testS3BadProperty) }
 
-func testS3BadProperty(t *testing.T, start func(testing.TB) *catalogtest.S3) {
-	e := newS3Env(t, start)
+func testS3BadProperty(t *testing.T, s3 *catalogtest.S3) {
+	e := newS3Env(t, s3)
 	e.appendFile(t, 0, 10)
 
 	argv := append(slices.Clone(e.global), "--property", "s3.endpoint", "lookup", s3Table, "--where", "id = 1")
@@ -476,10 +459,10 @@ func testS3BadProperty(t *testing.T, start func(testing.TB) *catalogtest.S3) {
 // TestS3GCListsEveryPage: an S3 listing returns at most 1000 keys a page,
 // and a table's metadata directory outgrows that; gc still sees every index
 // file in it, across pages.
-func TestS3GCListsEveryPage(t *testing.T) { forEachS3Server(t, testS3GCListsEveryPage) }
+func TestS3GCListsEveryPage(t *testing.T) { catalogtest.ForEachS3(t, testS3GCListsEveryPage) }
 
-func testS3GCListsEveryPage(t *testing.T, start func(testing.TB) *catalogtest.S3) {
-	e := newS3Env(t, start)
+func testS3GCListsEveryPage(t *testing.T, s3 *catalogtest.S3) {
+	e := newS3Env(t, s3)
 	e.appendFile(t, 0, 10)
 	var built indexer.Summary
 	e.icebloomJSON(t, &built, "build", s3Table, "--columns", "id")
