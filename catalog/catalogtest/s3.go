@@ -23,9 +23,8 @@ import (
 // HTTP server: from NewS3, gofakes3 on an in-memory backend, served over
 // real HTTP on loopback with one bucket created; from NewS3Gateway, a bucket
 // on a real S3-compatible server behind a proxy on loopback. Every request
-// it answers is recorded,
-// with its method, object key, Range header and body sizes, so that tests
-// can assert how much a command read.
+// it answers is recorded, with its method, object key, Range header and
+// body sizes, so that tests can assert how much a command read.
 //
 // Like a MinIO server it is reached at an endpoint URL with path-style
 // addressing (http://127.0.0.1:port/bucket/key), and it accepts only

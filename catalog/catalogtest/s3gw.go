@@ -29,7 +29,10 @@ const (
 	// S3EndpointEnv is the endpoint URL (http://127.0.0.1:port) of the
 	// S3-compatible server the gateway tests use: Versity's S3 gateway in
 	// .ci/run, which starts one and sets it. Any server that takes
-	// path-style requests and lets the key create buckets will do.
+	// path-style requests, lets the key create buckets and refuses unknown
+	// keys with 403 InvalidAccessKeyId as AWS does will do (Versity's
+	// gateway does so with an --iam-dir; without one it answers 404
+	// XAdminUserNotFound).
 	S3EndpointEnv = "ICEBLOOM_S3_ENDPOINT"
 	// S3AccessKeyEnv and S3SecretKeyEnv are the credentials the server
 	// accepts.
