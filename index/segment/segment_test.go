@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -357,5 +358,19 @@ func TestDirectoryMemberOfNoFile(t *testing.T) {
 	ok.Files = []File{{"s3://b/t/data/a.parquet", 10}}
 	if _, err := DecodeDirectory(ok.Encode(), 1<<20); err != nil {
 		t.Fatalf("the same directory with its file: %v", err)
+	}
+}
+
+// TestDirectoryFieldIDBounds: a group's field id is at most 2^31 − 1
+// (docs/format.md §2.3), also when its uvarint is above 2^63, which a plain
+// conversion to int would wrap to a negative id.
+func TestDirectoryFieldIDBounds(t *testing.T) {
+	for id, ok := range map[int]bool{1: true, math.MaxInt32: true, math.MaxInt32 + 1: false, -1: false, math.MinInt64: false} {
+		d := memberOfNoFile()
+		d.Files, d.Groups[0].FieldID = []File{{"s3://b/t/data/a.parquet", 10}}, id // -1 encodes as 2^64−1
+		got, err := DecodeDirectory(d.Encode(), 1<<20)
+		if (err == nil) != ok {
+			t.Errorf("field id %d (uvarint %d): %+v, %v; want ok %v", id, uint64(id), got, err, ok)
+		}
 	}
 }
