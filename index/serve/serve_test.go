@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
@@ -142,6 +143,24 @@ func TestProxyAuth(t *testing.T) {
 	var res rest.PlanTableScanResponse
 	if resp.StatusCode != 200 || json.Unmarshal(body, &res) != nil || len(res.FileScanTasks) != 1 {
 		t.Fatalf("plan with the right token: %d %s, want one file (the index prunes the other)", resp.StatusCode, body)
+	}
+
+	// OAuth2 client credentials through the proxy: the token endpoint is
+	// the upstream's, and the token it issues plans.
+	cl, err := rest.NewCatalog(context.Background(), "oauth", base, rest.WithCredential(up.Credential))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cl.LoadTable(context.Background(), table.Identifier{"db", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, files := readIDs(t, tbl, iceberg.EqualTo(iceberg.Reference("id"), int64(5)), table.ScanPlanningRemote, nil)
+	if len(ids) != 1 || ids[0] != 5 || files != 1 {
+		t.Fatalf("read id 5 through the proxy with OAuth2: ids %v from %d files", ids, files)
+	}
+	if _, err := rest.NewCatalog(context.Background(), "oauth", base, rest.WithCredential("icebloom-test:wrong")); err == nil {
+		t.Fatal("a wrong client secret opened the catalog through the proxy")
 	}
 }
 
