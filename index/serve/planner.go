@@ -12,8 +12,10 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog/rest"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/lookup"
 )
@@ -51,14 +53,15 @@ type Planner struct {
 	footers      *index.FooterCache
 	results      *lruCache[*PlanResult]
 	tables       *lruCache[*table.Table]
+	manifests    *lruCache[[]byte]
 	tasksPerPage int
 	metrics      *metrics
 }
 
 // PlannerOptions configure NewPlanner.
 type PlannerOptions struct {
-	// MemoryBudget bounds the bytes of cached plans (estimated by their
-	// encoded size); 0 caches none.
+	// MemoryBudget bounds the bytes kept: a quarter for plans (estimated
+	// by their encoded size), the rest for manifest files; 0 keeps none.
 	MemoryBudget int64
 	// TasksPerPage is the number of data files per page; 0 means
 	// DefaultTasksPerPage.
@@ -73,7 +76,8 @@ func NewPlanner(load Loader, o PlannerOptions) *Planner {
 	return &Planner{
 		load:         load,
 		footers:      index.NewFooterCache(4096),
-		results:      newLRU[*PlanResult](o.MemoryBudget),
+		results:      newLRU[*PlanResult](o.MemoryBudget / 4),
+		manifests:    newLRU[[]byte](o.MemoryBudget - o.MemoryBudget/4),
 		tables:       newLRU[*table.Table](maxTables),
 		tasksPerPage: o.TasksPerPage,
 		metrics:      newMetrics(),
@@ -126,18 +130,28 @@ const maxTables = 64
 
 // reuse returns the table object kept for the same metadata location, so
 // that iceberg-go's manifest-list cache of earlier plans serves this one,
-// or keeps loaded's table for the next.
+// or keeps loaded's table for the next. Either way the table reads its
+// manifests through the planner's manifest cache (manifestIO).
 func (p *Planner) reuse(loaded *Loaded) *table.Table {
 	tbl := loaded.Table
-	if tbl.MetadataLocation() == "" || loaded.private {
-		return tbl
-	}
 	key := tbl.MetadataLocation()
-	if kept, ok := p.tables.get(key); ok {
-		return kept
+	keep := key != "" && !loaded.private
+	if keep {
+		if kept, ok := p.tables.get(key); ok {
+			return kept
+		}
 	}
-	p.tables.add(key, tbl, 1)
-	return tbl
+	cached := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), func(ctx context.Context) (icebergio.IO, error) {
+		fsys, err := catalog.TableIO(ctx, tbl)
+		if err != nil {
+			return nil, err
+		}
+		return &manifestIO{IO: fsys, cache: p.manifests}, nil
+	}, nil)
+	if keep {
+		p.tables.add(key, cached, 1)
+	}
+	return cached
 }
 
 // PlanTable plans the scan req asks for of a loaded table.
