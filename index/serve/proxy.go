@@ -116,6 +116,12 @@ func (s *Server) loadFromUpstream(ctx context.Context, ident table.Identifier) (
 	if err := json.Unmarshal(body, &lt); err != nil {
 		return nil, fmt.Errorf("load %s from the upstream catalog: %w", ident, err)
 	}
+	private := len(lt.Config) > 0 || len(lt.StorageCredentials) > 0
+	if kept, ok := s.planner.tables.get(lt.MetadataLoc); ok && !private && lt.MetadataLoc != "" {
+		// A metadata location names one immutable metadata file: the
+		// table kept for it is this one, without parsing it again.
+		return &Loaded{Table: kept}, nil
+	}
 	meta, err := table.ParseMetadataBytes(lt.Metadata)
 	if err != nil {
 		return nil, fmt.Errorf("load %s from the upstream catalog: metadata: %w", ident, err)
@@ -133,7 +139,6 @@ func (s *Server) loadFromUpstream(ctx context.Context, ident table.Identifier) (
 		}
 	}
 	tbl := table.New(ident, meta, lt.MetadataLoc, iceio.LoadFSFunc(props, meta.Location()), nil)
-	private := len(lt.Config) > 0 || len(lt.StorageCredentials) > 0
 	return &Loaded{Table: tbl, Credentials: lt.StorageCredentials, private: private}, nil
 }
 
