@@ -24,6 +24,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/catalog/catalogtest"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
@@ -183,4 +185,53 @@ func selfSigned(t *testing.T) (cert, key string, pool *x509.CertPool) {
 	pool = x509.NewCertPool()
 	pool.AddCert(parsed)
 	return cert, key, pool
+}
+
+// TestServeProxy: serve --upstream in front of the REST test server; a
+// client with the upstream's token reads an indexed table's row with
+// remote planning through it, from the one file the index leaves; a wrong
+// token gets the upstream's 401; --sync-on-commit without icebloom's own
+// token, or without --upstream, does not start.
+func TestServeProxy(t *testing.T) {
+	up := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{})
+	tbl := up.Catalog.NewTable(t, "events", catalogtest.IDSchema, nil)
+	tbl = catalogtest.AppendIDs(t, tbl, 1, 2, 3)
+	catalogtest.AppendIDs(t, tbl, 4, 5, 6)
+	if _, stderr, code := icebloom(t, "--catalog", "rest", "--uri", up.URL, "--token", up.Token, "build", "db.events", "--columns", "id"); code != 0 {
+		t.Fatalf("build exited %d: %s", code, stderr)
+	}
+	base, stop := startServe(t, "--upstream", up.URL)
+	ctx := context.Background()
+	cat, err := rest.NewCatalog(ctx, "serve", base, rest.WithOAuthToken(up.Token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt, err := cat.LoadTable(ctx, table.Identifier{"db", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scanOpts := []table.ScanOption{table.WithRowFilter(iceberg.EqualTo(iceberg.Reference("id"), int64(5))),
+		table.WithScanPlanningMode(table.ScanPlanningRemote)}
+	tasks, err := lt.Scan(scanOpts...).PlanFiles(ctx)
+	if err != nil || len(tasks) != 1 {
+		t.Fatalf("plan through the proxy: %d tasks, %v; want 1", len(tasks), err)
+	}
+	at, err := lt.Scan(scanOpts...).ToArrowTable(ctx)
+	if err != nil || at.NumRows() != 1 {
+		t.Fatalf("read through the proxy: %v rows, %v", at, err)
+	}
+	at.Release()
+	if _, err := rest.NewCatalog(ctx, "serve", base, rest.WithOAuthToken("wrong")); err == nil || !strings.Contains(err.Error(), "wrong bearer token") {
+		t.Fatalf("a wrong token through the proxy: %v, want the upstream's 401", err)
+	}
+	if c := stop(); c != 0 {
+		t.Fatalf("serve exited %d", c)
+	}
+
+	t.Setenv("ICEBLOOM_SYNC_TOKEN", "")
+	for _, args := range [][]string{{"serve", "--upstream", up.URL, "--sync-on-commit"}, {"serve", "--sync-on-commit"}} {
+		if _, stderr, code := icebloom(t, args...); code == 0 || !strings.Contains(stderr, "sync-on-commit") {
+			t.Errorf("%v: exit %d, %s", args, code, stderr)
+		}
+	}
 }
