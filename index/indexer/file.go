@@ -44,7 +44,7 @@ type fileIndexer struct {
 	nameMapping iceberg.NameMapping
 	maxBytes    int
 	// noDictShortcut decodes every data page even when the dictionary
-	// page alone would do (knobs.DisableDictionaryShortcut).
+	// page alone would do (Options.DisableDictionaryShortcut).
 	noDictShortcut bool
 
 	// insertHook, for tests, replaces the insertion of a column's hashes
