@@ -1,5 +1,3 @@
-//go:build icebloom_bench
-
 package main
 
 import (
@@ -263,15 +261,13 @@ func atLeast(v, limit float64, unit string) (string, *bool) {
 	return fmt.Sprintf(">= %g%s", limit, unit), &ok
 }
 
-// build runs indexer.Build on the benchmark table with the knobs k and
-// times it.
-func (b *bencher) build(ctx context.Context, o indexer.Options, k indexer.Knobs) (*indexer.Summary, time.Duration, error) {
+// build runs indexer.Build on the benchmark table and times it.
+func (b *bencher) build(ctx context.Context, o indexer.Options) (*indexer.Summary, time.Duration, error) {
 	if o.FPP == 0 {
 		o.FPP = b.c.FPP
 	}
 	o.FailFast = true
-	k.ExactColumns = true // each measurement's columns alone, not those earlier builds left in the index
-	o = o.WithKnobs(k)
+	o.ExactColumns = true // each measurement's columns alone, not those earlier builds left in the index
 	start := time.Now()
 	sum, err := indexer.Build(ctx, b.cat, benchTable, o)
 	if err != nil {
@@ -359,23 +355,22 @@ func (b *bencher) dictionaryShortcut(ctx context.Context) error {
 	// Workers read their own files (no reading ahead), so Parallel 1 is
 	// one goroutine reading and hashing: the CPU paths are compared, not
 	// how busy storage is kept (bench --s3-floor).
-	o := indexer.Options{Columns: []string{benchCatCol}, Parallel: 1}
-	with := indexer.Knobs{DisablePrefetch: true}
+	with := indexer.Options{Columns: []string{benchCatCol}, Parallel: 1, DisablePrefetch: true}
 	without := with
 	without.DisableDictionaryShortcut = true
 	var readWith, readWithout, tWith, tWithout []time.Duration
-	for _, k := range []indexer.Knobs{without, with} { // warm-up, untimed
-		if _, _, err := b.build(ctx, o, k); err != nil {
+	for _, o := range []indexer.Options{without, with} { // warm-up, untimed
+		if _, _, err := b.build(ctx, o); err != nil {
 			return err
 		}
 	}
 	for range b.c.Repeat {
-		sum, d, err := b.build(ctx, o, without)
+		sum, d, err := b.build(ctx, without)
 		if err != nil {
 			return err
 		}
 		tWithout, readWithout = append(tWithout, d), append(readWithout, sum.ReadTime)
-		if sum, d, err = b.build(ctx, o, with); err != nil {
+		if sum, d, err = b.build(ctx, with); err != nil {
 			return err
 		}
 		tWith, readWith = append(tWith, d), append(readWith, sum.ReadTime)
@@ -403,7 +398,7 @@ func (b *bencher) buildVsFloor(ctx context.Context) error {
 	var floor, floor2, hashFloor, p1, p2, p1Files []time.Duration
 	// The builds' workers read their own files, one goroutine each, as the
 	// floor's do: reading ahead would add goroutines reading for them.
-	if _, _, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: 1}, indexer.Knobs{DisablePrefetch: true}); err != nil { // warm-up, untimed
+	if _, _, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: 1, DisablePrefetch: true}); err != nil { // warm-up, untimed
 		return err
 	}
 	for range b.c.Repeat {
@@ -419,7 +414,7 @@ func (b *bencher) buildVsFloor(ctx context.Context) error {
 			*f.into = append(*f.into, d)
 		}
 		for _, par := range []int{1, 2} {
-			sum, d, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: par}, indexer.Knobs{DisablePrefetch: true})
+			sum, d, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: par, DisablePrefetch: true})
 			if err != nil {
 				return err
 			}
@@ -757,7 +752,7 @@ func (b *bencher) peakMemory(ctx context.Context) error {
 		maxNDV = max(maxNDV, en.NDV)
 	}
 	growth, err := heapPeak(func() error {
-		_, _, err := b.build(ctx, indexer.Options{Columns: []string{benchIDCol}, Parallel: 1}, indexer.Knobs{})
+		_, _, err := b.build(ctx, indexer.Options{Columns: []string{benchIDCol}, Parallel: 1})
 		return err
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-//go:build icebloom_bench && unix
+//go:build unix
 
 package main
 

@@ -1,5 +1,3 @@
-//go:build icebloom_bench
-
 package main
 
 import (

@@ -1,5 +1,3 @@
-//go:build icebloom_bench
-
 // Command icebloom-bench generates Iceberg tables and measures icebloom's
 // index against its targets (docs/benchmarks.md): the build against the
 // floor of reading the same columns, the index's size and false-positive
@@ -7,11 +5,7 @@
 // format v2 on tables of many tiny data files; with --s3-floor, reading
 // ahead on object storage. It is a command of its own so that the shipped
 // icebloom binary carries neither the bench nor the in-process S3 server
-// and test catalog it runs on, and it builds only with -tags
-// icebloom_bench, which also exports from index/indexer the build's knobs
-// it switches (index/indexer/benchknobs.go):
-//
-//	go run -tags icebloom_bench ./cmd/icebloom-bench --help
+// and test catalog it runs on.
 package main
 
 import (
