@@ -9,6 +9,11 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 )
 
+// maxStoredPlans bounds the plans held at once, so that clients that plan
+// and never come back cannot fill the memory: beyond it the oldest plan
+// (and its tasks) is dropped, and polling it gets NoSuchPlanIdException.
+const maxStoredPlans = 4096
+
 // DefaultPlanTTL is how long a plan and its plan tasks are held after it
 // was planned: long enough for an engine to fetch its tasks, short enough
 // that forgotten plans do not pile up.
@@ -71,6 +76,9 @@ func (s *planStore) add(table string, res *PlanResult) (string, *storedPlan) {
 	defer s.mu.Unlock()
 	now := s.now()
 	s.sweep(now)
+	if len(s.plans) >= maxStoredPlans {
+		s.dropOldest()
+	}
 	id := randomID()
 	p := &storedPlan{table: table, uuid: res.TableUUID, first: res.Pages[0], creds: res.Credentials, expires: now.Add(s.ttl)}
 	for _, page := range res.Pages[1:] {
@@ -95,6 +103,21 @@ func (s *planStore) sweep(now time.Time) {
 			delete(s.tasks, id)
 		}
 	}
+}
+
+// dropOldest drops the plan that expires first and its tasks; the caller
+// holds mu.
+func (s *planStore) dropOldest() {
+	var oldest string
+	for id, p := range s.plans {
+		if oldest == "" || p.expires.Before(s.plans[oldest].expires) {
+			oldest = id
+		}
+	}
+	for _, t := range s.plans[oldest].tasks {
+		delete(s.tasks, t)
+	}
+	delete(s.plans, oldest)
 }
 
 // plan returns the live plan id of table.
