@@ -27,7 +27,7 @@ type ServeCmd struct {
 	TLSCert            string        `arg:"--tls-cert" placeholder:"PATH" help:"TLS certificate (PEM); with --tls-key serves HTTPS"`
 	TLSKey             string        `arg:"--tls-key" placeholder:"PATH" help:"TLS private key (PEM)"`
 	BearerTokenFile    string        `arg:"--bearer-token-file" placeholder:"PATH" help:"catalog mode: file holding the bearer token every request must carry; required unless listening on loopback"`
-	MemoryBudgetMiB    int64         `arg:"--memory-budget-mib" default:"256" help:"memory for cached plans, MiB"`
+	MemoryBudgetMiB    int64         `arg:"--memory-budget-mib" default:"256" help:"memory for what is kept warm (plans, manifests), MiB; 0 keeps nothing"`
 	MaxPlansInFlight   int           `arg:"--max-plans-in-flight" default:"16" help:"plans computed at once; more get 429 with Retry-After"`
 	MaxRequestBytes    int64         `arg:"--max-request-bytes" default:"8388608" help:"largest request body; larger get 413"`
 	NoScanPlanningMode bool          `arg:"--no-scan-planning-mode" help:"do not add scan-planning-mode=server to indexed tables' load-table config"`
@@ -39,8 +39,12 @@ type ServeCmd struct {
 }
 
 func (c *ServeCmd) run(ctx context.Context, e *env) error {
+	budget := c.MemoryBudgetMiB << 20
+	if budget <= 0 {
+		budget = -1 // --memory-budget-mib 0 keeps nothing warm
+	}
 	o := serve.Options{
-		MemoryBudget: c.MemoryBudgetMiB << 20, MaxPlansInFlight: c.MaxPlansInFlight, MaxRequestBytes: c.MaxRequestBytes,
+		MemoryBudget: budget, MaxPlansInFlight: c.MaxPlansInFlight, MaxRequestBytes: c.MaxRequestBytes,
 		NoScanPlanningMode: c.NoScanPlanningMode, Logger: e.log,
 	}
 	loopback := loopbackHosts(c.Listen) != nil
