@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -47,7 +46,7 @@ func (c *ServeCmd) run(ctx context.Context, e *env) error {
 		MemoryBudget: budget, MaxPlansInFlight: c.MaxPlansInFlight, MaxRequestBytes: c.MaxRequestBytes,
 		NoScanPlanningMode: c.NoScanPlanningMode, Logger: e.log,
 	}
-	loopback := loopbackHosts(c.Listen) != nil
+	loopback := serve.LoopbackHosts(c.Listen) != nil
 	if c.Upstream != "" {
 		u, err := url.Parse(c.Upstream)
 		if err != nil {
@@ -89,36 +88,17 @@ func (c *ServeCmd) run(ctx context.Context, e *env) error {
 		return err
 	}
 	defer ln.Close()
-	o.Hosts = loopbackHosts(ln.Addr().String()) // with the port chosen for :0
+	o.Hosts = serve.LoopbackHosts(ln.Addr().String()) // with the port chosen for :0
 	srv, err := serve.New(o)
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
-		WriteTimeout: 5 * time.Minute, IdleTimeout: 2 * time.Minute}
 	scheme := "http"
 	if c.TLSCert != "" || c.TLSKey != "" {
 		scheme = "https"
 	}
 	fmt.Fprintf(e.stdout, "serving on %s://%s\n", scheme, ln.Addr())
-	done := make(chan error, 1)
-	go func() {
-		if scheme == "https" {
-			done <- hs.ServeTLS(ln, c.TLSCert, c.TLSKey)
-		} else {
-			done <- hs.Serve(ln)
-		}
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done(): // SIGTERM or interrupt: stop taking requests, finish those in flight
-	}
-	srv.SetReady(false)
-	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	e.log.Info("shutting down")
-	return hs.Shutdown(shutdown)
+	return srv.Serve(ctx, ln, c.TLSCert, c.TLSKey)
 }
 
 // startSyncer starts the commit syncer of --sync-on-commit: syncs with the
@@ -138,24 +118,6 @@ func (c *ServeCmd) startSyncer(ctx context.Context, e *env, o *serve.Options) (s
 	sync := serve.NewSyncFunc(func(ctx context.Context) (icecat.Catalog, error) { return catalog.Open(ctx, opts) },
 		indexer.Options{Logger: e.log}, e.log)
 	return startCommitSyncer(ctx, sync, c, e, o)
-}
-
-// loopbackHosts returns the Host values of a loopback listen address (nil
-// for any other): a server on loopback answers only to its own name, so a
-// page elsewhere cannot use a browser to reach it (DNS rebinding).
-func loopbackHosts(listen string) []string {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return nil
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil
-	}
-	var hosts []string
-	for _, h := range []string{"localhost", "127.0.0.1", "[::1]"} {
-		hosts = append(hosts, h, h+":"+port)
-	}
-	return hosts
 }
 
 // readSecret reads a token file, without its surrounding whitespace.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog/rest"
@@ -469,5 +470,63 @@ func TestConcurrentPlans(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// TestGracefulShutdown: when Serve's context ends (SIGTERM in the command),
+// a request in flight is finished and answered, new connections are
+// refused, and Serve returns without error.
+func TestGracefulShutdown(t *testing.T) {
+	up := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{})
+	smallTable(t, up.Catalog)
+	entered, release := make(chan struct{}), make(chan struct{})
+	up.Fault = func(r *http.Request) int {
+		if r.Header.Get("X-Hold") != "" {
+			close(entered)
+			<-release
+		}
+		return 0
+	}
+	srv, err := serve.New(serve.Options{Upstream: mustURL(t, up.URL)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln, "", "") }()
+	base := "http://" + ln.Addr().String()
+	status := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", base+tablePath+"/plan", strings.NewReader(`{}`))
+		req.Header.Set("Authorization", "Bearer "+up.Token)
+		req.Header.Set("X-Hold", "1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			status <- -1
+			return
+		}
+		resp.Body.Close()
+		status <- resp.StatusCode
+	}()
+	<-entered
+	cancel()
+	for { // wait until the listener is closed
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			break
+		}
+		conn.Close()
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(release)
+	if s := <-status; s != 200 {
+		t.Fatalf("the request in flight got %d, want 200", s)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
 	}
 }
