@@ -31,6 +31,7 @@ import (
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/lookup"
 	"github.com/icebloom/icebloom/index/sbbf"
+	"github.com/icebloom/icebloom/index/where"
 )
 
 // BenchCmd is `icebloom bench`: it generates a table and measures the index
@@ -676,8 +677,8 @@ func (b *bencher) lookups(ctx context.Context, needle int64) error {
 		id   int64
 		want int
 	}{{"needle", needle, 1}, {"miss", miss, 0}} {
-		where := fmt.Sprintf("%s = %d", benchIDCol, l.id)
-		filter, err := lookup.ParseWhere(where)
+		whereText := fmt.Sprintf("%s = %d", benchIDCol, l.id)
+		filter, err := where.Parse(whereText)
 		if err != nil {
 			return err
 		}
@@ -702,16 +703,16 @@ func (b *bencher) lookups(ctx context.Context, needle int64) error {
 
 		var with, without []time.Duration
 		for range b.c.Repeat {
-			w, err := scanRows(ctx, b.e, benchName, where, 0, 0, false)
+			w, err := scanRows(ctx, b.e, benchName, whereText, 0, 0, false)
 			if err != nil {
 				return err
 			}
-			wo, err := scanRows(ctx, b.e, benchName, where, 0, 0, true)
+			wo, err := scanRows(ctx, b.e, benchName, whereText, 0, 0, true)
 			if err != nil {
 				return err
 			}
 			if len(w.rows) != len(wo.rows) || len(w.rows) != l.want {
-				return fmt.Errorf("%s: %d rows with the index, %d without, want %d", where, len(w.rows), len(wo.rows), l.want)
+				return fmt.Errorf("%s: %d rows with the index, %d without, want %d", whereText, len(w.rows), len(wo.rows), l.want)
 			}
 			with, without = append(with, w.elapsed), append(without, wo.elapsed)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/where"
 )
 
 // Options configure Plan.
@@ -67,7 +68,7 @@ type Result struct {
 // table's index proves cannot match: col = v prunes a file whose applicable
 // entry says no, col IN (…) one whose entry says no for every value, AND
 // prunes when either side does and OR when both do; nothing else prunes.
-// Filters from ParseWhere bind as Bind binds them.
+// Filters from where.Parse bind as where.Bind binds them.
 //
 // The index is consulted only for the files statistics leave, and only the
 // 32-byte blocks that the values fall in are read, nearby ones together.
@@ -80,7 +81,7 @@ func Plan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpressio
 	if err != nil {
 		return nil, err
 	}
-	bound, err := Bind(schema, filter, o.CaseSensitive)
+	bound, err := where.Bind(schema, filter, o.CaseSensitive)
 	if err != nil {
 		return nil, fmt.Errorf("lookup: %w", err)
 	}
