@@ -27,6 +27,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/filescan"
 	"github.com/icebloom/icebloom/index/hashing"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/lookup"
@@ -282,10 +283,10 @@ func (b *bencher) build(ctx context.Context, o indexer.Options) (*indexer.Summar
 // low-cardinality column is dictionary-encoded, from the files' metadata.
 func (b *bencher) checkDictionary(ctx context.Context) error {
 	var chunks, dict int
-	props := indexer.ReaderProperties()
+	props := filescan.ReaderProperties()
 	var chunk []byte // unused: only metadata is read
 	for _, path := range b.files {
-		err := withParquet(b.fs, path, props, &chunk, func(rdr *file.Reader, _ *indexer.ChunkReader) error {
+		err := withParquet(b.fs, path, props, &chunk, func(rdr *file.Reader, _ *filescan.ChunkReader) error {
 			ci := rdr.MetaData().Schema.ColumnIndexByName(benchCatCol)
 			if ci < 0 {
 				return fmt.Errorf("%s: no column %s", path, benchCatCol)
@@ -331,15 +332,15 @@ func allDictionary(stats []metadata.PageEncodingStats) bool {
 }
 
 // withParquet opens the data file at path as a build worker does, through
-// a indexer.ChunkReader fetching into chunk, and calls fn with its Parquet
+// a filescan.ChunkReader fetching into chunk, and calls fn with its Parquet
 // reader.
-func withParquet(fs icebergio.IO, path string, props *parquet.ReaderProperties, chunk *[]byte, fn func(*file.Reader, *indexer.ChunkReader) error) error {
+func withParquet(fs icebergio.IO, path string, props *parquet.ReaderProperties, chunk *[]byte, fn func(*file.Reader, *filescan.ChunkReader) error) error {
 	f, err := fs.Open(path)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	defer f.Close()
-	cr := indexer.NewChunkReader(f, props, chunk)
+	cr := filescan.NewChunkReader(f, props, chunk)
 	rdr, err := file.NewParquetReader(cr, file.WithReadProps(props))
 	if err != nil {
 		return fmt.Errorf("read Parquet footer of %s: %w", path, err)
@@ -453,7 +454,7 @@ func (b *bencher) buildVsFloor(ctx context.Context) error {
 // a time, and does nothing with the values, or only hashes them (hash). It
 // reads as the build does, with ReadBatchInPage, the cheapest way arrow-go
 // has: byte array values alias the page instead of being copied, and page
-// buffers are reused from chunk to chunk (indexer.ReaderProperties).
+// buffers are reused from chunk to chunk (filescan.ReaderProperties).
 func (b *bencher) floor(cols []string, workers int, hash bool) (time.Duration, error) {
 	var types map[string]iceberg.PrimitiveType // nil: the values are not hashed
 	if hash {
@@ -471,7 +472,7 @@ func (b *bencher) floor(cols []string, workers int, hash bool) (time.Duration, e
 	start := time.Now()
 	for range workers {
 		go func() {
-			r := floorReader{props: indexer.ReaderProperties(), types: types}
+			r := floorReader{props: filescan.ReaderProperties(), types: types}
 			var err error
 			for path := range paths {
 				if err == nil {
@@ -495,7 +496,7 @@ func (b *bencher) floor(cols []string, workers int, hash bool) (time.Duration, e
 // floorReader is one goroutine of the floor, with its buffers.
 type floorReader struct {
 	props  *parquet.ReaderProperties
-	chunk  []byte                           // of its indexer.ChunkReader
+	chunk  []byte                           // of its filescan.ChunkReader
 	types  map[string]iceberg.PrimitiveType // of the columns, to hash them as; nil: no hashing
 	i64    [4096]int64
 	ba     [4096]parquet.ByteArray
@@ -504,7 +505,7 @@ type floorReader struct {
 }
 
 func (r *floorReader) read(fs icebergio.IO, path string, cols []string) error {
-	return withParquet(fs, path, r.props, &r.chunk, func(rdr *file.Reader, chunks *indexer.ChunkReader) error {
+	return withParquet(fs, path, r.props, &r.chunk, func(rdr *file.Reader, chunks *filescan.ChunkReader) error {
 		for _, name := range cols {
 			ci := rdr.MetaData().Schema.ColumnIndexByName(name)
 			var hc *hashing.Column // nil: the values are not hashed

@@ -23,6 +23,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
+	"github.com/icebloom/icebloom/index/filescan"
 	"github.com/icebloom/icebloom/index/indexer"
 )
 
@@ -77,7 +78,7 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 	}
 	defer cleanup()
 	out := &S3FloorOutput{Files: n, RowsPerFile: rows, Columns: scaleColumns, S3DelayMS: float64(s3FloorDelay) / 1e6,
-		RequestsInFlight: indexer.DefaultRequestsInFlight, GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(),
+		RequestsInFlight: filescan.DefaultRequestsInFlight, GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(),
 		GoVersion: runtime.Version(), Repeat: c.Repeat, Dir: dir, Notes: []string{}}
 	progress := func(format string, args ...any) {
 		if !e.json {
@@ -185,7 +186,7 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 		}
 		srv.Reset()
 		cpu0 := processCPU()
-		if d, err = floor(ctx, fs, reads, indexer.DefaultRequestsInFlight); err != nil {
+		if d, err = floor(ctx, fs, reads, filescan.DefaultRequestsInFlight); err != nil {
 			return err
 		}
 		tFloor, cFloor = append(tFloor, d), append(cFloor, processCPU()-cpu0)
@@ -234,7 +235,7 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 	target, pass := atLeast(r, 0.8, "x")
 	out.add(BenchLine{Key: "s3_build_vs_floor_throughput", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("the floor %s (%d range GETs of the data files, %d in flight, nothing done with the bytes) vs the build's reading and hashing of the data files %s (first to last file done), median of %d",
-			durationText(floor1), len(reads), indexer.DefaultRequestsInFlight, durationText(read1), c.Repeat)})
+			durationText(floor1), len(reads), filescan.DefaultRequestsInFlight, durationText(read1), c.Repeat)})
 	out.add(BenchLine{Key: "s3_whole_build_vs_floor", Value: ratioOf(floor1, build1), Unit: "x", Target: "none (reported)",
 		Detail: fmt.Sprintf("the floor vs the whole build %s: %s more for planning, writing and committing the index (%d requests that are not of data files)",
 			durationText(build1), durationText(max(build1-read1, 0)), otherReqs)})

@@ -22,6 +22,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/filescan"
 	"github.com/icebloom/icebloom/index/segment"
 	"github.com/icebloom/icebloom/puffin"
 )
@@ -44,7 +45,7 @@ type Options struct {
 	// RequestsInFlight bounds the storage requests the run has in flight:
 	// the footers and column chunks of the next data files are read ahead
 	// of the CPU workers, across files, up to this many requests at once
-	// (see prefetch.go). 0 means DefaultRequestsInFlight; negative is an
+	// (see index/filescan). 0 means filescan.DefaultRequestsInFlight; negative is an
 	// error.
 	RequestsInFlight int
 	// DisablePrefetch reads nothing ahead: each worker reads its own data
@@ -205,7 +206,7 @@ type job struct {
 	// has, when set, reports the data files' columns the index covers
 	// already, whose filters the run does not write again (a sync of a
 	// file some of whose columns failed before).
-	has func(df dataFile, fieldID int) bool
+	has func(df filescan.File, fieldID int) bool
 	// shardSegment is a shard's own segment file, which the files it
 	// commits link (Options.Shard).
 	shardSegment *segmentFile
@@ -262,7 +263,7 @@ func newJob(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 }
 
 // run indexes files into a new segment and commits it.
-func (j *job) run(ctx context.Context, files []dataFile) (*Summary, error) {
+func (j *job) run(ctx context.Context, files []filescan.File) (*Summary, error) {
 	seg, err := j.writeIndex(ctx, files)
 	if err != nil {
 		return nil, err
@@ -331,13 +332,6 @@ func resolveSnapshot(tbl *table.Table, id int64) (*table.Snapshot, error) {
 	return nil, fmt.Errorf("table %s has no snapshot %d", strings.Join(tbl.Identifier(), "."), id)
 }
 
-type fileResult struct {
-	file    dataFile
-	filters []filterOf
-	err     error
-	elapsed time.Duration // reading and hashing the file's columns
-}
-
 // base returns the statistics file a new segment for the job's snapshot
 // must carry blobs of, as meta lists it: the snapshot's statistics file when
 // it holds other tools' blobs, or index entries a sync keeps; nil if none.
@@ -389,11 +383,11 @@ func (j *job) segmentOptions() segment.WriterOptions {
 }
 
 // writeIndex reads the data files with o.Parallel workers, fed by reads
-// ahead of up to o.RequestsInFlight requests (readFiles), and streams their
+// ahead of up to o.RequestsInFlight requests (filescan.ReadFiles), and streams their
 // filters into a new segment file as they finish, after the blobs carried
 // from the snapshot's statistics file. Memory holds the files in flight and
 // a bounded amount read ahead, never the table.
-func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, error) {
+func (j *job) writeIndex(ctx context.Context, files []filescan.File) (segmentFile, error) {
 	meta := j.tbl.Metadata()
 	base, replaces := j.base(meta), j.current(meta)
 	if j.o.Shard != nil {
@@ -413,21 +407,21 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 		sw.abandon()
 		return segmentFile{}, err
 	}
-	var bitsets filterPool // the filters' bitsets, from the collector back to the workers
-	rc.filters = &bitsets
-	results := readFiles(ctx, files, rc)
+	var bitsets filescan.FilterPool // the filters' bitsets, from the collector back to the workers
+	rc.Filters = &bitsets
+	results := filescan.ReadFiles(ctx, files, rc)
 
 	// Progress is reported here, where results are collected one at a
 	// time, rather than in the workers: that is what serializes the calls.
 	progress := Progress{FilesTotal: len(files)}
-	report := func(df *dataFile) { // nil: the start
+	report := func(df *filescan.File) { // nil: the start
 		if j.o.Progress == nil {
 			return
 		}
 		if df != nil {
 			progress.FilesDone++
-			progress.Bytes += df.size
-			progress.File = df.path
+			progress.Bytes += df.Size
+			progress.File = df.Path
 		}
 		j.o.Progress(progress)
 	}
@@ -438,39 +432,39 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 		if failure != nil {
 			continue // drain so the workers can stop
 		}
-		j.sum.ReadTime += r.elapsed
-		if r.err != nil {
+		j.sum.ReadTime += r.Elapsed
+		if r.Err != nil {
 			if j.o.FailFast || parent.Err() != nil {
-				failure = fmt.Errorf("index %s: %w", r.file.path, r.err)
+				failure = fmt.Errorf("index %s: %w", r.File.Path, r.Err)
 				cancel()
 				continue
 			}
-			j.sum.FilesFailed = append(j.sum.FilesFailed, FileFailure{Path: r.file.path, Error: r.err.Error()})
-			report(&r.file)
+			j.sum.FilesFailed = append(j.sum.FilesFailed, FileFailure{Path: r.File.Path, Error: r.Err.Error()})
+			report(&r.File)
 			continue
 		}
 		indexed := false
-		for _, f := range r.filters {
-			if f.err != nil {
+		for _, f := range r.Filters {
+			if f.Err != nil {
 				if j.o.FailFast {
-					failure = fmt.Errorf("index %s: %w", r.file.path, f.err)
+					failure = fmt.Errorf("index %s: %w", r.File.Path, f.Err)
 					cancel()
 					break
 				}
-				j.sum.FilesFailed = append(j.sum.FilesFailed, FileFailure{Path: r.file.path, Column: j.cols[f.col].Name, Error: f.err.Error()})
-				j.sum.PerColumn[f.col].FilesFailed++
+				j.sum.FilesFailed = append(j.sum.FilesFailed, FileFailure{Path: r.File.Path, Column: j.cols[f.Col].Name, Error: f.Err.Error()})
+				j.sum.PerColumn[f.Col].FilesFailed++
 				continue
 			}
-			col := &j.cols[f.col]
-			j.sum.PerColumn[f.col].FilesRead++
-			if j.has != nil && j.has(r.file, col.Field.ID) {
+			col := &j.cols[f.Col]
+			j.sum.PerColumn[f.Col].FilesRead++
+			if j.has != nil && j.has(r.File, col.Field.ID) {
 				continue // a sync re-reading a file whose other column failed
 			}
 			start := time.Now()
 			err := sw.add(segment.Filter{
-				File:    segment.File{Path: r.file.path, Size: r.file.size},
-				FieldID: col.Field.ID, ValueType: col.Type, FPP: col.FPP, NDV: f.ndv,
-				Bits: f.filter.Bytes(),
+				File:    segment.File{Path: r.File.Path, Size: r.File.Size},
+				FieldID: col.Field.ID, ValueType: col.Type, FPP: col.FPP, NDV: f.NDV,
+				Bits: f.Filter.Bytes(),
 			})
 			j.sum.WriteTime += time.Since(start)
 			if err != nil {
@@ -478,17 +472,17 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 				cancel()
 				break
 			}
-			bitsets.put(f.filter) // written: the bitset is free for the next file
+			bitsets.Put(f.Filter) // written: the bitset is free for the next file
 			j.sum.Blobs++
-			j.sum.PerColumn[f.col].FilesIndexed++
-			j.sum.DistinctValues += f.ndv
+			j.sum.PerColumn[f.Col].FilesIndexed++
+			j.sum.DistinctValues += f.NDV
 			indexed = true
 		}
 		if indexed {
 			j.sum.FilesIndexed++
 		}
 		if failure == nil {
-			report(&r.file)
+			report(&r.File)
 		}
 	}
 	if failure == nil {
@@ -505,30 +499,30 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 
 // readConfig is how the job reads its data files (Options.Parallel,
 // RequestsInFlight, DisablePrefetch, MemoryBudget).
-func (j *job) readConfig() (readConfig, error) {
-	rc := readConfig{
-		fs: j.fs, cols: j.cols, nameMapping: j.tbl.Metadata().NameMapping(),
-		maxFilterBytes: j.o.MaxFilterBytes, noDictShortcut: j.o.DisableDictionaryShortcut,
-		parallel: j.o.Parallel, requests: j.o.RequestsInFlight,
+func (j *job) readConfig() (filescan.Config, error) {
+	rc := filescan.Config{
+		FS: j.fs, Columns: scanColumns(j.cols), NameMapping: j.tbl.Metadata().NameMapping(),
+		MaxFilterBytes: j.o.MaxFilterBytes, NoDictShortcut: j.o.DisableDictionaryShortcut,
+		Parallel: j.o.Parallel, Requests: j.o.RequestsInFlight,
 	}
-	if rc.requests < 0 {
-		return rc, fmt.Errorf("requests in flight %d: want at least 1 (0: %d)", rc.requests, DefaultRequestsInFlight)
+	if rc.Requests < 0 {
+		return rc, fmt.Errorf("requests in flight %d: want at least 1 (0: %d)", rc.Requests, filescan.DefaultRequestsInFlight)
 	}
-	if rc.requests == 0 {
-		rc.requests = DefaultRequestsInFlight
+	if rc.Requests == 0 {
+		rc.Requests = filescan.DefaultRequestsInFlight
 	}
-	if rc.parallel <= 0 {
-		rc.parallel = runtime.NumCPU()
+	if rc.Parallel <= 0 {
+		rc.Parallel = runtime.NumCPU()
 	}
-	if rc.maxFilterBytes <= 0 {
-		rc.maxFilterBytes = DefaultMaxFilterBytes
+	if rc.MaxFilterBytes <= 0 {
+		rc.MaxFilterBytes = DefaultMaxFilterBytes
 	}
 	if !j.o.DisablePrefetch && (j.o.ForcePrefetch || !catalog.IsLocal(j.tbl.Location())) {
 		budget := j.o.MemoryBudget
 		if budget <= 0 {
 			budget = segment.DefaultMemoryBudget
 		}
-		rc.prefetchBytes = prefetchBytesOf(budget)
+		rc.PrefetchBytes = filescan.PrefetchBytesOf(budget)
 	}
 	return rc, nil
 }

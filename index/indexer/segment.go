@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/filescan"
 	"github.com/icebloom/icebloom/index/hashing"
 	"github.com/icebloom/icebloom/index/sbbf"
 	"github.com/icebloom/icebloom/index/segment"
@@ -29,29 +30,15 @@ const CreatedBy = "icebloom"
 // in a statistics entry, giving how many entries of the field the file holds.
 const PropEntryCount = "entry-count"
 
-// dataFile is what the build keeps of a live data file.
-type dataFile struct {
-	path string
-	size int64
-	// identity maps the source field of each identity partition field to
-	// the file's partition value: writers may leave such a column out of
-	// the file, and readers then fill it in from the partition.
-	identity map[int]any
-	// cols are the columns to read (indexes into the run's columns), in
-	// order; nil reads them all. A sync reads only the columns the index
-	// lacks for the file, never the chunks of those it covers.
-	cols []int
-}
-
 // liveDataFiles lists the data files of a snapshot that keep accepts (nil:
 // all): manifests of data files only (delete files are not indexed),
 // entries not marked DELETED. A shard's keep holds only its files in
 // memory, however many the snapshot has.
-func liveDataFiles(fs icebergio.IO, meta table.Metadata, snap *table.Snapshot, keep func(path string) bool) ([]dataFile, error) {
-	var files []dataFile
+func liveDataFiles(fs icebergio.IO, meta table.Metadata, snap *table.Snapshot, keep func(path string) bool) ([]filescan.File, error) {
+	var files []filescan.File
 	err := eachDataFile(fs, snap, nil, func(df iceberg.DataFile) {
 		if keep == nil || keep(df.FilePath()) {
-			files = append(files, dataFile{path: df.FilePath(), size: df.FileSizeBytes(), identity: identityValues(meta, df)})
+			files = append(files, filescan.File{Path: df.FilePath(), Size: df.FileSizeBytes(), Identity: identityValues(meta, df)})
 		}
 	})
 	return files, err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/filescan"
 	"github.com/icebloom/icebloom/index/sbbf"
 	"github.com/icebloom/icebloom/index/segment"
 	"github.com/icebloom/icebloom/puffin"
@@ -149,16 +150,16 @@ func Verify(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 			cr.Name = n
 		}
 		for i, df := range live {
-			if _, ok := ix.Lookup(df.path, df.size, id); ok {
+			if _, ok := ix.Lookup(df.Path, df.Size, id); ok {
 				cr.Covered++
 				anyCovered[i] = true
 			} else if cr.Uncovered++; len(cr.UncoveredFiles) < maxListedUncovered {
-				cr.UncoveredFiles = append(cr.UncoveredFiles, df.path)
+				cr.UncoveredFiles = append(cr.UncoveredFiles, df.Path)
 			}
 		}
 		rep.Columns = append(rep.Columns, cr)
 	}
-	var covered []dataFile
+	var covered []filescan.File
 	for i, df := range live {
 		if anyCovered[i] {
 			covered = append(covered, df)
@@ -248,12 +249,12 @@ func checkSegment(fs icebergio.IO, sf table.StatisticsFile) SegmentReport {
 // and checks every distinct value against the file's filter. A filter
 // hashed as another type than the column's current one (built before a
 // type promotion) is not re-derived.
-func sampleFile(ctx context.Context, fs icebergio.IO, tbl *table.Table, ix *index.TableIndex, ids []int, df dataFile) SampleReport {
-	sr := SampleReport{File: df.path, Columns: []string{}, Problems: []string{}}
-	var cols []Column
+func sampleFile(ctx context.Context, fs icebergio.IO, tbl *table.Table, ix *index.TableIndex, ids []int, df filescan.File) SampleReport {
+	sr := SampleReport{File: df.Path, Columns: []string{}, Problems: []string{}}
+	var cols []filescan.Column
 	var filters []index.Filter
 	for _, id := range ids {
-		flt, ok := ix.Lookup(df.path, df.size, id)
+		flt, ok := ix.Lookup(df.Path, df.Size, id)
 		if !ok {
 			continue
 		}
@@ -262,7 +263,7 @@ func sampleFile(ctx context.Context, fs icebergio.IO, tbl *table.Table, ix *inde
 		if err != nil || !resolved[0].Type.Equals(flt.ValueType) {
 			continue
 		}
-		cols = append(cols, resolved[0])
+		cols = append(cols, resolved[0].Column)
 		filters = append(filters, flt)
 		sr.Columns = append(sr.Columns, name)
 	}
@@ -276,12 +277,12 @@ func sampleFile(ctx context.Context, fs icebergio.IO, tbl *table.Table, ix *inde
 			stored[i], err = sbbf.FromBytes(bits)
 		}
 		if err != nil {
-			sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s, column %s: %v", df.path, sr.Columns[i], err))
+			sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s, column %s: %v", df.Path, sr.Columns[i], err))
 			return sr
 		}
 	}
-	x := newFileIndexer(fs, cols, tbl.Metadata().NameMapping(), DefaultMaxFilterBytes, false)
-	x.onDistinct = func(ci int, unique []uint64) {
+	x := filescan.NewScanner(fs, cols, tbl.Metadata().NameMapping(), DefaultMaxFilterBytes, false)
+	x.OnDistinct = func(ci int, unique []uint64) {
 		sr.Values += int64(len(unique))
 		missing := 0
 		for _, h := range unique {
@@ -291,20 +292,20 @@ func sampleFile(ctx context.Context, fs icebergio.IO, tbl *table.Table, ix *inde
 		}
 		if missing > 0 {
 			sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s, column %s: %d of its %d distinct values are not in its filter (in %s)",
-				df.path, sr.Columns[ci], missing, len(unique), filters[ci].Path))
+				df.Path, sr.Columns[ci], missing, len(unique), filters[ci].Path))
 		}
 		if int64(len(unique)) != filters[ci].NDV {
 			sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s, column %s: %d distinct values, the index records %d (in %s)",
-				df.path, sr.Columns[ci], len(unique), filters[ci].NDV, filters[ci].Path))
+				df.Path, sr.Columns[ci], len(unique), filters[ci].NDV, filters[ci].Path))
 		}
 	}
-	filtersRead, err := x.index(ctx, df)
+	filtersRead, err := x.Scan(ctx, df)
 	if err != nil {
-		sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s: re-read for verification: %v", df.path, err))
+		sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s: re-read for verification: %v", df.Path, err))
 	}
 	for _, fo := range filtersRead {
-		if fo.err != nil {
-			sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s: re-read for verification: %v", df.path, fo.err))
+		if fo.Err != nil {
+			sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s: re-read for verification: %v", df.Path, fo.Err))
 		}
 	}
 	return sr
