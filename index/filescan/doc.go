@@ -6,7 +6,8 @@
 // every value of a chunk — and counts the distinct values that size the
 // filter. ReadFiles does this for many files with bounded parallelism and
 // bounded storage requests, reading footers and column chunks ahead on
-// object storage; Scanner does it for one file at a time.
+// object storage; Scanner does it for one file at a time. LiveFiles lists
+// the live data files of a snapshot from its manifests.
 //
 // Columns fail one by one: a column that cannot be decoded gets an error
 // and no filter while the file's other columns are still read, and a panic

@@ -16,6 +16,8 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/filescan"
+	"github.com/icebloom/icebloom/index/indexfile"
 	"github.com/icebloom/icebloom/index/segment"
 )
 
@@ -178,7 +180,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 		if !errors.As(err, &se) {
 			continue
 		}
-		if !brokenFile(&unreadableError{se.Path, se.Err}) {
+		if !indexfile.IsBroken(&indexfile.UnreadableError{Path: se.Path, Err: se.Err}) {
 			return nil, fmt.Errorf("compact the index of %s: %w", name, err)
 		}
 		if se.LinkedFrom != "" {
@@ -255,7 +257,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 		planned[sf.SnapshotID] = sf.StatisticsPath
 	}
 	planned[snap.SnapshotID] = (&job{snap: snap}).current(tbl.Metadata())
-	var merged segmentFile
+	var merged indexfile.File
 	var prepared *table.Table
 	committed, err := catalog.CommitStatistics(ctx, cat, ident, func(ctx context.Context, now *table.Table) (catalog.StatisticsChange, func(), error) {
 		prepared = now
@@ -271,7 +273,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 		j := &job{cat: cat, ident: ident, tbl: now, fs: fs, snap: current, o: Options{MemoryBudget: o.MemoryBudget, Logger: o.Logger}}
 		m, change, written, err := j.writeCompacted(segments, len(listed), broken, func(si, ord int, _ index.Filter) bool { return keep[si][ord] })
 		if err == nil {
-			err = m.checkFresh()
+			err = checkFresh(m)
 		}
 		if err != nil {
 			for _, p := range written {
@@ -292,19 +294,19 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 		}
 		return nil, fmt.Errorf("commit the compacted index of %s: %w", name, err)
 	}
-	removed, err := ensureCommitted(ctx, cat, ident, fs, o.Logger, committed, merged.path)
+	removed, err := ensureCommitted(ctx, cat, ident, fs, o.Logger, committed, merged.Path)
 	if err != nil {
 		return nil, err
 	}
 	sum.BrokenFiles = append(sum.BrokenFiles, removed...)
-	sum.StatisticsPath = merged.path
-	sum.BytesCopied = merged.bytesCopied
+	sum.StatisticsPath = merged.Path
+	sum.BytesCopied = merged.BytesCopied
 	for _, sf := range broken {
 		sum.BrokenFiles = append(sum.BrokenFiles, sf.StatisticsPath)
 	}
 	sum.BrokenFiles = append(sum.BrokenFiles, brokenLinked...)
-	if merged.broken != "" && !slices.Contains(sum.BrokenFiles, merged.broken) {
-		sum.BrokenFiles = append(sum.BrokenFiles, merged.broken)
+	if merged.Broken != "" && !slices.Contains(sum.BrokenFiles, merged.Broken) {
+		sum.BrokenFiles = append(sum.BrokenFiles, merged.Broken)
 	}
 	for sf := range committed.Metadata().Statistics() {
 		if index.HoldsEntries(sf) {
@@ -354,14 +356,14 @@ func replacedSegments(fs icebergio.IO, tbl, prepared *table.Table, planned map[i
 // and for every other segment that shares its file with other tools' blobs,
 // a copy holding only those. It returns the change that registers them and
 // removes the rest, and the paths written.
-func (j *job) writeCompacted(segments []index.Segment, listed int, broken []table.StatisticsFile, keep func(seg, ord int, f index.Filter) bool) (segmentFile, catalog.StatisticsChange, []string, error) {
+func (j *job) writeCompacted(segments []index.Segment, listed int, broken []table.StatisticsFile, keep func(seg, ord int, f index.Filter) bool) (indexfile.File, catalog.StatisticsChange, []string, error) {
 	var change catalog.StatisticsChange
 	var written []string
-	fail := func(err error) (segmentFile, catalog.StatisticsChange, []string, error) {
+	fail := func(err error) (indexfile.File, catalog.StatisticsChange, []string, error) {
 		for _, p := range written {
 			j.fs.Remove(p)
 		}
-		return segmentFile{}, catalog.StatisticsChange{}, nil, err
+		return indexfile.File{}, catalog.StatisticsChange{}, nil, err
 	}
 	meta := j.tbl.Metadata()
 	current, hasCurrent := catalog.StatisticsFileOf(meta, j.snap.SnapshotID)
@@ -373,20 +375,20 @@ func (j *job) writeCompacted(segments []index.Segment, listed int, broken []tabl
 	if err != nil {
 		return fail(err)
 	}
-	if err := sw.copyFilters(j.fs, segments, keep); err != nil {
-		sw.abandon()
+	if err := sw.CopyFilters(j.fs, segments, keep); err != nil {
+		sw.Abandon()
 		return fail(err)
 	}
-	merged, err := sw.finish()
+	merged, err := sw.Finish()
 	if err != nil {
 		return fail(err)
 	}
-	written = append(written, merged.path)
+	written = append(written, merged.Path)
 	var replaced *table.StatisticsFile
 	if hasCurrent {
 		replaced = &current
 	}
-	change.Set = append(change.Set, merged.statisticsFile(j.snap, replaced))
+	change.Set = append(change.Set, merged.StatisticsFile(j.snap, replaced))
 
 	for _, seg := range segments[:listed] { // the others are no longer registered
 		if seg.File.SnapshotID == j.snap.SnapshotID || seg.LinkedFrom != "" {
@@ -416,7 +418,7 @@ func (j *job) writeCompacted(segments []index.Segment, listed int, broken []tabl
 				change.Set = append(change.Set, rewritten)
 				continue
 			}
-			if !brokenFile(err) {
+			if !indexfile.IsBroken(err) {
 				return fail(err)
 			}
 		}
@@ -432,24 +434,24 @@ func (j *job) writeCompacted(segments []index.Segment, listed int, broken []tabl
 // foreignOnlyCopy writes a copy of a statistics file without its index
 // entries, for the same snapshot, and returns its statistics entry.
 func (j *job) foreignOnlyCopy(sf table.StatisticsFile) (table.StatisticsFile, error) {
-	path, err := newSegmentPath(j.tbl, sf.SnapshotID)
+	path, err := indexfile.NewPath(j.tbl, sf.SnapshotID)
 	if err != nil {
 		return table.StatisticsFile{}, err
 	}
-	sw, err := createSegment(j.fs, path, j.segmentOptions())
+	sw, err := indexfile.Create(j.fs, path, j.segmentOptions(), clock)
 	if err != nil {
 		return table.StatisticsFile{}, err
 	}
-	if err := sw.copyForeign(j.fs, sf); err != nil {
-		sw.abandon()
+	if err := sw.CopyForeign(j.fs, sf); err != nil {
+		sw.Abandon()
 		return table.StatisticsFile{}, err
 	}
-	seg, err := sw.finish()
+	seg, err := sw.Finish()
 	if err != nil {
 		return table.StatisticsFile{}, err
 	}
 	snap := j.tbl.SnapshotByID(sf.SnapshotID)
-	return seg.statisticsFile(snap, &sf), nil
+	return seg.StatisticsFile(snap, &sf), nil
 }
 
 type fileKey struct {
@@ -464,7 +466,7 @@ func heldDataFiles(fs icebergio.IO, snaps []table.Snapshot) (map[fileKey]int32, 
 	held := map[fileKey]int32{}
 	seen := map[string]bool{}
 	for _, snap := range snaps {
-		err := eachDataFile(fs, &snap, seen, func(df iceberg.DataFile) {
+		err := filescan.EachDataFile(fs, &snap, seen, func(df iceberg.DataFile) {
 			key := fileKey{df.FilePath(), df.FileSizeBytes()}
 			if _, ok := held[key]; !ok {
 				held[key] = int32(len(held))

@@ -21,6 +21,7 @@ import (
 	"github.com/icebloom/icebloom/index/lookup"
 	"github.com/icebloom/icebloom/index/sbbf"
 	"github.com/icebloom/icebloom/index/segment"
+	"github.com/icebloom/icebloom/index/verify"
 	"github.com/icebloom/icebloom/puffin"
 )
 
@@ -312,7 +313,7 @@ func TestCorruptionMatrix(t *testing.T) {
 				if len(res.IndexErrors) == 0 {
 					t.Errorf("the lookup reported no index error (%d candidates)", len(res.Candidates))
 				}
-				rep, err := indexer.Verify(ctx, fx.cat, fx.ident, indexer.VerifyOptions{Sample: 2, Seed: 1})
+				rep, err := verify.Table(ctx, fx.cat, fx.ident, verify.Options{Sample: 2, Seed: 1})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -331,7 +332,7 @@ func TestCorruptionMatrix(t *testing.T) {
 func TestVerifyCleanIndex(t *testing.T) {
 	fx := newCorruptionFixture(t)
 	catalogtest.Append(t, fx.table(t), eventsRecord(t, fx.table(t).Schema(), randomRows(newRand(), 10)))
-	rep, err := indexer.Verify(ctx, fx.cat, fx.ident, indexer.VerifyOptions{Sample: 100})
+	rep, err := verify.Table(ctx, fx.cat, fx.ident, verify.Options{Sample: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +386,7 @@ func TestCompactionLeavesBrokenGroupsOut(t *testing.T) {
 	if !planKeeps(t, tbl, iceberg.EqualTo(iceberg.Reference("id"), tg.needle), tg.file) {
 		t.Fatalf("the lookup dropped %s", tg.file)
 	}
-	rep, err := indexer.Verify(ctx, fx.cat, fx.ident, indexer.VerifyOptions{Sample: 6})
+	rep, err := verify.Table(ctx, fx.cat, fx.ident, verify.Options{Sample: 6})
 	if err != nil || !rep.OK() {
 		t.Fatalf("verify after the repair: %v %+v", err, rep.Problems)
 	}

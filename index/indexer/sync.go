@@ -9,6 +9,7 @@ import (
 
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/filescan"
+	"github.com/icebloom/icebloom/index/indexfile"
 )
 
 // Sync indexes the live data files of the current snapshot that the index
@@ -52,14 +53,14 @@ func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 		return nil, err
 	}
 	j.keepEntries = true
-	files, err := liveDataFiles(j.fs, j.tbl.Metadata(), j.snap, j.shardFilter())
+	files, err := filescan.LiveFiles(j.fs, j.tbl.Metadata(), j.snap, j.shardFilter())
 	if err != nil {
 		return nil, err
 	}
 	ix := j.ix
 	for _, err := range j.ixErrs {
 		var se *index.SegmentError
-		if errors.As(err, &se) && brokenFile(&unreadableError{se.Path, se.Err}) {
+		if errors.As(err, &se) && indexfile.IsBroken(&indexfile.UnreadableError{Path: se.Path, Err: se.Err}) {
 			j.sum.brokenSegments++ // its files are indexed again below; a compaction removes it
 		}
 	}

@@ -1,4 +1,13 @@
-package indexer
+// Package verify checks a table's icebloom index as a reader relies on it
+// (Table): the checksums of every segment, that footers and directories
+// agree, which live data files each indexed column covers, and, for a
+// sample of covered files, that re-reading the data file finds every
+// distinct value in its filter. It reads the data files with index/filescan
+// as a build does.
+//
+// It only reads and reports: it changes no file and commits nothing;
+// repairing what it finds is a sync's or a rebuild's job (index/indexer).
+package verify
 
 import (
 	"context"
@@ -16,14 +25,15 @@ import (
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/filescan"
+	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/sbbf"
 	"github.com/icebloom/icebloom/index/segment"
 	"github.com/icebloom/icebloom/puffin"
 )
 
-// VerifyOptions configure Verify.
-type VerifyOptions struct {
-	// Sample is how many covered live data files Verify re-reads to check
+// Options configure Table.
+type Options struct {
+	// Sample is how many covered live data files Table re-reads to check
 	// that their filters hold every value of the file.
 	Sample int
 	// Seed chooses the sample; 0 chooses one at random, which the report
@@ -31,10 +41,10 @@ type VerifyOptions struct {
 	Seed uint64
 }
 
-// VerifyReport is what Verify found. Problems lists every problem, each
+// Report is what Table found. Problems lists every problem, each
 // naming its file (and column); an index without problems may still leave
 // live files uncovered, which Columns reports.
-type VerifyReport struct {
+type Report struct {
 	SnapshotID int64            `json:"snapshot_id"`
 	Segments   []SegmentReport  `json:"segments"`
 	Columns    []CoverageReport `json:"columns"`
@@ -43,8 +53,8 @@ type VerifyReport struct {
 	Problems   []string         `json:"problems"`
 }
 
-// OK reports whether Verify found no problem.
-func (r *VerifyReport) OK() bool { return len(r.Problems) == 0 }
+// OK reports whether Table found no problem.
+func (r *Report) OK() bool { return len(r.Problems) == 0 }
 
 // SegmentReport is the check of one statistics file holding index filters,
 // or of a segment file one links.
@@ -88,19 +98,19 @@ type SampleReport struct {
 // maxListedUncovered bounds the uncovered files a report lists by name.
 const maxListedUncovered = 20
 
-// Verify checks a table's index as a reader relies on it: every checksum of
+// Table checks a table's index as a reader relies on it: every checksum of
 // every segment (the directory and every chunk of every group), that
 // footers and directories agree, which live data files each indexed column
 // covers, and, for a sample of covered data files, that re-reading the file
 // finds every distinct value in its filter (no false negative). It changes
 // nothing.
-func Verify(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o VerifyOptions) (*VerifyReport, error) {
+func Table(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*Report, error) {
 	name := strings.Join(ident, ".")
 	tbl, err := catalog.LoadTable(ctx, cat, ident)
 	if err != nil {
 		return nil, fmt.Errorf("load table %s: %w", name, err)
 	}
-	rep := &VerifyReport{Segments: []SegmentReport{}, Columns: []CoverageReport{}, Sampled: []SampleReport{}, Problems: []string{}, Seed: o.Seed}
+	rep := &Report{Segments: []SegmentReport{}, Columns: []CoverageReport{}, Sampled: []SampleReport{}, Problems: []string{}, Seed: o.Seed}
 	if rep.Seed == 0 {
 		rep.Seed = rand.Uint64()
 	}
@@ -132,7 +142,7 @@ func Verify(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 	}
 	rep.SnapshotID = snap.SnapshotID
 	ix, _ := index.Load(ctx, fs, meta, nil) // its problems are the segments' above
-	live, err := liveDataFiles(fs, meta, snap, nil)
+	live, err := filescan.LiveFiles(fs, meta, snap, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +269,7 @@ func sampleFile(ctx context.Context, fs icebergio.IO, tbl *table.Table, ix *inde
 			continue
 		}
 		name, _ := tbl.Schema().FindColumnName(id)
-		resolved, err := ResolveColumns(tbl.Schema(), nil, []string{name}, flt.FPP)
+		resolved, err := indexer.ResolveColumns(tbl.Schema(), nil, []string{name}, flt.FPP)
 		if err != nil || !resolved[0].Type.Equals(flt.ValueType) {
 			continue
 		}
@@ -281,7 +291,7 @@ func sampleFile(ctx context.Context, fs icebergio.IO, tbl *table.Table, ix *inde
 			return sr
 		}
 	}
-	x := filescan.NewScanner(fs, cols, tbl.Metadata().NameMapping(), DefaultMaxFilterBytes, false)
+	x := filescan.NewScanner(fs, cols, tbl.Metadata().NameMapping(), indexer.DefaultMaxFilterBytes, false)
 	x.OnDistinct = func(ci int, unique []uint64) {
 		sr.Values += int64(len(unique))
 		missing := 0
