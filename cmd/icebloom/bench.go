@@ -21,7 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
@@ -175,8 +175,8 @@ func (c *BenchCmd) run(ctx context.Context, e *env) error {
 // createTable writes the benchmark table: a random even long id (odd ids are
 // certainly absent, yet within the files' min/max), a random string, and a
 // string of benchCats distinct values. It returns an id one file holds.
-func (c *BenchCmd) createTable(ctx context.Context, cat icecat.Catalog) (needle int64, err error) {
-	if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil && !errors.Is(err, icecat.ErrNamespaceAlreadyExists) {
+func (c *BenchCmd) createTable(ctx context.Context, cat icecatalog.Catalog) (needle int64, err error) {
+	if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
 		return 0, fmt.Errorf("create namespace bench: %w", err)
 	}
 	if _, err := cat.LoadTable(ctx, benchTable); err == nil {
@@ -190,7 +190,7 @@ func (c *BenchCmd) createTable(ctx context.Context, cat icecat.Catalog) (needle 
 	// Manifests are merged as Java and Spark writers merge them by default
 	// (iceberg-go does not): without it, the 200 appends would leave 200
 	// manifests, and planning a lookup would be reading them.
-	tbl, err := cat.CreateTable(ctx, benchTable, sc, icecat.WithProperties(iceberg.Properties{
+	tbl, err := cat.CreateTable(ctx, benchTable, sc, icecatalog.WithProperties(iceberg.Properties{
 		table.ManifestMergeEnabledKey: "true",
 	}))
 	if err != nil {
@@ -239,7 +239,7 @@ func benchRecord(as *arrow.Schema, rng *rand.Rand, n int) arrow.RecordBatch {
 // bencher holds what the measurements share.
 type bencher struct {
 	c     *BenchCmd
-	cat   icecat.Catalog
+	cat   icecatalog.Catalog
 	e     *env
 	tbl   *table.Table
 	fs    icebergio.IO
@@ -558,7 +558,7 @@ func (r *floorReader) readChunk(cr file.ColumnChunkReader, hc *hashing.Column) e
 }
 
 // idFilters loads the table's index and returns the id column's filters.
-func (b *bencher) idFilters(ctx context.Context) ([]index.Filter, error) {
+func (b *bencher) idFilters(ctx context.Context) ([]index.StoredFilter, error) {
 	tbl, err := b.cat.LoadTable(ctx, benchTable)
 	if err != nil {
 		return nil, err
@@ -567,7 +567,7 @@ func (b *bencher) idFilters(ctx context.Context) ([]index.Filter, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("load index: %w", errors.Join(errs...))
 	}
-	var filters []index.Filter
+	var filters []index.StoredFilter
 	for _, seg := range ix.Segments() {
 		for f := range seg.Filters() {
 			if f.FieldID == 1 {
@@ -643,7 +643,7 @@ func (b *bencher) indexSize(ctx context.Context) error {
 }
 
 // readFilter reads a filter's bitset from its Puffin file.
-func (b *bencher) readFilter(en index.Filter) (sbbf.Filter, error) {
+func (b *bencher) readFilter(en index.StoredFilter) (sbbf.Filter, error) {
 	f, err := b.fs.Open(en.Path)
 	if err != nil {
 		return sbbf.Filter{}, fmt.Errorf("open %s: %w", en.Path, err)

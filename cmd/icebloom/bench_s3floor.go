@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/errgroup"
@@ -96,7 +96,7 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	if cl, ok := s3cat.(icecat.Closer); ok {
+	if cl, ok := s3cat.(icecatalog.Closer); ok {
 		defer cl.Close()
 	}
 	e.options = catalog.Embedded(dir)
@@ -133,7 +133,7 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 		return err
 	}
 
-	build := func(cat icecat.Catalog, o indexer.Options) (total, reading, cpu time.Duration, err error) {
+	build := func(cat icecatalog.Catalog, o indexer.Options) (total, reading, cpu time.Duration, err error) {
 		o.Columns, o.FPP, o.FailFast = scaleColumns, c.FPP, true
 		var first, last time.Time
 		o.Progress = func(p indexer.Progress) {
@@ -289,9 +289,9 @@ func floorFiles(n, rows int) ([][]byte, error) {
 
 // floorTable creates table ident of the scale tables' schema in cat and
 // adds the files, stored with put, in one add_files commit.
-func floorTable(ctx context.Context, cat icecat.Catalog, ident table.Identifier, files [][]byte,
+func floorTable(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, files [][]byte,
 	put func(location, base string, data []byte) (string, error)) error {
-	if err := cat.CreateNamespace(ctx, table.Identifier{ident[0]}, nil); err != nil && !errors.Is(err, icecat.ErrNamespaceAlreadyExists) {
+	if err := cat.CreateNamespace(ctx, table.Identifier{ident[0]}, nil); err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
 		return fmt.Errorf("create namespace %s: %w", ident[0], err)
 	}
 	if _, err := cat.LoadTable(ctx, ident); err == nil {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/index"
@@ -18,7 +18,7 @@ import (
 // finish: each shard's time, peak heap and commit, the cold load of the
 // linked index before the merge, and the merge itself — the numbers
 // docs/scale.md extrapolates from.
-func (s *scaler) sharded(ctx context.Context, cat icecat.Catalog, n, shards int) (ScaleRun, error) {
+func (s *scaler) sharded(ctx context.Context, cat icecatalog.Catalog, n, shards int) (ScaleRun, error) {
 	run := ScaleRun{Files: n, Storage: fmt.Sprintf("local, %d shards", shards)}
 	ident := table.Identifier{"bench", fmt.Sprintf("sharded_%d_%d", n, shards)}
 	if _, err := cat.LoadTable(ctx, ident); err == nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
@@ -292,8 +292,8 @@ func shellQuote(s string) string {
 // columns — min/max statistics cannot prune them — and returns a user id
 // that one of its files holds and one, within the same range, that none
 // holds.
-func (c *QuickstartCmd) createTable(ctx context.Context, cat icecat.Catalog) (needle, absent int64, err error) {
-	if err := cat.CreateNamespace(ctx, table.Identifier{"demo"}, nil); err != nil && !errors.Is(err, icecat.ErrNamespaceAlreadyExists) {
+func (c *QuickstartCmd) createTable(ctx context.Context, cat icecatalog.Catalog) (needle, absent int64, err error) {
+	if err := cat.CreateNamespace(ctx, table.Identifier{"demo"}, nil); err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
 		return 0, 0, fmt.Errorf("create namespace demo: %w", err)
 	}
 	if old, err := cat.LoadTable(ctx, quickstartTable); err == nil {
@@ -316,7 +316,7 @@ func (c *QuickstartCmd) createTable(ctx context.Context, cat icecat.Catalog) (ne
 	for _, col := range []string{"user_id", "email", "order_id"} {
 		props[indexer.PropBloomEnabledPrefix+col] = "true"
 	}
-	tbl, err := cat.CreateTable(ctx, quickstartTable, sc, icecat.WithProperties(props))
+	tbl, err := cat.CreateTable(ctx, quickstartTable, sc, icecatalog.WithProperties(props))
 	if err != nil {
 		return 0, 0, fmt.Errorf("create demo.events: %w", err)
 	}

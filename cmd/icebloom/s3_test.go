@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
@@ -66,13 +66,13 @@ func newS3Env(t *testing.T) *s3Env {
 }
 
 // catalog opens the catalog, closed at the end of the test.
-func (e *s3Env) catalog(t *testing.T) icecat.Catalog {
+func (e *s3Env) catalog(t *testing.T) icecatalog.Catalog {
 	t.Helper()
 	cat, err := catalog.Open(t.Context(), e.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, ok := cat.(icecat.Closer); ok {
+	if c, ok := cat.(icecatalog.Closer); ok {
 		t.Cleanup(func() { c.Close() })
 	}
 	return cat

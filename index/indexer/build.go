@@ -366,7 +366,7 @@ func (j *job) carryFrom(sw *indexfile.Writer, sf *table.StatisticsFile) error {
 		} else if l, ok := linkable(seg); ok && j.o.Shard != nil {
 			j.carry(sw, l) // a shard links what it carries, never copying another shard's filters
 		} else {
-			err = sw.CopyFilters(j.fs, []index.Segment{seg}, func(int, int, index.Filter) bool { return true })
+			err = sw.CopyFilters(j.fs, []index.Segment{seg}, func(int, int, index.StoredFilter) bool { return true })
 			for _, l := range seg.Links() {
 				j.carry(sw, l)
 			}
@@ -462,7 +462,7 @@ func (j *job) writeIndex(ctx context.Context, files []filescan.File) (indexfile.
 				continue // a sync re-reading a file whose other column failed
 			}
 			start := time.Now()
-			err := sw.Add(segment.Filter{
+			err := sw.Add(segment.FilterInput{
 				File:    segment.File{Path: r.File.Path, Size: r.File.Size},
 				FieldID: col.Field.ID, ValueType: col.Type, FPP: col.FPP, NDV: f.NDV,
 				Bits: f.Filter.Bytes(),
@@ -835,7 +835,7 @@ func (j *job) rebase(base *table.StatisticsFile, replaces string, seg indexfile.
 	}
 	own, err := index.ReadSegment(j.fs, seg.Location())
 	if err == nil {
-		err = sw.CopyFilters(j.fs, []index.Segment{own}, func(_, _ int, f index.Filter) bool {
+		err = sw.CopyFilters(j.fs, []index.Segment{own}, func(_, _ int, f index.StoredFilter) bool {
 			return seg.Own[segment.File{Path: f.DataFile, Size: f.DataFileSize}]
 		})
 	}
@@ -877,7 +877,7 @@ func (j *job) copyMergedBack(sw *indexfile.Writer, base *table.StatisticsFile, o
 			held[filterKey{f.DataFile, f.DataFileSize, f.FieldID}] = true
 		}
 	}
-	return sw.CopyFilters(j.fs, from, func(_, _ int, f index.Filter) bool {
+	return sw.CopyFilters(j.fs, from, func(_, _ int, f index.StoredFilter) bool {
 		key := filterKey{f.DataFile, f.DataFileSize, f.FieldID}
 		if held[key] {
 			return false

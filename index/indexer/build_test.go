@@ -173,7 +173,7 @@ func indexOf(t *testing.T, tbl *table.Table) (table.StatisticsFile, map[string]m
 }
 
 type indexed struct {
-	entry  index.Filter
+	entry  index.StoredFilter
 	filter sbbf.Filter
 }
 

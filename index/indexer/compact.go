@@ -271,7 +271,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 			return catalog.StatisticsChange{}, nil, errStatisticsMoved
 		}
 		j := &job{cat: cat, ident: ident, tbl: now, fs: fs, snap: current, o: Options{MemoryBudget: o.MemoryBudget, Logger: o.Logger}}
-		m, change, written, err := j.writeCompacted(segments, len(listed), broken, func(si, ord int, _ index.Filter) bool { return keep[si][ord] })
+		m, change, written, err := j.writeCompacted(segments, len(listed), broken, func(si, ord int, _ index.StoredFilter) bool { return keep[si][ord] })
 		if err == nil {
 			err = checkFresh(m)
 		}
@@ -356,7 +356,7 @@ func replacedSegments(fs icebergio.IO, tbl, prepared *table.Table, planned map[i
 // and for every other segment that shares its file with other tools' blobs,
 // a copy holding only those. It returns the change that registers them and
 // removes the rest, and the paths written.
-func (j *job) writeCompacted(segments []index.Segment, listed int, broken []table.StatisticsFile, keep func(seg, ord int, f index.Filter) bool) (indexfile.File, catalog.StatisticsChange, []string, error) {
+func (j *job) writeCompacted(segments []index.Segment, listed int, broken []table.StatisticsFile, keep func(seg, ord int, f index.StoredFilter) bool) (indexfile.File, catalog.StatisticsChange, []string, error) {
 	var change catalog.StatisticsChange
 	var written []string
 	fail := func(err error) (indexfile.File, catalog.StatisticsChange, []string, error) {

@@ -215,7 +215,7 @@ func (s *Writer) CopyForeign(fs icebergio.IO, sf table.StatisticsFile) error {
 }
 
 // Add writes one filter the run built.
-func (s *Writer) Add(f segment.Filter) error {
+func (s *Writer) Add(f segment.FilterInput) error {
 	if err := s.sw.Add(f); err != nil {
 		return fmt.Errorf("write %s: %w", s.File.Path, err)
 	}
@@ -229,7 +229,7 @@ func (s *Writer) Add(f segment.Filter) error {
 // re-hashing: the groups
 // of v2 segments merged run by run, class by class; the bitsets of v1
 // entries read whole and added to the groups of their block count.
-func (s *Writer) CopyFilters(fs icebergio.IO, segs []index.Segment, keep func(seg, ord int, f index.Filter) bool) error {
+func (s *Writer) CopyFilters(fs icebergio.IO, segs []index.Segment, keep func(seg, ord int, f index.StoredFilter) bool) error {
 	type class struct {
 		field, blocks int
 		valueType     string
@@ -260,7 +260,7 @@ func (s *Writer) CopyFilters(fs icebergio.IO, segs []index.Segment, keep func(se
 				if err != nil {
 					return &UnreadableError{seg.File.StatisticsPath, err}
 				}
-				err = s.sw.Add(segment.Filter{File: segment.File{Path: flt.DataFile, Size: flt.DataFileSize},
+				err = s.sw.Add(segment.FilterInput{File: segment.File{Path: flt.DataFile, Size: flt.DataFileSize},
 					FieldID: flt.FieldID, ValueType: flt.ValueType, FPP: flt.FPP, NDV: flt.NDV, Bits: bits})
 				if err != nil {
 					return fmt.Errorf("write %s: %w", s.File.Path, err)

@@ -24,7 +24,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -161,7 +161,7 @@ func newFixture(t testing.TB, cols []column, props iceberg.Properties) *fixture 
 		t.Fatal(err)
 	}
 	ident := table.Identifier{"db", "events"}
-	tbl, err := cat.CreateTable(ctx, ident, schemaOf(cols), catalog.WithProperties(props))
+	tbl, err := cat.CreateTable(ctx, ident, schemaOf(cols), icecatalog.WithProperties(props))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -188,7 +188,7 @@ func (r *run) report(err error) { r.errs = append(r.errs, err) }
 
 // files returns one check per data file of tasks (a large file may be split
 // into several tasks) and the index of each file's check by path.
-func (r *run) files(f *filter, tasks []table.FileScanTask) ([]fileCheck, map[string]int) {
+func (r *run) files(f *predicate, tasks []table.FileScanTask) ([]fileCheck, map[string]int) {
 	byPath := make(map[string]int, len(tasks))
 	files := make([]fileCheck, 0, len(tasks))
 	for _, t := range tasks {
@@ -209,7 +209,7 @@ func (r *run) files(f *filter, tasks []table.FileScanTask) ([]fileCheck, map[str
 // match. It works in rounds: each file says which blocks it needs next, all
 // of them are read together, and the files still undecided go on; an AND
 // reads its other tests only for files its cheapest test could not prune.
-func (r *run) prune(ctx context.Context, f *filter, files []fileCheck) error {
+func (r *run) prune(ctx context.Context, f *predicate, files []fileCheck) error {
 	pending := make([]*fileCheck, len(files))
 	for i := range files {
 		pending[i] = &files[i]
@@ -239,7 +239,7 @@ func (r *run) prune(ctx context.Context, f *filter, files []fileCheck) error {
 
 // match finds each file's applicable filter for each test's column, one
 // pass over each segment's files (index.TableIndex.Match).
-func (r *run) match(f *filter, files []fileCheck, byPath map[string]int) {
+func (r *run) match(f *predicate, files []fileCheck, byPath map[string]int) {
 	sizes := make([]int64, len(files))
 	for i := range files {
 		sizes[i] = files[i].size
@@ -252,10 +252,10 @@ func (r *run) match(f *filter, files []fileCheck, byPath map[string]int) {
 		}
 		testsOf[t.fieldID] = append(testsOf[t.fieldID], t.idx)
 	}
-	r.ix.Match(byPath, sizes, fields, func(i int, flt index.Filter) {
+	r.ix.Match(byPath, sizes, fields, func(i int, flt index.StoredFilter) {
 		for _, ti := range testsOf[flt.FieldID] {
 			if tc := &files[i].checks[ti]; !tc.indexed { // the first segment's wins
-				tc.filter, tc.indexed = flt, true
+				tc.stored, tc.indexed = flt, true
 			}
 		}
 	})
@@ -263,7 +263,7 @@ func (r *run) match(f *filter, files []fileCheck, byPath map[string]int) {
 
 // indexed reports whether a data file has an applicable filter for every
 // column of the filter's tests.
-func (r *run) indexed(f *filter, fc *fileCheck) bool {
+func (r *run) indexed(f *predicate, fc *fileCheck) bool {
 	for _, t := range f.tests {
 		if !fc.checks[t.idx].indexed {
 			return false

@@ -262,7 +262,7 @@ func checkSegment(fs icebergio.IO, sf table.StatisticsFile) SegmentReport {
 func sampleFile(ctx context.Context, fs icebergio.IO, tbl *table.Table, ix *index.TableIndex, ids []int, df filescan.File) SampleReport {
 	sr := SampleReport{File: df.Path, Columns: []string{}, Problems: []string{}}
 	var cols []filescan.Column
-	var filters []index.Filter
+	var filters []index.StoredFilter
 	for _, id := range ids {
 		flt, ok := ix.Lookup(df.Path, df.Size, id)
 		if !ok {
@@ -322,7 +322,7 @@ func sampleFile(ctx context.Context, fs icebergio.IO, tbl *table.Table, ix *inde
 }
 
 // readFilterAt reads a filter's bitset from its statistics file.
-func readFilterAt(fs icebergio.IO, flt index.Filter) ([]byte, error) {
+func readFilterAt(fs icebergio.IO, flt index.StoredFilter) ([]byte, error) {
 	f, err := fs.Open(flt.Path)
 	if err != nil {
 		return nil, err
