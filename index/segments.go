@@ -522,20 +522,6 @@ func LinksSegments(sf table.StatisticsFile) bool {
 	return false
 }
 
-// DirectoryPlace returns where table metadata says a v2 segment's directory
-// lies (segment.PropDirectoryOffset), ok false when it does not say.
-func DirectoryPlace(sf table.StatisticsFile) (off, length int64, ok bool) {
-	for _, b := range sf.BlobMetadata {
-		if puffin.BlobType(b.Type) != segment.DirectoryBlobType {
-			continue
-		}
-		off, err1 := strconv.ParseInt(b.Properties[segment.PropDirectoryOffset], 10, 64)
-		length, err2 := strconv.ParseInt(b.Properties[segment.PropDirectoryLength], 10, 64)
-		return off, length, err1 == nil && err2 == nil
-	}
-	return 0, 0, false
-}
-
 // readFooter reads what a statistics file holds for the index. A v2
 // segment whose directory's place table metadata records costs one read of
 // the directory; any other file one read of its footer (of the size its
@@ -547,11 +533,7 @@ func readFooter(fsys icebergio.IO, sf table.StatisticsFile) (*footer, error) {
 		return nil, fmt.Errorf("index: open statistics file %s: %w", path, err)
 	}
 	defer f.Close()
-	if off, length, ok := DirectoryPlace(sf); ok {
-		if off+length > sf.FileSizeInBytes-sf.FileFooterSizeInBytes {
-			return nil, fmt.Errorf("index: statistics file %s: directory of %d bytes at %d overlaps the footer", path, length, off)
-		}
-		dir, err := segment.ReadDirectory(f, off, length)
+	if dir, ok, err := segment.ReadPlacedDirectory(f, sf); ok {
 		if err != nil {
 			return nil, fmt.Errorf("index: statistics file %s: %w", path, err)
 		}

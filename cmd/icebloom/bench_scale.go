@@ -33,6 +33,7 @@ import (
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/lookup"
 	"github.com/icebloom/icebloom/index/sbbf"
+	"github.com/icebloom/icebloom/index/segment"
 )
 
 // The scale benchmark (`bench --scale`) measures index format v2 on tables
@@ -375,7 +376,7 @@ func (s *scaler) local(ctx context.Context, cat icecatalog.Catalog, n int) (Scal
 	}
 	seg := ix.Segments()[0]
 	sf := seg.File
-	_, dirLen, ok := index.DirectoryPlace(sf)
+	_, dirLen, ok := segment.DirectoryPlace(sf)
 	if !ok {
 		return run, fmt.Errorf("statistics entry %s records no directory place", sf.StatisticsPath)
 	}
@@ -698,7 +699,7 @@ func (s *scaler) onS3(ctx context.Context, dir string, n int) (ScaleRun, error) 
 	var dirBytes int64
 	for _, seg := range ix.Segments() {
 		segments++
-		if _, l, ok := index.DirectoryPlace(seg.File); ok {
+		if _, l, ok := segment.DirectoryPlace(seg.File); ok {
 			dirBytes += l
 		}
 		if seg.Dir == nil {

@@ -9,8 +9,8 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/segment"
 )
 
 // sharded measures a sharded build of a table of n tiny data files by
@@ -84,7 +84,7 @@ func (s *scaler) sharded(ctx context.Context, cat icecatalog.Catalog, n, shards 
 	if segs := ix.Segments(); len(segs) != 1 || len(segs[0].Dir.Files) != len(st.paths) {
 		return run, fmt.Errorf("after the merge: %d segments", len(segs))
 	}
-	_, dirLen, _ := index.DirectoryPlace(ix.Segments()[0].File)
+	_, dirLen, _ := segment.DirectoryPlace(ix.Segments()[0].File)
 	run.add(BenchLine{Key: "merged_directory_bytes", Value: float64(dirLen), Unit: "B", Target: "none (reported)",
 		Detail: fmt.Sprintf("%.1f B per data file", float64(dirLen)/float64(n))})
 	start = time.Now()

@@ -353,7 +353,7 @@ func checkDataReads(t *testing.T, reqs []catalogtest.S3Request, keys []string) {
 			}
 		}
 		// The file's end with the footer, then the column chunk unless
-		// that end holds it (reading ahead, index/indexer/prefetch.go).
+		// that end holds it (reading ahead, index/filescan/prefetch.go).
 		if ranged < 1 || ranged > 2 {
 			t.Errorf("data file %s: %d range GETs, want 1 or 2", key, ranged)
 		}

@@ -257,7 +257,7 @@ func TestCorruptionMatrix(t *testing.T) {
 			})
 		}},
 		{"shifted directory offset", func(t *testing.T, fx *corruptionFixture, tg target) {
-			off, length, _ := index.DirectoryPlace(tg.sf)
+			off, length, _ := segment.DirectoryPlace(tg.sf)
 			fx.setStatistics(t, tg.sf, func(sf *table.StatisticsFile) { setDirectoryPlace(sf, off-32, length) })
 		}},
 		{"shifted group offset", func(t *testing.T, fx *corruptionFixture, tg target) {
@@ -281,7 +281,7 @@ func TestCorruptionMatrix(t *testing.T) {
 			})
 		}},
 		{"edited directory bytes", func(t *testing.T, fx *corruptionFixture, tg target) {
-			off, _, _ := index.DirectoryPlace(tg.sf)
+			off, _, _ := segment.DirectoryPlace(tg.sf)
 			tg.editFile(t, func(b []byte) []byte {
 				b[off+20] ^= 0x40
 				return b
@@ -406,7 +406,7 @@ func TestSyncKeepsReadableForeignBlobsOfABrokenFile(t *testing.T) {
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 	sf := statisticsFiles(tbl)[0]
-	off, _, _ := index.DirectoryPlace(sf)
+	off, _, _ := segment.DirectoryPlace(sf)
 	local := strings.TrimPrefix(sf.StatisticsPath, "file://")
 	b, err := os.ReadFile(local)
 	if err != nil {

@@ -102,7 +102,7 @@ func linkTo(path string, size, footerSize int64, dir *segment.Result, run *Shard
 // table metadata records. ok is false for any other segment, whose filters
 // are copied.
 func linkable(seg index.Segment) (segment.Link, bool) {
-	off, length, ok := index.DirectoryPlace(seg.File)
+	off, length, ok := segment.DirectoryPlace(seg.File)
 	if !ok || seg.Dir == nil || len(seg.Dir.Links) > 0 || len(seg.Entries) > 0 || len(seg.Dir.Groups) == 0 {
 		return segment.Link{}, false
 	}

@@ -231,7 +231,7 @@ func checkSegment(fs icebergio.IO, sf table.StatisticsFile) SegmentReport {
 		return sr
 	}
 	sr.Format = 2
-	if mOff, mLen, ok := index.DirectoryPlace(sf); ok && (mOff != off || mLen != length) {
+	if mOff, mLen, ok := segment.DirectoryPlace(sf); ok && (mOff != off || mLen != length) {
 		problem("table metadata places the directory at %d (%d bytes), the footer at %d (%d bytes)", mOff, mLen, off, length)
 	}
 	dir, err := segment.ReadDirectory(f, off, length)
