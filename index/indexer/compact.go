@@ -104,18 +104,16 @@ var errStatisticsMoved = errors.New("the table's statistics files changed during
 // entries are lost.
 func Compact(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions) (*CompactSummary, error) {
 	start := time.Now()
-	var lost []index.Segment
-	broken := map[groupRef]bool{}
-	var drop map[int]string // resolved by the first pass, kept by the next
+	c := &compaction{broken: map[groupRef]bool{}}
 	for attempt := 0; attempt < maxOverwrites; attempt++ {
-		sum, err := compactOnce(ctx, cat, ident, o, lost, broken, &drop)
+		sum, err := c.once(ctx, cat, ident, o)
 		if errors.Is(err, errStatisticsMoved) {
 			continue
 		}
 		var se *segment.SourceError
-		if errors.As(err, &se) && len(broken) < maxBrokenGroups {
+		if errors.As(err, &se) && len(c.broken) < maxBrokenGroups {
 			// A broken group is never trusted: merge without it.
-			broken[groupRef{se.Path, se.Offset}] = true
+			c.broken[groupRef{se.Path, se.Offset}] = true
 			if o.Logger != nil {
 				o.Logger.Warn("index group left out of the compaction: its files will be indexed again",
 					"statistics_file", se.Path, "offset", se.Offset, "error", se.Err.Error())
@@ -126,11 +124,11 @@ func Compact(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier
 		if err != nil {
 			return nil, err
 		}
-		for g := range broken {
+		for g := range c.broken {
 			sum.BrokenGroups = append(sum.BrokenGroups, fmt.Sprintf("%s@%d", g.path, g.offset))
 		}
 		slices.Sort(sum.BrokenGroups)
-		if lost = sum.replaced; len(lost) > 0 {
+		if c.lost = sum.replaced; len(c.lost) > 0 {
 			continue
 		}
 		sum.Duration = time.Since(start)
@@ -149,13 +147,23 @@ type groupRef struct {
 // before it gives up.
 const maxBrokenGroups = 64
 
-// compactOnce plans and commits one compaction of the segments table
-// metadata lists plus extra ones it no longer lists (segments an earlier
-// pass replaced unseen), leaving out the broken groups.
-//
-// drop holds the fields o.DropColumns names once the first pass resolved
-// them, as a later pass (after a commit that dropped them) could not.
-func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions, extra []index.Segment, brokenGroups map[groupRef]bool, drop *map[int]string) (*CompactSummary, error) {
+// compaction is what one Compact carries from a pass to the next.
+type compaction struct {
+	// lost are segments table metadata no longer lists that an earlier
+	// pass's commit replaced unseen: the next pass merges them in.
+	lost []index.Segment
+	// broken are the groups left out because they cannot be read.
+	broken map[groupRef]bool
+	// drop holds the fields o.DropColumns names once the first pass
+	// resolved them (nil until then), as a later pass (after a commit that
+	// dropped them) could not.
+	drop map[int]string
+}
+
+// once plans and commits one compaction of the segments table metadata
+// lists plus the lost ones it no longer lists, leaving out the broken
+// groups.
+func (c *compaction) once(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions) (*CompactSummary, error) {
 	name := strings.Join(ident, ".")
 	tbl, err := catalog.LoadTable(ctx, cat, ident, commitOptions(o.Logger)...)
 	if err != nil {
@@ -193,16 +201,16 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 			}
 		}
 	}
-	if *drop == nil && len(o.DropColumns) == 0 {
-		*drop = map[int]string{}
+	if c.drop == nil && len(o.DropColumns) == 0 {
+		c.drop = map[int]string{}
 	}
-	if *drop == nil {
-		if *drop, err = dropFields(tbl.Metadata(), HeldColumns(ix, tbl.Metadata()), o.DropColumns); err != nil {
+	if c.drop == nil {
+		if c.drop, err = dropFields(tbl.Metadata(), HeldColumns(ix, tbl.Metadata()), o.DropColumns); err != nil {
 			return nil, fmt.Errorf("compact the index of %s: %w", name, err)
 		}
 	}
 	listed := ix.Segments()
-	segments := append(listed, extra...)
+	segments := append(listed, c.lost...)
 	sum := &CompactSummary{SegmentsBefore: len(listed) + len(broken) + len(brokenLinked)}
 
 	var retained []table.Snapshot
@@ -229,7 +237,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 		sum.SegmentsAfter = sum.SegmentsBefore
 		return sum, nil
 	}
-	keep, v1 := chooseFilters(segments, held, brokenGroups, only, *drop)
+	keep, v1 := chooseFilters(segments, held, c.broken, only, c.drop)
 	linking := slices.ContainsFunc(segments, func(seg index.Segment) bool { return seg.Dir != nil && len(seg.Dir.Links) > 0 })
 	for si := range segments {
 		for _, k := range keep[si] {
@@ -240,8 +248,8 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 			}
 		}
 	}
-	sum.DroppedColumns = droppedColumns(segments, keep, *drop)
-	if len(extra) == 0 && len(brokenGroups) == 0 && len(broken) == 0 && !v1 && !linking && sum.EntriesDropped == 0 && len(segments) <= 1 &&
+	sum.DroppedColumns = droppedColumns(segments, keep, c.drop)
+	if len(c.lost) == 0 && len(c.broken) == 0 && len(broken) == 0 && !v1 && !linking && sum.EntriesDropped == 0 && len(segments) <= 1 &&
 		(len(segments) == 0 || segments[0].File.SnapshotID == snap.SnapshotID) {
 		sum.SegmentsAfter = sum.SegmentsBefore
 		return sum, nil // already one v2 segment of the current snapshot, all of it needed
