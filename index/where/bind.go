@@ -205,6 +205,7 @@ type UnknownColumnError struct {
 	Column string // as the filter names it
 }
 
+// Error names the column: "nope: no such column".
 func (e *UnknownColumnError) Error() string { return e.Column + ": no such column" }
 
 // Quote writes a literal as the filter would: text in single quotes,
