@@ -432,8 +432,8 @@ func TestDeployKubernetesServe(t *testing.T) {
 // TestDeployComposeServe checks the serve service of docker-compose.yml: the
 // image the icebloom service builds, a proxy in front of the REST catalog
 // service with --sync-on-commit, listening on all of the container's
-// addresses and published on the host's loopback only, with the storage
-// settings planning and syncs need.
+// addresses and published on the host's loopback only, with the S3
+// gateway's settings that planning and syncs need.
 func TestDeployComposeServe(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(deployRepoRoot(t), "docker-compose.yml"))
 	if err != nil {
@@ -494,27 +494,28 @@ func TestDeployComposeServe(t *testing.T) {
 		t.Errorf("%s: ports %q, want one 127.0.0.1:HOST:%s", what, published, port)
 	}
 
-	// Planning reads, and syncs write, MinIO's files: the fixture vends no
-	// storage settings, so the AWS SDK's environment gives them.
+	// Planning reads, and syncs write, the S3 gateway's files: the fixture
+	// vends no storage settings, so the AWS SDK's environment gives them
+	// (AWS_S3_ENDPOINT is iceberg-go's, with path-style addressing).
 	for _, k := range []string{"AWS_S3_ENDPOINT", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"} {
 		if serve.Environment[k] == "" {
 			t.Errorf("%s: no environment %s", what, k)
 		}
 	}
-	var minio *composeService
+	var gateway *composeService
 	for _, svc := range project.Services {
-		if deployImageRepo(svc.Image) == "minio/minio" {
-			minio = svc
+		if deployImageRepo(svc.Image) == "versity/versitygw" && len(svc.Entrypoint) == 0 {
+			gateway = svc
 		}
 	}
-	if minio == nil {
-		t.Fatal("docker-compose.yml: no MinIO service")
+	if gateway == nil {
+		t.Fatal("docker-compose.yml: no S3 gateway service (versity/versitygw)")
 	}
-	if host, _ := deployHostPort(t, what+" AWS_S3_ENDPOINT", serve.Environment["AWS_S3_ENDPOINT"]); host != minio.Name {
-		t.Errorf("%s: AWS_S3_ENDPOINT points at %s, want %s", what, host, minio.Name)
+	if host, _ := deployHostPort(t, what+" AWS_S3_ENDPOINT", serve.Environment["AWS_S3_ENDPOINT"]); host != gateway.Name {
+		t.Errorf("%s: AWS_S3_ENDPOINT points at %s, want the S3 gateway service %s", what, host, gateway.Name)
 	}
-	if serve.Environment["AWS_ACCESS_KEY_ID"] != minio.Environment["MINIO_ROOT_USER"] ||
-		serve.Environment["AWS_SECRET_ACCESS_KEY"] != minio.Environment["MINIO_ROOT_PASSWORD"] {
-		t.Errorf("%s: S3 credentials are not MinIO's", what)
+	if serve.Environment["AWS_ACCESS_KEY_ID"] != gateway.Environment["ROOT_ACCESS_KEY_ID"] ||
+		serve.Environment["AWS_SECRET_ACCESS_KEY"] != gateway.Environment["ROOT_SECRET_ACCESS_KEY"] {
+		t.Errorf("%s: S3 credentials are not the gateway's root keys", what)
 	}
 }
