@@ -507,3 +507,19 @@ func TestCommitSyncIndexesNewFiles(t *testing.T) {
 		t.Errorf("stats %+v, %d sync errors: want two syncs or more, none failed", st, syncErrs.Load())
 	}
 }
+
+// BenchmarkCommitSyncCommitted measures Committed on the proxy's path: a
+// commit to a table whose sync is pending already, from parallel requests.
+func BenchmarkCommitSyncCommitted(b *testing.B) {
+	s := maintenance.NewCommitSyncer(func(context.Context, table.Identifier) error { return nil },
+		maintenance.CommitSyncOptions{Quiet: time.Hour, MaxDelay: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	defer s.Close(context.Background())
+	ident := table.Identifier{"db", "events"}
+	s.Committed(ident)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			s.Committed(ident)
+		}
+	})
+}
