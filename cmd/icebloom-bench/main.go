@@ -19,7 +19,7 @@ import (
 	"syscall"
 
 	"github.com/alexflint/go-arg"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/cmd/internal/cli"
@@ -40,12 +40,12 @@ func (Args) Description() string {
 type env struct {
 	stdout, stderr io.Writer
 	json           bool
-	cat            icecat.Catalog // opened by embedded, closed by run
+	cat            icecatalog.Catalog // opened by embedded, closed by run
 }
 
 // embedded opens the embedded catalog (SQLite and a local warehouse) in
 // dir, which run closes when the bench is done.
-func (e *env) embedded(ctx context.Context, dir string) (icecat.Catalog, error) {
+func (e *env) embedded(ctx context.Context, dir string) (icecatalog.Catalog, error) {
 	cat, err := catalog.Open(ctx, catalog.Embedded(dir))
 	if err != nil {
 		return nil, err
@@ -95,7 +95,7 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	}
 	e := &env{stdout: stdout, stderr: stderr, json: output == "json"}
 	err = args.run(ctx, e)
-	if c, ok := e.cat.(icecat.Closer); ok {
+	if c, ok := e.cat.(icecatalog.Closer); ok {
 		c.Close()
 	}
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icebloom/icebloom/index/lookup"
+	"github.com/icebloom/icebloom/index/where"
 )
 
 // ScanCmd is `icebloom scan TABLE --where EXPR`.
@@ -54,8 +54,8 @@ type scanResult struct {
 // scanRows plans the filter of --where (with or without the index) and
 // reads the planned files with iceberg-go's reader, which applies the
 // filter to rows.
-func scanRows(ctx context.Context, e *env, tableName, where string, snapshot, limit int64, noIndex bool) (*scanResult, error) {
-	filter, err := lookup.ParseWhere(where)
+func scanRows(ctx context.Context, e *env, tableName, whereText string, snapshot, limit int64, noIndex bool) (*scanResult, error) {
+	filter, err := where.Parse(whereText)
 	if err != nil {
 		return nil, fmt.Errorf("--where: %w", err)
 	}

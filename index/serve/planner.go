@@ -18,6 +18,7 @@ import (
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/lookup"
+	"github.com/icebloom/icebloom/index/where"
 )
 
 // Loaded is a table as a catalog answered for it, with the storage
@@ -232,7 +233,7 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, req rest.PlanTable
 		SnapshotID: req.SnapshotID, CaseSensitive: caseSensitive, Cache: p.footers,
 	})
 	if err != nil {
-		var unknown *lookup.UnknownColumnError
+		var unknown *where.UnknownColumnError
 		if errors.As(err, &unknown) || errors.Is(err, iceberg.ErrInvalidArgument) || errors.Is(err, iceberg.ErrType) {
 			return nil, &RequestError{Err: err}
 		}

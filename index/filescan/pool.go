@@ -1,4 +1,4 @@
-package indexer
+package filescan
 
 import (
 	"math/bits"
@@ -95,16 +95,16 @@ func ReaderProperties() *parquet.ReaderProperties {
 	return props
 }
 
-// filterPool recycles the bitsets of filters once they are written to the
+// FilterPool recycles the bitsets of filters once they are written to the
 // segment. A build makes one per data file and column; without reuse they
 // are about a third of what it allocates, and collecting that garbage takes
 // CPU from the workers. Workers take bitsets, the collector returns them;
 // a nil pool allocates every filter.
-type filterPool struct{ free sync.Pool } // of *[]byte
+type FilterPool struct{ free sync.Pool } // of *[]byte
 
 // get returns an empty filter of numBlocks blocks (at least one, as
 // sbbf.New), reusing a returned bitset large enough.
-func (p *filterPool) get(numBlocks int) sbbf.Filter {
+func (p *FilterPool) get(numBlocks int) sbbf.Filter {
 	if p != nil {
 		size := max(numBlocks, 1) * sbbf.BlockBytes
 		if b, ok := p.free.Get().(*[]byte); ok && cap(*b) >= size {
@@ -118,8 +118,8 @@ func (p *filterPool) get(numBlocks int) sbbf.Filter {
 	return sbbf.New(numBlocks)
 }
 
-// put returns the bitset of a filter no one uses any more.
-func (p *filterPool) put(f sbbf.Filter) {
+// Put returns the bitset of a filter no one uses any more.
+func (p *FilterPool) Put(f sbbf.Filter) {
 	if p != nil {
 		b := f.Bytes()
 		p.free.Put(&b)
