@@ -77,7 +77,7 @@ func (c *ServeCmd) run(ctx context.Context, e *env) error {
 		o.BearerToken = tok
 	}
 	if c.SyncOnCommit {
-		stop, err := c.startSyncer(ctx, e, &o)
+		stop, err := c.startSyncer(e, &o)
 		if err != nil {
 			return err
 		}
@@ -103,7 +103,7 @@ func (c *ServeCmd) run(ctx context.Context, e *env) error {
 
 // startSyncer starts the commit syncer of --sync-on-commit: syncs with the
 // service token over the upstream, never with a caller's credentials.
-func (c *ServeCmd) startSyncer(ctx context.Context, e *env, o *serve.Options) (stop func(), err error) {
+func (c *ServeCmd) startSyncer(e *env, o *serve.Options) (stop func(), err error) {
 	token := os.Getenv("ICEBLOOM_SYNC_TOKEN")
 	if c.SyncTokenFile != "" {
 		if token, err = readSecret(c.SyncTokenFile); err != nil {
@@ -117,7 +117,7 @@ func (c *ServeCmd) startSyncer(ctx context.Context, e *env, o *serve.Options) (s
 	opts.Type, opts.URI, opts.Token, opts.Credential = "rest", c.Upstream, token, ""
 	sync := serve.NewSyncFunc(func(ctx context.Context) (icecat.Catalog, error) { return catalog.Open(ctx, opts) },
 		indexer.Options{Logger: e.log}, e.log)
-	return startCommitSyncer(ctx, sync, c, e, o)
+	return startCommitSyncer(sync, c, e, o), nil
 }
 
 // readSecret reads a token file, without its surrounding whitespace.

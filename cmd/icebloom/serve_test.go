@@ -228,6 +228,32 @@ func TestServeProxy(t *testing.T) {
 		t.Fatalf("serve exited %d", c)
 	}
 
+	// --sync-on-commit: an append through the proxy is indexed by a sync
+	// with icebloom's own token (from the environment).
+	t.Setenv("ICEBLOOM_SYNC_TOKEN", up.Token)
+	base, stop = startServe(t, "--upstream", up.URL, "--sync-on-commit", "--sync-quiet", "100ms")
+	cat, err = rest.NewCatalog(ctx, "serve", base, rest.WithOAuthToken(up.Token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lt, err = cat.LoadTable(ctx, table.Identifier{"db", "events"}); err != nil {
+		t.Fatal(err)
+	}
+	catalogtest.AppendIDs(t, lt, 7, 8, 9)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		stdout, _, _ := icebloom(t, "--catalog", "rest", "--uri", up.URL, "--token", up.Token, "--output", "json", "inspect", "db.events")
+		var in InspectOutput
+		if json.Unmarshal([]byte(stdout), &in) == nil && in.LiveFiles == 3 && len(in.Columns) == 1 && in.Columns[0].Covered == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the appended file is not indexed after a minute: %s", stdout)
+		}
+	}
+	if c := stop(); c != 0 {
+		t.Fatalf("serve --sync-on-commit exited %d", c)
+	}
+
 	t.Setenv("ICEBLOOM_SYNC_TOKEN", "")
 	for _, args := range [][]string{{"serve", "--upstream", up.URL, "--sync-on-commit"}, {"serve", "--sync-on-commit"}} {
 		if _, stderr, code := icebloom(t, args...); code == 0 || !strings.Contains(stderr, "sync-on-commit") {

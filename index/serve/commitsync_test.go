@@ -3,8 +3,6 @@ package serve_test
 import (
 	"context"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,58 +15,18 @@ import (
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/lookup"
 	"github.com/icebloom/icebloom/index/serve"
+	"github.com/icebloom/icebloom/maintenance"
 )
 
-// standinSyncer is a minimal stand-in for maintenance.CommitSyncer (being
-// written elsewhere), with its API: Committed debounces by Quiet, a table
-// syncs one at a time, and a commit during a sync makes one more.
-type standinSyncer struct {
-	sync    func(ctx context.Context, ident table.Identifier) error
-	quiet   time.Duration
-	mu      sync.Mutex
-	timers  map[string]*time.Timer
-	running map[string]bool
-	again   map[string]bool
-	started atomic.Int64
-	wg      sync.WaitGroup
-}
-
-func newStandin(sync func(context.Context, table.Identifier) error, quiet time.Duration) *standinSyncer {
-	return &standinSyncer{sync: sync, quiet: quiet, timers: map[string]*time.Timer{}, running: map[string]bool{}, again: map[string]bool{}}
-}
-
-func (s *standinSyncer) Committed(ident table.Identifier) {
-	key := strings.Join(ident, ".")
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if tm, ok := s.timers[key]; ok {
-		tm.Reset(s.quiet)
-		return
-	}
-	s.timers[key] = time.AfterFunc(s.quiet, func() { s.run(key, ident) })
-}
-
-func (s *standinSyncer) run(key string, ident table.Identifier) {
-	s.mu.Lock()
-	delete(s.timers, key)
-	if s.running[key] {
-		s.again[key] = true
-		s.mu.Unlock()
-		return
-	}
-	s.running[key] = true
-	s.wg.Add(1)
-	s.mu.Unlock()
-	defer s.wg.Done()
-	s.started.Add(1)
-	s.sync(context.Background(), ident)
-	s.mu.Lock()
-	s.running[key] = false
-	again := s.again[key]
-	delete(s.again, key)
-	s.mu.Unlock()
-	if again {
-		s.Committed(ident)
+// idle waits until the syncer has nothing pending.
+func idle(t *testing.T, s *maintenance.CommitSyncer) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for st := s.Stats(); st.Pending > 0; st = s.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the syncer is not idle after a minute: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -98,8 +56,8 @@ func covered(t *testing.T, cat *catalogtest.Catalog, id int64) {
 }
 
 // TestSyncOnCommit: an append through the proxy, then a compaction
-// (RewriteDataFiles) through it, are indexed by the commit syncer with the
-// service's catalog (its requests do not carry the caller's headers); a
+// (RewriteDataFiles) through it, are indexed by maintenance.CommitSyncer
+// with the service's catalog (its requests do not carry the caller's headers); a
 // burst of 50 commits makes a few syncs, not 50.
 func TestSyncOnCommit(t *testing.T) {
 	up := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{})
@@ -107,12 +65,13 @@ func TestSyncOnCommit(t *testing.T) {
 	syncFn := serve.NewSyncFunc(func(ctx context.Context) (icecat.Catalog, error) {
 		return rest.NewCatalog(ctx, "sync", up.URL, rest.WithOAuthToken(up.Token))
 	}, indexer.Options{}, nil)
-	var syncs atomic.Int64
-	syncer := newStandin(func(ctx context.Context, ident table.Identifier) error {
-		syncs.Add(1)
-		return syncFn(ctx, ident)
-	}, 100*time.Millisecond)
-	srv, err := serve.New(serve.Options{Upstream: mustURL(t, up.URL), Committed: syncer.Committed})
+	newSyncer := func(quiet time.Duration) *maintenance.CommitSyncer {
+		return maintenance.NewCommitSyncer(syncFn, maintenance.CommitSyncOptions{Quiet: quiet, MaxDelay: time.Minute, Workers: 1})
+	}
+	syncer := newSyncer(100 * time.Millisecond)
+	t.Cleanup(func() { syncer.Close(context.Background()) })
+	committed := func(ident table.Identifier) { syncer.Committed(ident) }
+	srv, err := serve.New(serve.Options{Upstream: mustURL(t, up.URL), Committed: committed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +100,7 @@ func TestSyncOnCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	covered(t, up.Catalog, 8) // the compacted file, one candidate, covered
-	syncer.wg.Wait()
+	idle(t, syncer)
 
 	serviceCommit := false
 	for _, r := range up.Requests() {
@@ -153,8 +112,8 @@ func TestSyncOnCommit(t *testing.T) {
 
 	// A burst: 50 commits in a row, debounced by a quiet time longer than
 	// a commit takes.
-	syncer.quiet = 2 * time.Second
-	before := syncs.Load()
+	syncer.Close(context.Background())
+	syncer = newSyncer(2 * time.Second)
 	tbl, err = cl.LoadTable(context.Background(), table.Identifier{"db", "events"})
 	if err != nil {
 		t.Fatal(err)
@@ -163,8 +122,8 @@ func TestSyncOnCommit(t *testing.T) {
 		tbl = catalogtest.AppendIDs(t, tbl, 100+i)
 	}
 	covered(t, up.Catalog, 149)
-	syncer.wg.Wait()
-	if n := syncs.Load() - before; n < 1 || n > 5 {
-		t.Fatalf("a burst of 50 commits made %d syncs, want a few", n)
+	idle(t, syncer)
+	if st := syncer.Stats(); st.Started < 1 || st.Started > 5 || st.Failed != 0 {
+		t.Fatalf("a burst of 50 commits made %d syncs (%d failed), want a few", st.Started, st.Failed)
 	}
 }

@@ -100,7 +100,7 @@ func (m *metrics) commit() {
 }
 
 // SyncStats are the commit syncer's counters, shown in /metrics.
-type SyncStats struct{ Scheduled, Started, Succeeded, Failed, Retried int64 }
+type SyncStats struct{ Scheduled, Started, Succeeded, Failed, Retried, GaveUp, Dropped int64 }
 
 func (m *metrics) write(w io.Writer, cacheBytes int64, cacheEntries int, hits, misses, evicted int64, sync *SyncStats) {
 	m.mu.Lock()
@@ -146,7 +146,8 @@ func (m *metrics) write(w io.Writer, cacheBytes int64, cacheEntries int, hits, m
 		for _, kv := range []struct {
 			k string
 			v int64
-		}{{"scheduled", sync.Scheduled}, {"started", sync.Started}, {"succeeded", sync.Succeeded}, {"failed", sync.Failed}, {"retried", sync.Retried}} {
+		}{{"scheduled", sync.Scheduled}, {"started", sync.Started}, {"succeeded", sync.Succeeded}, {"failed", sync.Failed}, {"retried", sync.Retried},
+			{"gave_up", sync.GaveUp}, {"dropped", sync.Dropped}} {
 			fmt.Fprintf(w, "icebloom_serve_syncs_total{event=%q} %d\n", kv.k, kv.v)
 		}
 	}
