@@ -459,7 +459,8 @@ func copyHeader(dst, src http.Header) {
 	}
 }
 
-// body reads a small response body into a reader usable again.
+// bufferBody reads a response body of at most limit bytes, leaving a
+// reader of it in its place.
 func bufferBody(resp *http.Response, limit int64) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	resp.Body.Close()
