@@ -46,6 +46,7 @@ type Args struct {
 	Verify       *VerifyCmd       `arg:"subcommand:verify" help:"check every checksum of the index, its coverage, and a sample of filters against the data"`
 	GC           *GCCmd           `arg:"subcommand:gc" help:"delete index files no table metadata references, after a grace period"`
 	Quickstart   *QuickstartCmd   `arg:"subcommand:quickstart" help:"create a demo table in an embedded catalog, index it and query it"`
+	Serve        *ServeCmd        `arg:"subcommand:serve" help:"serve an Iceberg REST catalog that plans scans with the index (proxy or read-only)"`
 	VersionCmd   *VersionCmd      `arg:"subcommand:version" help:"print icebloom's version: module version and the VCS revision it was built from"`
 	Completion   *CompletionCmd   `arg:"subcommand:completion" help:"print a bash or zsh script that completes icebloom's commands and flags"`
 }
@@ -211,6 +212,8 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 		cmd = args.GC
 	case args.Quickstart != nil:
 		cmd = args.Quickstart
+	case args.Serve != nil:
+		cmd = args.Serve
 	case args.Completion != nil:
 		cmd = args.Completion
 	default:
