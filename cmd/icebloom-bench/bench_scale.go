@@ -103,13 +103,14 @@ type ScaleRun struct {
 
 func (r *ScaleRun) add(l BenchLine) { r.Measurements = append(r.Measurements, l) }
 
-// parseScale reads --scale: comma-separated positive file counts.
-func parseScale(s string) ([]int, error) {
+// parseSizes reads the value of flag (--scale, --serve): comma-separated
+// positive file counts.
+func parseSizes(flag, s string) ([]int, error) {
 	var sizes []int
 	for f := range strings.SplitSeq(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(strings.ReplaceAll(f, "_", "")))
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("--scale %q: want comma-separated positive file counts", s)
+			return nil, fmt.Errorf("%s %q: want comma-separated positive file counts", flag, s)
 		}
 		sizes = append(sizes, n)
 	}
@@ -118,7 +119,7 @@ func parseScale(s string) ([]int, error) {
 
 // runScale is bench --scale.
 func (c *BenchCmd) runScale(ctx context.Context, e *env) error {
-	sizes, err := parseScale(c.Scale)
+	sizes, err := parseSizes("--scale", c.Scale)
 	if err != nil {
 		return err
 	}
@@ -810,19 +811,29 @@ func printScale(w io.Writer, out *ScaleOutput) {
 		if run.Storage == "s3" {
 			fmt.Fprintf(w, "  in-process S3 server, %.0f ms per request\n", out.S3DelayMS)
 		}
-		fmt.Fprintf(w, "%-28s %14s  %-30s %-6s %s\n", "measurement", "value", "target", "result", "detail")
-		for _, l := range run.Measurements {
-			verdict := "-"
-			if l.Pass != nil {
-				verdict = map[bool]string{true: "pass", false: "MISSED"}[*l.Pass]
-			}
-			fmt.Fprintf(w, "%-28s %14s  %-30s %-6s %s\n", l.Key, scaleValue(l),
-				strings.TrimSuffix(l.Target, " (reported)"), verdict, l.Detail)
-		}
+		printLines(w, run.Measurements)
 	}
-	if len(out.Notes) > 0 {
+	printNotes(w, out.Notes)
+}
+
+// printLines writes measurements as the rows of a text table.
+func printLines(w io.Writer, lines []BenchLine) {
+	fmt.Fprintf(w, "%-28s %14s  %-30s %-6s %s\n", "measurement", "value", "target", "result", "detail")
+	for _, l := range lines {
+		verdict := "-"
+		if l.Pass != nil {
+			verdict = map[bool]string{true: "pass", false: "MISSED"}[*l.Pass]
+		}
+		fmt.Fprintf(w, "%-28s %14s  %-30s %-6s %s\n", l.Key, scaleValue(l),
+			strings.TrimSuffix(l.Target, " (reported)"), verdict, l.Detail)
+	}
+}
+
+// printNotes writes the run's notes, if any.
+func printNotes(w io.Writer, notes []string) {
+	if len(notes) > 0 {
 		fmt.Fprintln(w, "\nnotes:")
-		for _, n := range out.Notes {
+		for _, n := range notes {
 			fmt.Fprintf(w, "  - %s\n", n)
 		}
 	}
