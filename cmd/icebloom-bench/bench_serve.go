@@ -209,83 +209,133 @@ func plan(ctx context.Context, tbl *table.Table, mode table.ScanPlanningMode, id
 func (sb *serveBench) size(ctx context.Context, n int) (ScaleRun, error) {
 	run := ScaleRun{Files: n, Storage: "local"}
 	ident := table.Identifier{"bench", fmt.Sprintf("serve_%d", n)}
+	st, err := sb.makeTable(ctx, &run, ident, n)
+	if err != nil {
+		return run, err
+	}
+	runtime.GC()
+	heapBase := heapObjects()
+	sr, stop, err := sb.start(ctx, ident, st)
+	if err != nil {
+		return run, err
+	}
+	defer stop()
+	sr.run, sr.heapBase = &run, heapBase
+	for _, step := range []func(context.Context) error{sr.sideBySide, sr.concurrent} {
+		if err := step(ctx); err != nil {
+			return run, err
+		}
+	}
+	sr.memory()
+	return run, nil
+}
+
+// makeTable makes the table ident of n tiny files, as --scale does, and
+// indexes its id column.
+func (sb *serveBench) makeTable(ctx context.Context, run *ScaleRun, ident table.Identifier, n int) (*scaleTable, error) {
 	if _, err := sb.cat.LoadTable(ctx, ident); err == nil {
-		return run, fmt.Errorf("%s exists already in the catalog; use an empty --dir", strings.Join(ident, "."))
+		return nil, fmt.Errorf("%s exists already in the catalog; use an empty --dir", strings.Join(ident, "."))
 	}
 	sb.progress("serve %d: writing %d data files of %d rows, one add_files commit, build of %s", n, n, scaleRows, benchIDCol)
 	start := time.Now()
 	st, err := createScaleTable(ctx, sb.cat, ident, n, localPut)
 	if err != nil {
-		return run, err
+		return nil, err
 	}
 	made := time.Since(start)
 	start = time.Now()
 	built, err := indexer.Build(ctx, sb.cat, ident, indexer.Options{Columns: []string{benchIDCol}, FPP: sb.c.FPP, FailFast: true})
 	if err != nil {
-		return run, fmt.Errorf("build: %w", err)
+		return nil, fmt.Errorf("build: %w", err)
 	}
 	if built.FilesIndexed != n {
-		return run, fmt.Errorf("build indexed %d files, want %d", built.FilesIndexed, n)
+		return nil, fmt.Errorf("build indexed %d files, want %d", built.FilesIndexed, n)
 	}
 	buildTime := time.Since(start)
 	sb.progress("  written and added in %s, indexed in %s", cli.DurationText(made), cli.DurationText(buildTime))
 	run.add(reportedMS("serve_setup_ms", made+buildTime, fmt.Sprintf("making the table: writing %d files with arrow-go and one add_files commit %s, indexer.Build of %s %s",
 		n, cli.DurationText(made), benchIDCol, cli.DurationText(buildTime))))
+	return st, nil
+}
 
-	runtime.GC()
-	heapBase := heapObjects()
+// serveRun is one size's server, its clients and what they measure.
+type serveRun struct {
+	sb        *serveBench
+	run       *ScaleRun
+	n         int
+	ident     table.Identifier
+	uri       string
+	h         *swapHandler
+	warm      *serve.Server
+	newServer func() (*serve.Server, error)
+	// clients are iceberg-go REST clients' tables: [0] for the side-by-side
+	// rounds, the others for the concurrent plans.
+	clients  []*table.Table
+	vals     *values
+	heapBase uint64 // the live heap before the server started
+	// peak is the heap in use at its peak during the concurrent plans,
+	// over heapBase.
+	peak int64
+}
 
+// start starts a warm server on a loopback port, opens the REST clients
+// and warms the server and the first client up with a plan each (untimed).
+func (sb *serveBench) start(ctx context.Context, ident table.Identifier, st *scaleTable) (*serveRun, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return run, err
+		return nil, nil, err
 	}
 	addr := ln.Addr().String()
-	newServer := func() (*serve.Server, error) {
+	sr := &serveRun{sb: sb, n: len(st.paths), ident: ident, uri: "http://" + addr, h: &swapHandler{},
+		vals: &values{st: st, perm: rand.New(rand.NewPCG(uint64(len(st.paths)), 21)).Perm(len(st.paths))}}
+	sr.newServer = func() (*serve.Server, error) {
 		return serve.New(serve.Options{Catalog: sb.cat, MemoryBudget: sb.budget(), Hosts: serve.LoopbackHosts(addr),
 			MaxPlansInFlight: max(sb.c.ServeClients, serve.DefaultMaxPlansInFlight)})
 	}
-	warm, err := newServer()
-	if err != nil {
+	if sr.warm, err = sr.newServer(); err != nil {
 		ln.Close()
-		return run, err
+		return nil, nil, err
 	}
-	var h swapHandler
-	h.cur.Store(warm)
-	hs := &http.Server{Handler: &h, ReadHeaderTimeout: 10 * time.Second}
+	sr.h.cur.Store(sr.warm)
+	hs := &http.Server{Handler: sr.h, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(ln)
-	defer hs.Close()
-	uri := "http://" + addr
-
-	clients := make([]*table.Table, sb.c.ServeClients+1) // [0] for the side-by-side rounds
-	for i := range clients {
-		cl, err := rest.NewCatalog(ctx, "bench", uri)
+	stop := func() { hs.Close() }
+	sr.clients = make([]*table.Table, sb.c.ServeClients+1)
+	for i := range sr.clients {
+		cl, err := rest.NewCatalog(ctx, "bench", sr.uri)
 		if err != nil {
-			return run, fmt.Errorf("REST client of %s: %w", uri, err)
+			stop()
+			return nil, nil, fmt.Errorf("REST client of %s: %w", sr.uri, err)
 		}
-		if clients[i], err = cl.LoadTable(ctx, ident); err != nil {
-			return run, fmt.Errorf("load %s through %s: %w", strings.Join(ident, "."), uri, err)
+		if sr.clients[i], err = cl.LoadTable(ctx, ident); err != nil {
+			stop()
+			return nil, nil, fmt.Errorf("load %s through %s: %w", strings.Join(ident, "."), sr.uri, err)
 		}
 	}
-	tbl := clients[0]
-	vals := &values{st: st, perm: rand.New(rand.NewPCG(uint64(n), 21)).Perm(n)}
-
-	// Warm-up, untimed: the warm server reads the table's manifests and
-	// index once, and the client's table its manifest list.
+	// The warm server reads the table's manifests and index once, and the
+	// client's table its manifest list.
 	for _, mode := range []table.ScanPlanningMode{table.ScanPlanningRemote, table.ScanPlanningLocal} {
-		id, holder := vals.take()
-		if _, _, err := plan(ctx, tbl, mode, id, holder); err != nil {
-			return run, fmt.Errorf("warm-up: %w", err)
+		id, holder := sr.vals.take()
+		if _, _, err := plan(ctx, sr.clients[0], mode, id, holder); err != nil {
+			stop()
+			return nil, nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
+	return sr, stop, nil
+}
 
-	sb.progress("serve %d: %d rounds of %d warm plans, a cold plan and a local plan, interleaved", n, sb.out.Rounds, serveWarmPerRep)
+// sideBySide plans point lookups warm, cold and locally in interleaved
+// rounds, and adds their medians and ratios.
+func (sr *serveRun) sideBySide(ctx context.Context) error {
+	sr.sb.progress("serve %d: %d rounds of %d warm plans, a cold plan and a local plan, interleaved", sr.n, sr.sb.out.Rounds, serveWarmPerRep)
+	tbl := sr.clients[0]
 	var warmT, coldT, localT, plannerT, cachedT []time.Duration
 	var warmFiles []int
 	var coldFiles, localFiles int
 	steps := []func() error{
 		func() error { // warm: the same server, a new value each time
 			for range serveWarmPerRep {
-				id, holder := vals.take()
+				id, holder := sr.vals.take()
 				f, d, err := plan(ctx, tbl, table.ScanPlanningRemote, id, holder)
 				if err != nil {
 					return err
@@ -293,7 +343,7 @@ func (sb *serveBench) size(ctx context.Context, n int) (ScaleRun, error) {
 				warmT, warmFiles = append(warmT, d), append(warmFiles, f)
 			}
 			// The same value again: the server's plan cache answers.
-			id, holder := vals.take()
+			id, holder := sr.vals.take()
 			if _, _, err := plan(ctx, tbl, table.ScanPlanningRemote, id, holder); err != nil {
 				return err
 			}
@@ -303,9 +353,9 @@ func (sb *serveBench) size(ctx context.Context, n int) (ScaleRun, error) {
 			}
 			cachedT = append(cachedT, d)
 			// The planner alone, without HTTP and the client's decoding.
-			id, _ = vals.take()
+			id, _ = sr.vals.take()
 			start := time.Now()
-			if _, err := warm.Planner().Plan(ctx, ident, rest.PlanTableScanRequest{
+			if _, err := sr.warm.Planner().Plan(ctx, sr.ident, rest.PlanTableScanRequest{
 				Filter: []byte(`{"type":"eq","term":"` + benchIDCol + `","value":` + strconv.FormatInt(id, 10) + `}`)}); err != nil {
 				return fmt.Errorf("Planner.Plan: %w", err)
 			}
@@ -313,34 +363,35 @@ func (sb *serveBench) size(ctx context.Context, n int) (ScaleRun, error) {
 			return nil
 		},
 		func() error { // cold: a fresh server, nothing warm
-			fresh, err := newServer()
+			fresh, err := sr.newServer()
 			if err != nil {
 				return err
 			}
-			h.cur.Store(fresh)
-			defer h.cur.Store(warm)
-			id, holder := vals.take()
+			sr.h.cur.Store(fresh)
+			defer sr.h.cur.Store(sr.warm)
+			id, holder := sr.vals.take()
 			f, d, err := plan(ctx, tbl, table.ScanPlanningRemote, id, holder)
 			coldT, coldFiles = append(coldT, d), f
 			return err
 		},
 		func() error { // local: the client plans itself, as without server planning
-			id, holder := vals.take()
+			id, holder := sr.vals.take()
 			f, d, err := plan(ctx, tbl, table.ScanPlanningLocal, id, holder)
 			localT, localFiles = append(localT, d), f
 			return err
 		},
 	}
-	for r := range sb.out.Rounds {
+	for r := range sr.sb.out.Rounds {
 		for i := range steps { // rotated, so no kind always runs first
 			if err := steps[(i+r)%len(steps)](); err != nil {
-				return run, err
+				return err
 			}
 		}
 	}
-	if localFiles != n {
-		return run, fmt.Errorf("local planning kept %d files, want all %d (every file spans every id)", localFiles, n)
+	if localFiles != sr.n {
+		return fmt.Errorf("local planning kept %d files, want all %d (every file spans every id)", localFiles, sr.n)
 	}
+	run := sr.run
 	w, cold, local := median(warmT), median(coldT), median(localT)
 	slices.Sort(warmFiles)
 	run.add(BenchLine{Key: "serve_files_planned", Value: float64(warmFiles[len(warmFiles)/2]), Unit: "files", Target: "none (reported)",
@@ -352,61 +403,69 @@ func (sb *serveBench) size(ctx context.Context, n int) (ScaleRun, error) {
 	run.add(reportedMS("serve_cold_ms", cold, fmt.Sprintf("the client's PlanFiles against a fresh server (no cached manifest, index footer or plan; the OS page cache stays warm), median of %d", len(coldT))))
 	run.add(reportedMS("local_plan_ms", local, fmt.Sprintf("the client's own PlanFiles (table.ScanPlanningLocal, the table loaded once, so its manifest list is cached), median of %d", len(localT))))
 	r := ratioOf(w, local)
-	target, pass := targetFrom(n, serveTargetFrom, r, serveWarmVsLocal)
+	target, pass := targetFrom(sr.n, serveTargetFrom, r, serveWarmVsLocal)
 	run.add(BenchLine{Key: "serve_warm_vs_local", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("server planning warm %s vs the client's local planning %s, interleaved", cli.DurationText(w), cli.DurationText(local))})
 	run.add(BenchLine{Key: "serve_cold_vs_local", Value: ratioOf(cold, local), Unit: "x", Target: "none (reported)",
 		Detail: fmt.Sprintf("server planning cold %s vs the client's local planning %s, interleaved", cli.DurationText(cold), cli.DurationText(local))})
+	return nil
+}
 
-	// Concurrent clients against the warm server.
-	sb.progress("serve %d: %d clients x %d warm plans at once", n, sb.c.ServeClients, sb.c.ServePlans)
+// concurrent has the other clients plan at once against the warm server,
+// and adds their p50, p99 and its ratio; it samples the heap meanwhile.
+func (sr *serveRun) concurrent(ctx context.Context) error {
+	clients, per := sr.clients[1:], sr.sb.c.ServePlans
+	sr.sb.progress("serve %d: %d clients x %d warm plans at once", sr.n, len(clients), per)
 	runtime.GC()
-	retainedBefore := max(int64(heapObjects())-int64(heapBase), 0)
+	before := max(int64(heapObjects())-int64(sr.heapBase), 0)
 	var lat []time.Duration
 	var wall time.Duration
 	growth, err := heapPeak(func() error {
 		var err error
-		lat, wall, err = concurrentPlans(ctx, clients[1:], sb.c.ServePlans, vals)
+		lat, wall, err = concurrentPlans(ctx, clients, per, sr.vals)
 		return err
 	})
 	if err != nil {
-		return run, err
+		return err
 	}
+	sr.peak = before + growth
 	p50, p99 := percentile(lat, 0.50), percentile(lat, 0.99)
-	cdetail := fmt.Sprintf("%d clients (each its own REST client and connection) x %d plans, a new value each: %d plans in %s, %.1f plans/s",
-		len(clients)-1, sb.c.ServePlans, len(lat), cli.DurationText(wall), float64(len(lat))/wall.Seconds())
-	run.add(reportedMS("serve_concurrent_p50_ms", p50, cdetail))
-	run.add(reportedMS("serve_concurrent_p99_ms", p99, fmt.Sprintf("p99 of the same %d plans (nearest rank: %d of %d, sorted)", len(lat), percentileIndex(len(lat), 0.99)+1, len(lat))))
-	r = ratioOf(p99, p50)
-	target, pass = atMost(r, serveP99VsP50, "x")
-	run.add(BenchLine{Key: "serve_concurrent_p99_vs_p50", Value: r, Unit: "x", Target: target, Pass: pass,
-		Detail: fmt.Sprintf("p99 %s vs p50 %s of %d clients' warm plans", cli.DurationText(p99), cli.DurationText(p50), len(clients)-1)})
+	sr.run.add(reportedMS("serve_concurrent_p50_ms", p50, fmt.Sprintf("%d clients (each its own REST client and connection) x %d plans, a new value each: %d plans in %s, %.1f plans/s",
+		len(clients), per, len(lat), cli.DurationText(wall), float64(len(lat))/wall.Seconds())))
+	sr.run.add(reportedMS("serve_concurrent_p99_ms", p99, fmt.Sprintf("p99 of the same %d plans (nearest rank: %d of %d, sorted)",
+		len(lat), percentileIndex(len(lat), 0.99)+1, len(lat))))
+	r := ratioOf(p99, p50)
+	target, pass := atMost(r, serveP99VsP50, "x")
+	sr.run.add(BenchLine{Key: "serve_concurrent_p99_vs_p50", Value: r, Unit: "x", Target: target, Pass: pass,
+		Detail: fmt.Sprintf("p99 %s vs p50 %s of %d clients' warm plans", cli.DurationText(p99), cli.DurationText(p50), len(clients))})
+	return nil
+}
 
-	// Memory: what the warm server keeps, and its peak under the clients.
+// memory adds what the warm server keeps and its peak under the clients,
+// against the budget, and the process's RSS.
+func (sr *serveRun) memory() {
+	c := sr.sb.c
 	runtime.GC()
-	retained := max(int64(heapObjects())-int64(heapBase), 0)
-	peak := retainedBefore + growth
-	planCache := scrapeMetric(uri+"/metrics", "icebloom_serve_plan_cache_bytes")
-	budgetMiB := float64(sb.c.MemoryBudgetMiB)
-	memLine := func(key string, v int64, detail string) {
+	retained := max(int64(heapObjects())-int64(sr.heapBase), 0)
+	planCache := scrapeMetric(sr.uri+"/metrics", "icebloom_serve_plan_cache_bytes")
+	line := func(key string, v int64, detail string) {
 		mib := float64(v) / (1 << 20)
 		target, pass := "none (nothing is kept with budget 0)", (*bool)(nil)
-		if sb.c.MemoryBudgetMiB > 0 {
-			target, pass = atMost(mib, budgetMiB, " MiB")
+		if c.MemoryBudgetMiB > 0 {
+			target, pass = atMost(mib, float64(c.MemoryBudgetMiB), " MiB")
 		}
-		run.add(BenchLine{Key: key, Value: mib, Unit: "MiB", Target: target, Pass: pass, Detail: detail})
+		sr.run.add(BenchLine{Key: key, Value: mib, Unit: "MiB", Target: target, Pass: pass, Detail: detail})
 	}
-	memLine("serve_heap_retained_mib", retained, fmt.Sprintf("live heap after GC over the heap before the server started: the warm server's caches and plans (plan cache %s by /metrics), %d REST clients' tables; --memory-budget-mib %d",
-		planCache, len(clients), sb.c.MemoryBudgetMiB))
-	memLine("serve_heap_peak_mib", peak, fmt.Sprintf("peak live heap during the %d clients' plans over the heap before the server started (sampled every 200 µs; the clients run in the same process)", len(clients)-1))
+	line("serve_heap_retained_mib", retained, fmt.Sprintf("live heap after GC over the heap before the server started: the warm server's caches and plans (plan cache %s by /metrics), %d REST clients' tables; --memory-budget-mib %d",
+		planCache, len(sr.clients), c.MemoryBudgetMiB))
+	line("serve_heap_peak_mib", sr.peak, fmt.Sprintf("peak heap in use during the %d clients' plans over the heap before the server started (sampled every 200 µs; the clients run in the same process)", len(sr.clients)-1))
 	rss, hwm := procStatus("VmRSS"), procStatus("VmHWM")
-	if rss >= 0 {
-		run.add(BenchLine{Key: "process_rss_mib", Value: float64(rss) / (1 << 20), Unit: "MiB", Target: "none (reported)",
-			Detail: fmt.Sprintf("RSS of the whole bench process (server, clients, the table's making), peak %s; no target: not the server's alone", cli.BytesText(hwm))})
-	} else {
-		sb.out.Notes = append(sb.out.Notes, "no /proc/self/status: the process RSS is not reported")
+	if rss < 0 {
+		sr.sb.out.Notes = append(sr.sb.out.Notes, "no /proc/self/status: the process RSS is not reported")
+		return
 	}
-	return run, nil
+	sr.run.add(BenchLine{Key: "process_rss_mib", Value: float64(rss) / (1 << 20), Unit: "MiB", Target: "none (reported)",
+		Detail: fmt.Sprintf("RSS of the whole bench process (server, clients, the table's making), peak %s; no target: not the server's alone", cli.BytesText(hwm))})
 }
 
 // concurrentPlans has each client plan perClient point lookups of new
