@@ -126,18 +126,11 @@ func (c *BenchCmd) runScale(ctx context.Context, e *env) error {
 	if c.S3Files < 0 || c.Shards < 0 || c.Repeat < 1 || !(c.FPP > 0 && c.FPP < 1) {
 		return fmt.Errorf("--s3-files and --shards must not be negative, --repeat positive, --fpp within (0, 1)")
 	}
-	dir, cleanup, err := c.workDir("icebloom-bench-scale")
+	dir, cat, cleanup, err := c.benchCatalog(ctx, e, "icebloom-bench-scale")
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	cat, err := e.embedded(ctx, dir)
-	if err != nil {
-		return err
-	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
-		return fmt.Errorf("create namespace bench: %w", err)
-	}
 	out := &ScaleOutput{Sizes: sizes, S3Files: c.S3Files, S3DelayMS: float64(scaleS3Delay) / 1e6, RowsPerFile: scaleRows,
 		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), Dir: dir,
 		Notes: []string{}, Runs: []ScaleRun{}}
@@ -170,6 +163,30 @@ func (c *BenchCmd) runScale(ctx context.Context, e *env) error {
 	}
 	printScale(e.stdout, out)
 	return nil
+}
+
+// benchCatalog opens the embedded catalog in the bench's directory (see
+// workDir) with the namespace bench, for the runs that make their own
+// tables; cleanup removes the directory unless it is kept.
+func (c *BenchCmd) benchCatalog(ctx context.Context, e *env, prefix string) (string, icecatalog.Catalog, func(), error) {
+	dir, cleanup, err := c.workDir(prefix)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	cat, err := e.embedded(ctx, dir)
+	if err == nil {
+		err = cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil)
+		if errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
+			err = nil
+		} else if err != nil {
+			err = fmt.Errorf("create namespace bench: %w", err)
+		}
+	}
+	if err != nil {
+		cleanup()
+		return "", nil, nil, err
+	}
+	return dir, cat, cleanup, nil
 }
 
 // scaler holds what the scale runs share.

@@ -105,18 +105,11 @@ func (c *BenchCmd) runServe(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	dir, cleanup, err := c.workDir("icebloom-bench-serve")
+	dir, cat, cleanup, err := c.benchCatalog(ctx, e, "icebloom-bench-serve")
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	cat, err := e.embedded(ctx, dir)
-	if err != nil {
-		return err
-	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
-		return fmt.Errorf("create namespace bench: %w", err)
-	}
 	out := &ServeOutput{Sizes: sizes, RowsPerFile: scaleRows, Clients: c.ServeClients, PlansPerClient: c.ServePlans,
 		Rounds: max(c.Repeat, 5), MemoryBudgetMiB: c.MemoryBudgetMiB, Driver: serveDriver,
 		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(),

@@ -174,26 +174,7 @@ func TestBenchServeJSON(t *testing.T) {
 		"serve_concurrent_p50_ms", "serve_concurrent_p99_ms", "serve_concurrent_p99_vs_p50",
 		"serve_heap_retained_mib", "serve_heap_peak_mib", "process_rss_mib"}
 	targeted := map[string]bool{"serve_concurrent_p99_vs_p50": true, "serve_heap_retained_mib": true, "serve_heap_peak_mib": true}
-	got := map[string]BenchLine{}
-	for _, l := range out.Runs[0].Measurements {
-		got[l.Key] = l
-	}
-	for _, key := range want {
-		l, ok := got[key]
-		switch {
-		case !ok:
-			t.Errorf("no measurement %q", key)
-		case math.IsNaN(l.Value) || math.IsInf(l.Value, 0) || !(l.Value > 0):
-			t.Errorf("%s = %v", key, l.Value)
-		case l.Target == "" || l.Unit == "" || l.Detail == "":
-			t.Errorf("%s: target %q, unit %q, detail %q", key, l.Target, l.Unit, l.Detail)
-		case targeted[key] != (l.Pass != nil):
-			t.Errorf("%s: target %q, pass %v", key, l.Target, l.Pass)
-		}
-	}
-	if len(got) != len(want) {
-		t.Errorf("%d measurements, want %d", len(got), len(want))
-	}
+	got := checkLines(t, out.Runs[0].Measurements, want, targeted)
 	if l := got["serve_warm_vs_local"]; !strings.Contains(l.Target, "from 100000 files") {
 		t.Errorf("serve_warm_vs_local at 50 files: target %q, want none below 100000 files", l.Target)
 	}
