@@ -74,7 +74,8 @@ func scanFilter(ctx context.Context, e *env, tableName string, filter iceberg.Bo
 	if noIndex {
 		tasks = res.AfterStats
 	}
-	opts := []table.ScanOption{table.WithRowFilter(filter), table.WithSnapshotID(res.SnapshotID)}
+	// Bound as lookup binds it: column names regardless of case.
+	opts := []table.ScanOption{table.WithRowFilter(filter), table.WithSnapshotID(res.SnapshotID), table.WithCaseSensitive(false)}
 	if limit > 0 {
 		// iceberg-go stops reading files once this many rows came out.
 		opts = append(opts, table.WithLimit(limit+1))
