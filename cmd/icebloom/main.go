@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -232,7 +233,7 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 		}
 	}
 	start := now()
-	err = cmd.run(ctx, e)
+	err = runSafely(ctx, cmd, e)
 	if e.metrics != nil {
 		// Also after a failure: the file then says so.
 		if werr := e.metrics.write(); werr != nil {
@@ -261,4 +262,19 @@ func commandOf(p *arg.Parser) (command, table string) {
 		}
 	}
 	return command, table
+}
+
+// runSafely runs cmd, returning a panic on its goroutine as an error (with
+// its stack at debug level), so that no input ends icebloom with a Go stack
+// trace and exit code 2.
+func runSafely(ctx context.Context, cmd interface {
+	run(ctx context.Context, e *env) error
+}, e *env) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.log.Debug("panic", "stack", string(debug.Stack()))
+			err = fmt.Errorf("internal error: %v", r)
+		}
+	}()
+	return cmd.run(ctx, e)
 }

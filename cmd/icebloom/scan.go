@@ -8,9 +8,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/index/lookup"
+	"github.com/icebloom/icebloom/index/rowscan"
 )
 
 // ScanCmd is `icebloom scan TABLE --where EXPR`.
@@ -66,7 +66,7 @@ func scanRows(ctx context.Context, e *env, tableName, where string, snapshot, li
 // many rows; one more is read to tell whether the limit cut any.
 func scanFilter(ctx context.Context, e *env, tableName string, filter iceberg.BooleanExpression, snapshot, limit int64, noIndex bool) (*scanResult, error) {
 	start := time.Now()
-	tbl, filter, res, err := planFilter(ctx, e, tableName, filter, snapshot)
+	tbl, _, res, err := planFilter(ctx, e, tableName, filter, snapshot)
 	if err != nil {
 		return nil, err
 	}
@@ -74,14 +74,14 @@ func scanFilter(ctx context.Context, e *env, tableName string, filter iceberg.Bo
 	if noIndex {
 		tasks = res.AfterStats
 	}
-	// Bound as lookup binds it: column names regardless of case.
-	opts := []table.ScanOption{table.WithRowFilter(filter), table.WithSnapshotID(res.SnapshotID), table.WithCaseSensitive(false)}
+	readLimit := limit
 	if limit > 0 {
-		// iceberg-go stops reading files once this many rows came out.
-		opts = append(opts, table.WithLimit(limit+1))
+		readLimit = limit + 1 // one more tells whether the limit cut any
 	}
-	scan := tbl.Scan(opts...)
-	schema, records, err := scan.ReadTasks(ctx, tasks)
+	// The rows are filtered with the plan's own binding (one binding for
+	// lookup and scan), partly by iceberg-go, partly by rowscan.
+	schema, records, err := rowscan.Read(ctx, tbl, res.Schema, res.Bound, tasks,
+		rowscan.Options{Limit: readLimit, SnapshotID: res.SnapshotID})
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", tableName, err)
 	}
