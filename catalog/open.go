@@ -102,6 +102,14 @@ type Options struct {
 	// Rest holds the REST catalog's SigV4 signing settings. As in the
 	// iceberg CLI they come from the config file's rest section only.
 	Rest *config.RestOptions `arg:"-"`
+	// MustExist makes Open refuse a catalog that does not exist rather
+	// than create one: a SQLite database file that is missing is an error
+	// naming the file, and a SQL catalog's tables are not created in a
+	// database without them. Commands that work on existing tables set it,
+	// so that a typo in --uri reads as a missing file, not as a missing
+	// namespace of a catalog just created; the embedded catalogs of
+	// Embedded are still created.
+	MustExist bool `arg:"-"`
 
 	// embedded, when set, is the directory of an embedded SQLite catalog:
 	// Open fills the fields still empty from it and, unless mustExist,
@@ -285,6 +293,14 @@ func open(ctx context.Context, name string, o Options, props iceberg.Properties)
 			if err := checkSQLiteFile(file); err != nil {
 				return nil, err
 			}
+		}
+		if o.MustExist && o.embedded == "" {
+			if isSQLite {
+				if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
+					return nil, fmt.Errorf("SQLite catalog %s: no such file (icebloom opens an existing catalog; check --uri)", file)
+				}
+			}
+			all["init_catalog_tables"] = "false"
 		}
 		cat, err := icecat.Load(ctx, name, all)
 		if err != nil && isSQLite {

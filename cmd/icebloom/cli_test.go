@@ -86,6 +86,22 @@ func TestNoCatalogCreated(t *testing.T) {
 	}
 	os.RemoveAll(filepath.Join(dir, "warehouse"))
 
+	// An explicit SQLite catalog that does not exist is not created, by
+	// reading commands or by any other: a typo in the path is said as one.
+	missing := filepath.Join(dir, "typo.db")
+	for _, args := range [][]string{
+		{"inspect", "db.t"}, {"lookup", "db.t", "--where", "id = 1"}, {"scan", "db.t", "--where", "id = 1"},
+		{"verify", "db.t"}, {"gc", "db.t"}, {"maintain"}, {"build", "db.t", "--columns", "id"},
+	} {
+		for _, uri := range []string{missing, "file:" + missing + "?_journal_mode=WAL"} {
+			_, stderr, code := icebloom(t, append([]string{"--catalog", "sql", "--uri", uri}, args...)...)
+			if want := "SQLite catalog " + missing + ": no such file"; code != 1 || !strings.Contains(failure(t, stderr), want) {
+				t.Errorf("%v --uri %s: exit %d, %q; want 1 and %q", args, uri, code, stderr, want)
+			}
+			emptyDir(t, dir, strings.Join(args, " "))
+		}
+	}
+
 	// quickstart writes a table: it creates the catalog, which the others
 	// then open.
 	if _, stderr, code := icebloom(t, "quickstart", "--files", "2", "--rows", "20"); code != 0 {

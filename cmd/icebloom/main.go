@@ -174,6 +174,9 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 		return 2
 	}
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, json: output == "json", options: args.Options, now: now}
+	// Every command works on existing tables; the ones that make a catalog
+	// of their own (quickstart, bench) open it with catalog.Embedded.
+	e.options.MustExist = true
 	logOut := stderr
 	if tty {
 		e.status = &statusLine{w: stderr, width: width}
