@@ -49,6 +49,7 @@ type Args struct {
 	Bench        *BenchCmd        `arg:"subcommand:bench" help:"generate a table and measure the index against its targets"`
 	VersionCmd   *VersionCmd      `arg:"subcommand:version" help:"print icebloom's version: module version and the VCS revision it was built from"`
 	Completion   *CompletionCmd   `arg:"subcommand:completion" help:"print a bash or zsh script that completes icebloom's commands and flags"`
+	Columns      *ColumnsCmd      `arg:"subcommand:columns" help:"show the columns a table's index holds and its properties enable; enable or disable columns in one commit"`
 }
 
 func (Args) Description() string {
@@ -219,6 +220,8 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 		cmd = args.Bench
 	case args.Completion != nil:
 		cmd = args.Completion
+	case args.Columns != nil:
+		cmd = args.Columns
 	default:
 		p.WriteHelp(stderr)
 		fmt.Fprintln(stderr, "icebloom: a command is required (icebloom COMMAND --help says what each does)")
