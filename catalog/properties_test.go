@@ -72,13 +72,15 @@ func TestOpenBadProperty(t *testing.T) {
 
 // TestOpenS3Properties shows that the s3.* properties given to Open reach
 // the tables' file IO: a SQL catalog whose warehouse is in an S3 bucket
-// (gofakes3 over HTTP on loopback) writes a new table's metadata there,
+// (on the in-process fake, then on the real S3 gateway .ci/run starts:
+// catalogtest.NewS3Gateway) writes a new table's metadata there,
 // path-style, signed with the properties' credentials (the server refuses
 // the decoys in the environment) — with s3.force-virtual-addressing unset,
 // as for MinIO, and explicitly false. A wrong access key fails with the
 // server's refusal rather than by reaching another store.
-func TestOpenS3Properties(t *testing.T) {
-	s3 := catalogtest.NewS3(t)
+func TestOpenS3Properties(t *testing.T) { catalogtest.ForEachS3(t, openS3Properties) }
+
+func openS3Properties(t *testing.T, s3 *catalogtest.S3) {
 	for i, extra := range [][]string{nil, {"s3.force-virtual-addressing=false"}} {
 		s3.Reset()
 		name := []string{"unset", "false"}[i]

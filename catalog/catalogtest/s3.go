@@ -20,10 +20,11 @@ import (
 )
 
 // S3 is an S3-protocol object store for tests, as httptest.Server is an
-// HTTP server: gofakes3 on an in-memory backend, served over real HTTP on
-// loopback with one bucket created. Every request it answers is recorded,
-// with its method, object key, Range header and body sizes, so that tests
-// can assert how much a command read.
+// HTTP server: from NewS3, gofakes3 on an in-memory backend, served over
+// real HTTP on loopback with one bucket created; from NewS3Gateway, a bucket
+// on a real S3-compatible server behind a proxy on loopback. Every request
+// it answers is recorded, with its method, object key, Range header and
+// body sizes, so that tests can assert how much a command read.
 //
 // Like a MinIO server it is reached at an endpoint URL with path-style
 // addressing (http://127.0.0.1:port/bucket/key), and it accepts only
@@ -41,10 +42,13 @@ type S3 struct {
 	// server accepts.
 	AccessKeyID, SecretAccessKey string
 
-	backend *s3mem.Backend
-	clock   *offsetClock
-	srv     *httptest.Server
-	delay   atomic.Int64 // a time.Duration each request waits; see SetDelay
+	store objectStore // what Put, Objects and Backdate reach, beside HTTP
+	// checkKey makes the handler refuse requests not signed with
+	// AccessKeyID, as a real server would: the fake checks no signatures.
+	// In front of a real server, that server refuses them itself.
+	checkKey bool
+	srv      *httptest.Server
+	delay    atomic.Int64 // a time.Duration each request waits; see SetDelay
 
 	mu       sync.Mutex
 	done     *sync.Cond // signalled under mu when a request completes
@@ -109,6 +113,18 @@ const (
 // Because it calls t.Setenv, a test using it cannot be parallel.
 func NewS3(t testing.TB) *S3 {
 	t.Helper()
+	hermeticAWS(t)
+	s, err := StartS3()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// hermeticAWS makes the AWS SDK hermetic for the test, as NewS3 says.
+func hermeticAWS(t testing.TB) {
+	t.Helper()
 	dir := t.TempDir()
 	for k, v := range map[string]string{
 		"AWS_EC2_METADATA_DISABLED":   "true",
@@ -124,35 +140,34 @@ func NewS3(t testing.TB) *S3 {
 	} {
 		t.Setenv(k, v)
 	}
-
-	s, err := StartS3()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
 }
 
 // StartS3 starts an S3 server on loopback, as NewS3 does, for programs
 // outside tests (the bench command): it leaves the environment alone, so
 // the caller must reach it with Properties alone, and it runs until Close.
 func StartS3() (*S3, error) {
+	clock := &offsetClock{}
+	backend := s3mem.New(s3mem.WithTimeSource(clock))
+	if err := backend.CreateBucket(s3TestBucket); err != nil {
+		return nil, fmt.Errorf("create bucket %s: %w", s3TestBucket, err)
+	}
 	s := &S3{
 		Bucket:          s3TestBucket,
 		Region:          s3TestRegion,
 		AccessKeyID:     s3TestAccessKey,
 		SecretAccessKey: s3TestSecret,
-		clock:           &offsetClock{},
+		store:           &fakeStore{backend: backend, bucket: s3TestBucket, clock: clock},
+		checkKey:        true,
 	}
-	s.done = sync.NewCond(&s.mu)
-	s.backend = s3mem.New(s3mem.WithTimeSource(s.clock))
-	if err := s.backend.CreateBucket(s.Bucket); err != nil {
-		return nil, fmt.Errorf("create bucket %s: %w", s.Bucket, err)
-	}
-	fake := gofakes3.New(s.backend)
-	s.srv = httptest.NewServer(s.handler(fake.Server()))
-	s.URL = s.srv.URL
+	s.serve(gofakes3.New(backend).Server())
 	return s, nil
+}
+
+// serve starts the recording HTTP server in front of next and sets URL.
+func (s *S3) serve(next http.Handler) {
+	s.done = sync.NewCond(&s.mu)
+	s.srv = httptest.NewServer(s.handler(next))
+	s.URL = s.srv.URL
 }
 
 // Close stops the server StartS3 started.
@@ -167,7 +182,7 @@ func (s *S3) SetDelay(d time.Duration) { s.delay.Store(int64(d)) }
 // PutObject writes an object straight into the backend, bypassing HTTP, as
 // Put does, for programs outside tests.
 func (s *S3) PutObject(key string, data []byte) error {
-	if _, err := s.backend.PutObject(s.Bucket, key, map[string]string{}, bytes.NewReader(data), int64(len(data)), nil); err != nil {
+	if err := s.store.put(key, data); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
 	return nil
@@ -208,15 +223,17 @@ func (s *S3) Key(location string) (string, bool) {
 
 // Backdate makes objects written from now on appear written d ago (their
 // Last-Modified time), so that tests exercise grace periods without
-// waiting. It does not change objects already written.
-func (s *S3) Backdate(d time.Duration) { s.clock.offset.Store(int64(d)) }
+// waiting. It does not change objects already written. On the fake it
+// holds for every write; on a gateway (NewS3Gateway), for those of Put
+// only, whose files it backdates in the directory the gateway serves.
+func (s *S3) Backdate(d time.Duration) { s.store.backdate(d) }
 
-// Put writes an object straight into the backend, bypassing HTTP: it is not
-// recorded as a request.
+// Put writes an object straight into the backend, bypassing the recording
+// server: it is not recorded as a request.
 func (s *S3) Put(t testing.TB, key string, data []byte) {
 	t.Helper()
-	if _, err := s.backend.PutObject(s.Bucket, key, map[string]string{}, bytes.NewReader(data), int64(len(data)), nil); err != nil {
-		t.Fatalf("put %s: %v", key, err)
+	if err := s.PutObject(key, data); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -224,22 +241,11 @@ func (s *S3) Put(t testing.TB, key string, data []byte) {
 // sizes, read straight from the backend (not recorded as requests).
 func (s *S3) Objects(t testing.TB, prefix string) map[string]int64 {
 	t.Helper()
-	p := gofakes3.NewPrefix(&prefix, nil)
-	objs := map[string]int64{}
-	page := gofakes3.ListBucketPage{}
-	for {
-		list, err := s.backend.ListBucket(s.Bucket, &p, page)
-		if err != nil {
-			t.Fatalf("list %s: %v", prefix, err)
-		}
-		for _, c := range list.Contents {
-			objs[c.Key] = c.Size
-		}
-		if !list.IsTruncated {
-			return objs
-		}
-		page.Marker = list.NextMarker
+	objs, err := s.store.objects(prefix)
+	if err != nil {
+		t.Fatalf("list %s: %v", prefix, err)
 	}
+	return objs
 }
 
 // Requests returns the requests answered since the server started or since
@@ -273,7 +279,8 @@ func (s *S3) settle() {
 }
 
 // handler records each request next's answers, after refusing those that
-// are not path-style or not signed with the server's access key.
+// are not path-style or (with checkKey) not signed with the server's
+// access key.
 func (s *S3) handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
@@ -294,7 +301,7 @@ func (s *S3) handler(next http.Handler) http.Handler {
 			// Virtual-hosted style would name the bucket in the host; over
 			// loopback it would not even resolve, but say so if it came.
 			s3Error(cw, http.StatusBadRequest, "InvalidRequest", "virtual-hosted-style request to "+r.Host+": this server is path-style only")
-		case !strings.Contains(r.Header.Get("Authorization"), "Credential="+s.AccessKeyID+"/"):
+		case s.checkKey && !strings.Contains(r.Header.Get("Authorization"), "Credential="+s.AccessKeyID+"/"):
 			s3Error(cw, http.StatusForbidden, "InvalidAccessKeyId", "request not signed with access key "+s.AccessKeyID)
 		default:
 			if d := time.Duration(s.delay.Load()); d > 0 {
@@ -369,6 +376,50 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 func (c *countingReader) Close() error { return c.r.Close() }
+
+// objectStore is what S3 reaches beside its recording server: the fake's
+// in-memory backend, or a gateway at its own endpoint.
+type objectStore interface {
+	// put writes an object, backdated as backdate last said.
+	put(key string, data []byte) error
+	// objects lists the objects under prefix with their sizes.
+	objects(prefix string) (map[string]int64, error)
+	// backdate makes objects written from now on appear written d ago.
+	backdate(d time.Duration)
+}
+
+// fakeStore is the fake's in-memory backend.
+type fakeStore struct {
+	backend *s3mem.Backend
+	bucket  string
+	clock   *offsetClock
+}
+
+func (f *fakeStore) put(key string, data []byte) error {
+	_, err := f.backend.PutObject(f.bucket, key, map[string]string{}, bytes.NewReader(data), int64(len(data)), nil)
+	return err
+}
+
+func (f *fakeStore) objects(prefix string) (map[string]int64, error) {
+	p := gofakes3.NewPrefix(&prefix, nil)
+	objs := map[string]int64{}
+	page := gofakes3.ListBucketPage{}
+	for {
+		list, err := f.backend.ListBucket(f.bucket, &p, page)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range list.Contents {
+			objs[c.Key] = c.Size
+		}
+		if !list.IsTruncated {
+			return objs, nil
+		}
+		page.Marker = list.NextMarker
+	}
+}
+
+func (f *fakeStore) backdate(d time.Duration) { f.clock.offset.Store(int64(d)) }
 
 // offsetClock is the backend's clock: the time now, minus an offset that
 // Backdate sets.

@@ -10,6 +10,8 @@ import (
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/cmd/internal/cli"
+	"github.com/icebloom/icebloom/cmd/internal/metricsfile"
 	"github.com/icebloom/icebloom/index/indexer"
 )
 
@@ -151,7 +153,7 @@ func (f indexFlags) runIndex(ctx context.Context, e *env, command string, o inde
 	tr.finish()
 	if e.metrics != nil {
 		end := e.now()
-		e.metrics.indexed(runLabels{command, f.Table}, sum, tr.last.Bytes, end.Sub(start), end)
+		e.metrics.Indexed(metricsfile.Labels{Command: command, Table: f.Table}, sum, tr.last.Bytes, end.Sub(start), end)
 	}
 	if err != nil {
 		return err
@@ -199,10 +201,10 @@ func printBuildSummary(e *env, table string, sum *indexer.Summary) {
 	e.printf("indexed %d of %s of %s (snapshot %d), columns %s\n",
 		sum.FilesIndexed, plural(sum.FilesTotal, "data file"), table, sum.SnapshotID, strings.Join(sum.Columns, ", "))
 	if sum.FilesCovered > 0 {
-		e.printf("  %s already covered; %s of entries carried over\n", plural(sum.FilesCovered, "data file was", "data files were"), bytesText(sum.BytesCopied))
+		e.printf("  %s already covered; %s of entries carried over\n", plural(sum.FilesCovered, "data file was", "data files were"), cli.BytesText(sum.BytesCopied))
 	}
 	e.printf("  %s, %s of index, %s, %s\n",
-		plural(sum.Blobs, "filter"), bytesText(sum.IndexBytes), plural(sum.DistinctValues, "distinct value"), durationText(sum.Duration))
+		plural(sum.Blobs, "filter"), cli.BytesText(sum.IndexBytes), plural(sum.DistinctValues, "distinct value"), cli.DurationText(sum.Duration))
 	for _, c := range sum.PerColumn {
 		// Counts after the words: right for 1 as for 5, with no plurals.
 		e.printf("  column %s (%s): filters written %d", c.Name, strings.Join(c.Sources, ", "), c.FilesIndexed)

@@ -318,7 +318,7 @@ func TestDeployCompose(t *testing.T) {
 
 	// The services by role, found by image so that renaming one keeps the
 	// test meaningful.
-	var icebloom, minio, bucketJob, rest *composeService
+	var icebloom, gateway, bucketJob, rest *composeService
 	for _, name := range slices.Sorted(maps.Keys(project.Services)) {
 		svc := project.Services[name]
 		if svc.Build != nil {
@@ -347,24 +347,26 @@ func TestDeployCompose(t *testing.T) {
 			t.Errorf("service %s: %v", name, err)
 		}
 		switch deployImageRepo(svc.Image) {
-		case "minio/minio":
-			minio = svc
-		case "minio/mc":
-			bucketJob = svc
+		case "versity/versitygw": // the gateway, or the job making its bucket's directory
+			if len(svc.Entrypoint) > 0 {
+				bucketJob = svc
+			} else {
+				gateway = svc
+			}
 		case "apache/iceberg-rest-fixture":
 			rest = svc
 		}
 	}
 	for role, svc := range map[string]*composeService{
-		"icebloom (built from the Dockerfile)": icebloom, "MinIO (minio/minio)": minio,
-		"bucket creation (minio/mc)": bucketJob, "REST catalog (apache/iceberg-rest-fixture)": rest,
+		"icebloom (built from the Dockerfile)": icebloom, "S3 gateway (versity/versitygw)": gateway,
+		"bucket creation (versity/versitygw with an entrypoint)": bucketJob, "REST catalog (apache/iceberg-rest-fixture)": rest,
 	} {
 		if svc == nil {
 			t.Fatalf("no %s service", role)
 		}
 	}
-	if !strings.HasPrefix(minio.Image, "minio/minio:RELEASE.") || !strings.HasPrefix(bucketJob.Image, "minio/mc:RELEASE.") {
-		t.Errorf("MinIO images %s, %s: pin MinIO's RELEASE.* tags", minio.Image, bucketJob.Image)
+	if _, tag, _ := strings.Cut(gateway.Image, ":"); !strings.HasPrefix(tag, "v") || bucketJob.Image != gateway.Image {
+		t.Errorf("S3 gateway images %s, %s: pin one release tag (vX.Y.Z) for both", gateway.Image, bucketJob.Image)
 	}
 
 	// Named volumes are declared; a dependency waiting for health needs a
@@ -399,8 +401,8 @@ func TestDeployCompose(t *testing.T) {
 			t.Errorf("service %s: want depends_on %s with condition %s, have %v", from.Name, to.Name, condition, from.DependsOn)
 		}
 	}
-	wantDependency(bucketJob, minio, "service_healthy")
-	wantDependency(rest, bucketJob, "service_completed_successfully")
+	wantDependency(gateway, bucketJob, "service_completed_successfully")
+	wantDependency(rest, gateway, "service_healthy")
 	wantDependency(icebloom, rest, "service_healthy")
 	if bucketJob.Restart != "" && bucketJob.Restart != "no" {
 		t.Errorf("service %s is one-shot: restart %q", bucketJob.Name, bucketJob.Restart)
@@ -428,61 +430,71 @@ func TestDeployCompose(t *testing.T) {
 		t.Errorf("%s: --uri %s, want the REST catalog service at %s:%s", what, args.URI, rest.Name, restPort)
 	}
 
-	// Storage: MinIO's endpoint, credentials and path-style addressing.
+	// The gateway: `versitygw [flags] posix DIR`, listening on --port.
+	if len(gateway.Entrypoint) > 0 {
+		t.Errorf("service %s overrides the image's entrypoint: %q", gateway.Name, gateway.Entrypoint)
+	}
+	gwCmd := gateway.Command
+	if len(gwCmd) < 2 || gwCmd[len(gwCmd)-2] != "posix" || !strings.HasPrefix(gwCmd[len(gwCmd)-1], "/") {
+		t.Fatalf("service %s: command %q: want versitygw's [flags] posix DIR", gateway.Name, gwCmd)
+	}
+	gwDir := gwCmd[len(gwCmd)-1]
+	gwPort := "7070" // versitygw's default
+	for i, a := range gwCmd[:len(gwCmd)-2] {
+		if (a == "--port" || a == "-p") && i+1 < len(gwCmd) {
+			_, gwPort, _ = strings.Cut(gwCmd[i+1], ":")
+		}
+	}
+
+	// Storage: the gateway's endpoint, credentials and path-style addressing.
 	props := deployProperties(t, what, args)
 	endpoint := props["s3.endpoint"]
 	if endpoint == "" {
 		t.Fatalf("%s: no --property s3.endpoint=...", what)
 	}
-	if host, port := deployHostPort(t, what+" s3.endpoint", endpoint); host != minio.Name || port != "9000" {
-		t.Errorf("%s: s3.endpoint %s, want the MinIO service at %s:9000", what, endpoint, minio.Name)
+	if host, port := deployHostPort(t, what+" s3.endpoint", endpoint); host != gateway.Name || port != gwPort {
+		t.Errorf("%s: s3.endpoint %s, want the S3 gateway service at %s:%s", what, endpoint, gateway.Name, gwPort)
 	}
 	if props["s3.region"] == "" {
 		t.Errorf("%s: no --property s3.region=...", what)
 	}
 	if v, ok := props["s3.force-virtual-addressing"]; ok {
 		if b, err := strconv.ParseBool(v); err != nil || b {
-			t.Errorf("%s: s3.force-virtual-addressing=%s: MinIO needs path-style addressing", what, v)
+			t.Errorf("%s: s3.force-virtual-addressing=%s: the gateway needs path-style addressing", what, v)
 		}
 	}
-	user, password := minio.Environment["MINIO_ROOT_USER"], minio.Environment["MINIO_ROOT_PASSWORD"]
-	if len(user) < 3 || len(password) < 8 {
-		t.Errorf("service %s: MinIO wants a MINIO_ROOT_USER of 3 characters or more and a MINIO_ROOT_PASSWORD of 8 or more", minio.Name)
+	user, password := gateway.Environment["ROOT_ACCESS_KEY_ID"], gateway.Environment["ROOT_SECRET_ACCESS_KEY"]
+	if user == "" || password == "" {
+		t.Errorf("service %s: the gateway needs its root user's ROOT_ACCESS_KEY_ID and ROOT_SECRET_ACCESS_KEY", gateway.Name)
 	}
 	keyID := cmp.Or(props["s3.access-key-id"], icebloom.Environment["AWS_ACCESS_KEY_ID"])
 	secret := cmp.Or(props["s3.secret-access-key"], icebloom.Environment["AWS_SECRET_ACCESS_KEY"])
 	if keyID != user || secret != password {
-		t.Errorf("%s: S3 credentials %q/%q are not MinIO's %q/%q", what, keyID, secret, user, password)
+		t.Errorf("%s: S3 credentials %q/%q are not the gateway's %q/%q", what, keyID, secret, user, password)
 	}
 
 	// One warehouse: the bucket created, the catalog's warehouse, icebloom's.
-	// The bucket job runs `mc mb [flags] ALIAS/BUCKET` with the alias from
-	// MC_HOST_<alias>.
+	// The bucket job runs `mkdir -p DIR/BUCKET` on the volume the gateway
+	// serves at DIR: its posix backend takes each top directory for a bucket.
 	var bucket string
-	cmd := bucketJob.Command
-	if len(cmd) == 0 || cmd[0] != "mb" || len(bucketJob.Entrypoint) > 0 {
-		t.Fatalf("service %s: command %q: want mc's mb ALIAS/BUCKET", bucketJob.Name, cmd)
-	}
-	for _, a := range cmd[1:] {
-		if strings.HasPrefix(a, "-") {
-			continue
-		}
-		alias, b, _ := strings.Cut(a, "/")
-		bucket = b
-		hostURL := bucketJob.Environment["MC_HOST_"+alias]
-		if hostURL == "" {
-			t.Errorf("service %s: no MC_HOST_%s for alias %s", bucketJob.Name, alias, alias)
-			continue
-		}
-		u, err := url.Parse(hostURL)
-		if err != nil || u.Hostname() != minio.Name || u.User.Username() != user {
-			t.Errorf("service %s: MC_HOST_%s %s: want MinIO's user at %s", bucketJob.Name, alias, hostURL, minio.Name)
-		} else if p, _ := u.User.Password(); p != password {
-			t.Errorf("service %s: MC_HOST_%s: not MinIO's password", bucketJob.Name, alias)
+	if ep := bucketJob.Entrypoint; len(ep) == 3 && ep[0] == "mkdir" && ep[1] == "-p" && len(bucketJob.Command) == 0 {
+		if b, ok := strings.CutPrefix(ep[2], gwDir+"/"); ok && b != "" && !strings.Contains(b, "/") {
+			bucket = b
 		}
 	}
 	if bucket == "" {
-		t.Fatalf("service %s: command %q creates no bucket", bucketJob.Name, cmd)
+		t.Fatalf("service %s: entrypoint %q, command %q: want mkdir -p %s/BUCKET", bucketJob.Name, bucketJob.Entrypoint, bucketJob.Command, gwDir)
+	}
+	mountOf := func(svc *composeService) string {
+		for _, v := range svc.Volumes {
+			if src, dst, ok := strings.Cut(v, ":"); ok && strings.TrimSuffix(dst, ":rw") == gwDir {
+				return src
+			}
+		}
+		return ""
+	}
+	if vol := mountOf(gateway); vol == "" || mountOf(bucketJob) != vol {
+		t.Errorf("services %s and %s: want one volume mounted at %s in both, have %q and %q", gateway.Name, bucketJob.Name, gwDir, gateway.Volumes, bucketJob.Volumes)
 	}
 	warehouse := rest.Environment["CATALOG_WAREHOUSE"]
 	if u, err := url.Parse(warehouse); err != nil || u.Scheme != "s3" || u.Host != bucket {
@@ -494,14 +506,14 @@ func TestDeployCompose(t *testing.T) {
 	if v := rest.Environment["CATALOG_IO__IMPL"]; v != "org.apache.iceberg.aws.s3.S3FileIO" {
 		t.Errorf("service %s: CATALOG_IO__IMPL %q, want S3FileIO", rest.Name, v)
 	}
-	if host, _ := deployHostPort(t, rest.Name+" CATALOG_S3_ENDPOINT", rest.Environment["CATALOG_S3_ENDPOINT"]); host != minio.Name {
-		t.Errorf("service %s: CATALOG_S3_ENDPOINT points at %s, want %s", rest.Name, host, minio.Name)
+	if host, _ := deployHostPort(t, rest.Name+" CATALOG_S3_ENDPOINT", rest.Environment["CATALOG_S3_ENDPOINT"]); host != gateway.Name {
+		t.Errorf("service %s: CATALOG_S3_ENDPOINT points at %s, want %s", rest.Name, host, gateway.Name)
 	}
 	if v := rest.Environment["CATALOG_S3_PATH__STYLE__ACCESS"]; v != "true" {
-		t.Errorf("service %s: CATALOG_S3_PATH__STYLE__ACCESS %q, want true (MinIO)", rest.Name, v)
+		t.Errorf("service %s: CATALOG_S3_PATH__STYLE__ACCESS %q, want true (the gateway is path-style)", rest.Name, v)
 	}
 	if rest.Environment["CATALOG_S3_ACCESS__KEY__ID"] != user || rest.Environment["CATALOG_S3_SECRET__ACCESS__KEY"] != password {
-		t.Errorf("service %s: S3 credentials are not MinIO's", rest.Name)
+		t.Errorf("service %s: S3 credentials are not the gateway's", rest.Name)
 	}
 	if rest.Environment["AWS_REGION"] == "" {
 		t.Errorf("service %s: no AWS_REGION (the AWS SDK of S3FileIO needs one)", rest.Name)

@@ -6,7 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
+
+	"github.com/icebloom/icebloom/cmd/internal/cli"
 )
 
 // Bad flag values are refused before anything runs, each error naming the
@@ -27,41 +28,28 @@ func checkFlags(cmd any) error {
 	case *CompactIndexCmd:
 		return c.memoryFlag.checkValues()
 	case *ExpireCmd:
-		return checkAtLeast("--retain-last", c.RetainLast, 1, "snapshot")
+		return cli.CheckAtLeast("--retain-last", c.RetainLast, 1, "snapshot")
 	case *MaintainCmd:
 		var errs []error
 		if c.Every != nil && c.Every.d <= 0 {
 			errs = append(errs, fmt.Errorf("--every %s: want a pause between rounds, such as 15m", c.Every.text))
 		}
 		if c.Parallel != nil {
-			errs = append(errs, checkAtLeast("--parallel", *c.Parallel, 1, "data file"))
+			errs = append(errs, cli.CheckAtLeast("--parallel", *c.Parallel, 1, "data file"))
 		}
 		if c.VerifySample != nil {
-			errs = append(errs, checkAtLeast("--verify-sample", *c.VerifySample, 0, "data file"))
+			errs = append(errs, cli.CheckAtLeast("--verify-sample", *c.VerifySample, 0, "data file"))
 		}
-		return errors.Join(append(errs, checkAtLeast("--retain-last", c.RetainLast, 1, "snapshot"), c.requestsFlag.checkValues(),
+		return errors.Join(append(errs, cli.CheckAtLeast("--retain-last", c.RetainLast, 1, "snapshot"), c.requestsFlag.checkValues(),
 			checkCompactAbove(c.CompactAbove))...)
 	case *ScanCmd:
 		if c.Limit < 0 {
 			return fmt.Errorf("--limit %d: want 0 (every row) or more rows", c.Limit)
 		}
 	case *VerifyCmd:
-		return checkAtLeast("--sample", c.Sample, 0, "data file")
+		return cli.CheckAtLeast("--sample", c.Sample, 0, "data file")
 	case *QuickstartCmd:
-		return errors.Join(checkAtLeast("--files", c.Files, 1, "data file"), checkAtLeast("--rows", c.Rows, 1, "row"))
-	case *BenchCmd:
-		errs := []error{
-			checkAtLeast("--files", c.Files, 1, "data file"), checkAtLeast("--rows", c.Rows, 1, "row"),
-			checkAtLeast("--repeat", c.Repeat, 1, "run"), checkAtLeast("--probes", c.Probes, 1, "probe"),
-			checkAtLeast("--prune-files", c.PruneFiles, 0, "data file"), checkAtLeast("--s3-files", c.S3Files, 0, "data file"),
-			checkFPP(c.FPP),
-		}
-		if c.Scale != "" {
-			if _, err := parseScale(c.Scale); err != nil {
-				errs = append(errs, err) // names the flag and the value
-			}
-		}
-		return errors.Join(errs...)
+		return errors.Join(cli.CheckAtLeast("--files", c.Files, 1, "data file"), cli.CheckAtLeast("--rows", c.Rows, 1, "row"))
 	}
 	return nil
 }
@@ -70,10 +58,10 @@ func checkFlags(cmd any) error {
 func (f indexFlags) checkValues() error {
 	var errs []error
 	if f.FPP != nil {
-		errs = append(errs, checkFPP(*f.FPP))
+		errs = append(errs, cli.CheckFPP(*f.FPP))
 	}
 	if f.Parallel != nil {
-		errs = append(errs, checkAtLeast("--parallel", *f.Parallel, 1, "data file"))
+		errs = append(errs, cli.CheckAtLeast("--parallel", *f.Parallel, 1, "data file"))
 	}
 	if _, err := f.shard(); err != nil {
 		errs = append(errs, err)
@@ -98,15 +86,6 @@ func (f memoryFlag) checkValues() error {
 	return nil
 }
 
-// checkFPP refuses a false-positive rate outside (0, 1): 0 would need
-// infinite filters, 1 prunes nothing.
-func checkFPP(v float64) error {
-	if !(v > 0 && v < 1) { // NaN too
-		return fmt.Errorf("--fpp %s: want a false-positive rate between 0 and 1, such as 0.01", strconv.FormatFloat(v, 'g', -1, 64))
-	}
-	return nil
-}
-
 // checkCompactAbove refuses --compact-above 0, which the indexer would
 // read as its default (8) rather than as "compact whenever there are
 // segments".
@@ -115,18 +94,6 @@ func checkCompactAbove(v *int) error {
 		return fmt.Errorf("--compact-above 0: want 1 or more segments, or a negative number to never compact")
 	}
 	return nil
-}
-
-// checkAtLeast refuses an integer flag below least; unit names what it
-// counts.
-func checkAtLeast(flag string, v, least int, unit string) error {
-	if v >= least {
-		return nil
-	}
-	if least == 0 {
-		return fmt.Errorf("%s %d: want 0 or more %ss", flag, v, unit)
-	}
-	return fmt.Errorf("%s %d: want %d or more %ss", flag, v, least, unit)
 }
 
 // checkMetricsFile checks that --metrics-file can be written — its

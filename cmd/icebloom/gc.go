@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/maintenance"
 )
 
@@ -125,5 +126,5 @@ func printGCSummary(e *env, table string, sum *maintenance.GCSummary) {
 		e.printf("could not delete %s: %s\n", f.Path, f.Error)
 	}
 	e.printf("%s: %s, %d referenced, %d kept inside the grace period, %s %d (%s)\n",
-		table, plural(sum.Scanned, "index file"), sum.Referenced, len(sum.Kept), verb, len(sum.Deleted), bytesText(sum.BytesDeleted))
+		table, plural(sum.Scanned, "index file"), sum.Referenced, len(sum.Kept), verb, len(sum.Deleted), cli.BytesText(sum.BytesDeleted))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
+	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/sbbf"
@@ -88,7 +89,7 @@ func (c *InspectCmd) run(ctx context.Context, e *env) error {
 	for _, s := range out.Segments {
 		e.printf("  %s (snapshot %d, format v%d, %s): %s, %s of other tools, %s\n",
 			s.Path, s.SnapshotID, s.Format, plural(s.Groups, "group"), plural(s.Entries, "entry"),
-			plural(s.ForeignBlobs, "blob"), bytesText(s.Bytes))
+			plural(s.ForeignBlobs, "blob"), cli.BytesText(s.Bytes))
 		if s.Run != "" {
 			e.printf("    shard %s of run %s, linked by %s\n", s.Shard, s.Run, s.LinkedFrom)
 		} else if s.LinkedFrom != "" {
@@ -102,7 +103,7 @@ func (c *InspectCmd) run(ctx context.Context, e *env) error {
 	for _, col := range out.Columns {
 		e.printf("column %s (field %d, hashed as %s): %s covered, %d not covered, %s of filters, ndv %d..%d (mean %.0f), fpp %s\n",
 			col.Name, col.FieldID, strings.Join(col.ValueTypes, ", "), plural(col.Covered, "file"), col.Uncovered,
-			bytesText(col.IndexBytes), col.NDVMin, col.NDVMax, col.NDVMean, floatsText(col.FPPs))
+			cli.BytesText(col.IndexBytes), col.NDVMin, col.NDVMax, col.NDVMean, floatsText(col.FPPs))
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/maintenance"
 )
@@ -70,7 +71,7 @@ func reportFailure(e *env, tty bool, command, table string, d time.Duration, err
 // their integers, in fields named *_ns.
 func durationWithUnit(_ []string, a slog.Attr) slog.Attr {
 	if a.Value.Kind() == slog.KindDuration {
-		a.Value = slog.StringValue(durationText(a.Value.Duration()))
+		a.Value = slog.StringValue(cli.DurationText(a.Value.Duration()))
 	}
 	return a
 }

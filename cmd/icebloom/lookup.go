@@ -155,17 +155,3 @@ func (c *LookupCmd) run(ctx context.Context, e *env) error {
 		"unindexed", len(out.Unindexed), "duration", time.Since(start))
 	return nil
 }
-
-// dataFiles lists the data files of tasks once each, in order: a large
-// file may be planned as several tasks.
-func dataFiles(tasks []table.FileScanTask) []string {
-	seen := map[string]bool{}
-	files := []string{}
-	for _, t := range tasks {
-		if p := t.File.FilePath(); !seen[p] {
-			seen[p] = true
-			files = append(files, p)
-		}
-	}
-	return files
-}

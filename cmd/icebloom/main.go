@@ -24,6 +24,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
+	"github.com/icebloom/icebloom/cmd/internal/metricsfile"
 )
 
 // Args are the command line: global flags, then one command.
@@ -46,7 +47,6 @@ type Args struct {
 	Verify       *VerifyCmd       `arg:"subcommand:verify" help:"check every checksum of the index, its coverage, and a sample of filters against the data"`
 	GC           *GCCmd           `arg:"subcommand:gc" help:"delete index files no table metadata references, after a grace period"`
 	Quickstart   *QuickstartCmd   `arg:"subcommand:quickstart" help:"create a demo table in an embedded catalog, index it and query it"`
-	Bench        *BenchCmd        `arg:"subcommand:bench" help:"generate a table and measure the index against its targets"`
 	VersionCmd   *VersionCmd      `arg:"subcommand:version" help:"print icebloom's version: module version and the VCS revision it was built from"`
 	Completion   *CompletionCmd   `arg:"subcommand:completion" help:"print a bash or zsh script that completes icebloom's commands and flags"`
 	Columns      *ColumnsCmd      `arg:"subcommand:columns" help:"show the columns a table's index holds and its properties enable; enable or disable columns in one commit"`
@@ -71,7 +71,7 @@ type env struct {
 	// it, log records written through it), else nil.
 	status *statusLine
 	// metrics collects what --metrics-file is to hold; nil without it.
-	metrics *runMetrics
+	metrics *metricsfile.File
 	now     func() time.Time
 }
 
@@ -216,8 +216,6 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 		cmd = args.GC
 	case args.Quickstart != nil:
 		cmd = args.Quickstart
-	case args.Bench != nil:
-		cmd = args.Bench
 	case args.Completion != nil:
 		cmd = args.Completion
 	case args.Columns != nil:
@@ -234,7 +232,7 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 			return 2
 		}
 		var err error
-		if e.metrics, err = newMetrics(args.MetricsFile); err != nil {
+		if e.metrics, err = metricsfile.Open(args.MetricsFile); err != nil {
 			e.log.Warn("previous metrics file ignored", "file", args.MetricsFile, "error", err)
 		}
 	}
@@ -242,7 +240,7 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 	err = runSafely(ctx, cmd, e)
 	if e.metrics != nil {
 		// Also after a failure: the file then says so.
-		if werr := e.metrics.write(); werr != nil {
+		if werr := e.metrics.Write(); werr != nil {
 			err = errors.Join(err, werr)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
+	"github.com/icebloom/icebloom/cmd/internal/cli"
+	"github.com/icebloom/icebloom/cmd/internal/metricsfile"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/maintenance"
 )
@@ -33,7 +35,7 @@ func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
 	}()
 	if e.metrics != nil {
 		end := e.now()
-		e.metrics.compacted(runLabels{"compact-index", c.Table}, sum, end.Sub(start), end)
+		e.metrics.Compacted(metricsfile.Labels{Command: "compact-index", Table: c.Table}, sum, end.Sub(start), end)
 	}
 	if err != nil {
 		return err
@@ -52,7 +54,7 @@ func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
 	}
 	e.printf("%s: %s merged into %d, %s kept, %d dropped, %s copied, %s\n  statistics file %s\n",
 		c.Table, plural(sum.SegmentsBefore, "segment"), sum.SegmentsAfter, plural(sum.EntriesKept, "entry"), sum.EntriesDropped,
-		bytesText(sum.BytesCopied), durationText(sum.Duration), sum.StatisticsPath)
+		cli.BytesText(sum.BytesCopied), cli.DurationText(sum.Duration), sum.StatisticsPath)
 	if n := len(sum.BrokenFiles) + len(sum.BrokenGroups); n > 0 {
 		// Their data files are unindexed now (never pruned) until a sync.
 		e.printf("  %d broken index files removed, %d broken groups left out: `icebloom sync %s` indexes their data files again\n",
@@ -181,7 +183,7 @@ func (c *MaintainCmd) run(ctx context.Context, e *env) error {
 			// Each round's file, for a scheduler that keeps running; a
 			// write that fails is logged and the rounds go on (run writes
 			// the file once more at the end and reports the error then).
-			if err := e.metrics.write(); err != nil {
+			if err := e.metrics.Write(); err != nil {
 				e.log.Error("metrics file not written", "command", "maintain", "round", round, "error", err)
 			}
 		}
@@ -221,7 +223,7 @@ func (c *MaintainCmd) maintain(ctx context.Context, e *env, cat icecat.Catalog, 
 		end := e.now()
 		logMaintained(e.log, r, round, end.Sub(start))
 		if e.metrics != nil {
-			e.metrics.maintained(r, tr.last.Bytes, end.Sub(start), end)
+			e.metrics.Maintained(r, tr.last.Bytes, end.Sub(start), end)
 		}
 		reports = append(reports, r)
 	}
@@ -233,7 +235,7 @@ func (c *MaintainCmd) maintain(ctx context.Context, e *env, cat icecat.Catalog, 
 func (c *MaintainCmd) failedBeforeTables(e *env, start time.Time) {
 	if e.metrics != nil {
 		end := e.now()
-		e.metrics.run(runLabels{"maintain", ""}, end.Sub(start), end, true)
+		e.metrics.Run(metricsfile.Labels{Command: "maintain"}, end.Sub(start), end, true)
 	}
 }
 

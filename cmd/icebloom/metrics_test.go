@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
+	"github.com/icebloom/icebloom/cmd/internal/metricsfile"
 )
 
 // idTable is a catalogtest table db.ids of one long column, id, whose
@@ -101,25 +101,25 @@ func readMetrics(t *testing.T, path string) map[string]map[string]float64 {
 			helped[name] = true
 			continue
 		}
-		s, err := parseSample(line)
+		s, err := metricsfile.ParseSample(line)
 		if err != nil {
 			t.Fatalf("metrics file line %q: %v\n%s", line, err, b)
 		}
-		if kind := typed[s.name]; !helped[s.name] || (kind != "counter" && kind != "gauge") {
-			t.Fatalf("sample of %s before its HELP and TYPE lines:\n%s", s.name, b)
+		if kind := typed[s.Name]; !helped[s.Name] || (kind != "counter" && kind != "gauge") {
+			t.Fatalf("sample of %s before its HELP and TYPE lines:\n%s", s.Name, b)
 		}
-		if kind := typed[s.name]; (kind == "counter") != strings.HasSuffix(s.name, "_total") {
-			t.Errorf("%s is a %s: counters, and only they, end in _total", s.name, kind)
+		if kind := typed[s.Name]; (kind == "counter") != strings.HasSuffix(s.Name, "_total") {
+			t.Errorf("%s is a %s: counters, and only they, end in _total", s.Name, kind)
 		}
-		cmd, okc := s.labels["command"]
-		tbl, okt := s.labels["table"]
-		if !okc || !okt || len(s.labels) != 2 {
+		cmd, okc := s.Labels["command"]
+		tbl, okt := s.Labels["table"]
+		if !okc || !okt || len(s.Labels) != 2 {
 			t.Fatalf("sample %q: want labels command and table", line)
 		}
-		if out[s.name] == nil {
-			out[s.name] = map[string]float64{}
+		if out[s.Name] == nil {
+			out[s.Name] = map[string]float64{}
 		}
-		out[s.name][cmd+" "+tbl] = s.value
+		out[s.Name][cmd+" "+tbl] = s.Value
 	}
 	return out
 }
@@ -268,49 +268,5 @@ func TestMetricsFileMaintainEvery(t *testing.T) {
 	c := readMetrics(t, cpath)
 	if c["icebloom_runs_total"]["compact-index db.ids"] != 1 || c["icebloom_index_segments"]["compact-index db.ids"] != 1 {
 		t.Errorf("compact-index metrics %v", c)
-	}
-}
-
-// TestMetricsEncoding: label values and help are escaped as the format
-// requires and parse back; values are integers where they are, and the
-// format's spellings otherwise; families and samples come sorted.
-func TestMetricsEncoding(t *testing.T) {
-	m := &runMetrics{families: map[metricFamily]map[runLabels]float64{}}
-	odd := "we\"ird\\ta\nble"
-	m.set(metricLastSuccess, runLabels{"build", odd}, 1756000000.25)
-	m.add(metricFilesIndexed, runLabels{"sync", "b.t"}, 12345678)
-	m.add(metricFilesIndexed, runLabels{"build", "a.t"}, 3)
-	m.set(metricDuration, runLabels{"build", "a.t"}, math.Inf(1))
-	m.families[metricFamily{"icebloom_test_help", gauge, "back\\slash\nnewline"}] = map[runLabels]float64{{"x", "y"}: math.NaN()}
-	var b strings.Builder
-	m.encode(&b)
-	want := `# HELP icebloom_files_indexed_total Data files indexed.
-# TYPE icebloom_files_indexed_total counter
-icebloom_files_indexed_total{command="build",table="a.t"} 3
-icebloom_files_indexed_total{command="sync",table="b.t"} 12345678
-# HELP icebloom_last_success_timestamp_seconds ` + metricLastSuccess.help + `
-# TYPE icebloom_last_success_timestamp_seconds gauge
-icebloom_last_success_timestamp_seconds{command="build",table="we\"ird\\ta\nble"} 1756000000.25
-# HELP icebloom_run_duration_seconds ` + metricDuration.help + `
-# TYPE icebloom_run_duration_seconds gauge
-icebloom_run_duration_seconds{command="build",table="a.t"} +Inf
-# HELP icebloom_test_help back\\slash\nnewline
-# TYPE icebloom_test_help gauge
-icebloom_test_help{command="x",table="y"} NaN
-`
-	if b.String() != want {
-		t.Fatalf("encoded\n%s\nwant\n%s", b.String(), want)
-	}
-	samples, err := parseMetrics(strings.NewReader(b.String()))
-	if err != nil || len(samples) != 5 {
-		t.Fatalf("parsed %d samples: %v", len(samples), err)
-	}
-	if s := samples[2]; s.labels["table"] != odd || s.value != 1756000000.25 {
-		t.Fatalf("round trip of %q: %+v", odd, s)
-	}
-	for _, bad := range []string{`x{a="b} 1`, `x{a=b} 1`, `x 1 2 3`, `x{a="b"} one`, `{a="b"} 1`} {
-		if _, err := parseSample(bad); err == nil {
-			t.Errorf("parseSample(%q) accepted it", bad)
-		}
 	}
 }

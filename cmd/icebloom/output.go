@@ -1,48 +1,21 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/icebloom/icebloom/cmd/internal/cli"
 )
 
 // printJSON writes v as one indented JSON object.
 func (e *env) printJSON(v any) error {
-	enc := json.NewEncoder(e.stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return cli.PrintJSON(e.stdout, v)
 }
 
 // printf writes text output.
 func (e *env) printf(format string, args ...any) {
 	fmt.Fprintf(e.stdout, format, args...)
-}
-
-// bytesText renders a byte count for people.
-func bytesText(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// durationText rounds a duration for people.
-func durationText(d time.Duration) string {
-	switch {
-	case d < time.Millisecond:
-		return d.Round(time.Microsecond).String()
-	case d < time.Second:
-		return d.Round(10 * time.Microsecond).String()
-	}
-	return d.Round(time.Millisecond).String()
 }
 
 // plural counts a noun for text output: "1 file", "2 files", "0 files",
@@ -76,6 +49,10 @@ func pluralOf(noun string) string {
 	}
 	return noun + "s"
 }
+
+// dataFiles is cli.DataFiles under the name lookup.go and scan.go call it
+// by.
+var dataFiles = cli.DataFiles
 
 // floatsText lists floats as text output prints them: "0.01, 0.05".
 func floatsText(fs []float64) string {

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index/indexer"
 )
 
@@ -127,7 +128,7 @@ func renderProgress(label string, p indexer.Progress, elapsed time.Duration) str
 	}
 	rate := "-"
 	if secs := elapsed.Seconds(); secs > 0 && p.Bytes > 0 {
-		rate = bytesText(int64(float64(p.Bytes)/secs)) + "/s"
+		rate = cli.BytesText(int64(float64(p.Bytes)/secs)) + "/s"
 	}
 	// Tenths of a second while they still tell something.
 	shown := elapsed.Truncate(time.Second)
@@ -135,7 +136,7 @@ func renderProgress(label string, p indexer.Progress, elapsed time.Duration) str
 		shown = elapsed.Truncate(100 * time.Millisecond)
 	}
 	return fmt.Sprintf("%s [%s] %d/%s  %s  %s  %s",
-		label, bar, p.FilesDone, plural(p.FilesTotal, "file"), bytesText(p.Bytes), shown, rate)
+		label, bar, p.FilesDone, plural(p.FilesTotal, "file"), cli.BytesText(p.Bytes), shown, rate)
 }
 
 // tracker follows one build, sync or rebuild: the progress bar when stderr

@@ -2,78 +2,30 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"runtime/debug"
-	"strings"
-
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/extensions"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
-	"github.com/apache/iceberg-go/table"
-	"github.com/google/uuid"
 
 	"github.com/icebloom/icebloom/catalog"
-	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/cmd/icebloom/internal/quickstart"
 	"github.com/icebloom/icebloom/index/indexer"
-	"github.com/icebloom/icebloom/index/lookup"
 )
 
 // QuickstartCmd is `icebloom quickstart`: the end-to-end demo on an
-// embedded catalog.
+// embedded catalog (package quickstart does the work; this file its flags
+// and output).
 type QuickstartCmd struct {
 	Dir   string `arg:"--dir" default:"warehouse" help:"directory of the demo's embedded catalog and warehouse"`
 	Files int    `arg:"--files" default:"64" help:"data files to write"`
 	Rows  int    `arg:"--rows" default:"10000" help:"rows per data file"`
 }
 
-// quickstartMarker is the table property that marks the demo table, so a
-// rerun replaces it and never a table of the user's.
-const quickstartMarker = "icebloom.quickstart"
-
-var quickstartTable = table.Identifier{"demo", "events"}
-
 // QuickstartOutput is the JSON output of quickstart.
 type QuickstartOutput struct {
-	Catalog string           `json:"catalog"`
-	Table   string           `json:"table"`
-	Build   *indexer.Summary `json:"build"`
-	Present QuickLookup      `json:"present"`
-	Absent  QuickLookup      `json:"absent"`
-}
-
-// QuickLookup is one demo lookup: how many files each step leaves, what
-// the files the index left hold, and the scan with and without the index.
-type QuickLookup struct {
-	Where           string `json:"where"`
-	FilesTotal      int    `json:"files_total"`
-	FilesAfterStats int    `json:"files_after_stats"`
-	Candidates      int    `json:"candidates"`
-	// Holding counts the candidates that hold the value, found by reading
-	// each candidate (the scan without the index returning the same rows
-	// shows that no other file holds it).
-	Holding int `json:"files_holding"`
-	// FalsePositives counts the indexed candidates that do not hold the
-	// value: files whose filter answered "maybe" for a value they lack.
-	FalsePositives int `json:"false_positives"`
-	// Unindexed counts the candidates no filter covers, kept unread by the
-	// index.
-	Unindexed int `json:"unindexed"`
-	// FPP is the false-positive rate the filters were sized for (the
-	// largest, if they differ) and ExpectedFalsePositives its expectation:
-	// the sum of each filter's FPP over the indexed files statistics left
-	// that do not hold the value.
-	FPP                    float64 `json:"fpp"`
-	ExpectedFalsePositives float64 `json:"false_positives_expected"`
-	Rows                   int     `json:"rows"`
-	ScanMillis             float64 `json:"scan_ms"`
-	NoIndexMillis          float64 `json:"scan_no_index_ms"`
+	Catalog string            `json:"catalog"`
+	Table   string            `json:"table"`
+	Build   *indexer.Summary  `json:"build"`
+	Present quickstart.Lookup `json:"present"`
+	Absent  quickstart.Lookup `json:"absent"`
 }
 
 func (c *QuickstartCmd) run(ctx context.Context, e *env) error {
@@ -93,40 +45,38 @@ func (c *QuickstartCmd) run(ctx context.Context, e *env) error {
 	if !e.json {
 		e.printf("writing %s of %s to demo.events in %s\n", plural(c.Files, "data file"), plural(c.Rows, "row"), dir)
 	}
-	needle, absent, err := c.createTable(ctx, cat)
+	needle, absent, err := quickstart.Create(ctx, cat, c.Files, c.Rows)
 	if err != nil {
 		return err
 	}
-	sum, err := indexer.Build(ctx, cat, quickstartTable, indexer.Options{})
+	sum, err := indexer.Build(ctx, cat, quickstart.Table, indexer.Options{})
 	if err != nil {
 		return err
 	}
 	if !e.json {
-		printBuildSummary(e, "demo.events", sum)
+		printBuildSummary(e, quickstart.TableName, sum)
 	}
-	out := QuickstartOutput{Catalog: filepath.Join(dir, "catalog.db"), Table: "demo.events", Build: sum}
-	if out.Present, err = quickLookup(ctx, e, fmt.Sprintf("user_id = %d", needle)); err != nil {
+	out := QuickstartOutput{Catalog: filepath.Join(dir, "catalog.db"), Table: quickstart.TableName, Build: sum}
+	if out.Present, err = quickstart.Look(ctx, cat, fmt.Sprintf("user_id = %d", needle)); err != nil {
 		return err
 	}
-	if out.Absent, err = quickLookup(ctx, e, fmt.Sprintf("user_id = %d", absent)); err != nil {
+	if out.Absent, err = quickstart.Look(ctx, cat, fmt.Sprintf("user_id = %d", absent)); err != nil {
 		return err
 	}
 	if e.json {
 		return e.printJSON(out)
 	}
-	for _, l := range []QuickLookup{out.Present, out.Absent} {
+	for _, l := range []quickstart.Lookup{out.Present, out.Absent} {
 		e.printf("\nlookup %s\n", l.Where)
 		e.printf("  data files: %d in the table, %d after min/max statistics, %d after the index\n",
 			l.FilesTotal, l.FilesAfterStats, l.Candidates)
-		for _, line := range l.explain() {
+		for _, line := range explain(l) {
 			e.printf("  %s\n", line)
 		}
 		e.printf("  scan: %s in %.1f ms with the index, %.1f ms without (%.0fx)\n",
 			plural(l.Rows, "row"), l.ScanMillis, l.NoIndexMillis, l.NoIndexMillis/max(l.ScanMillis, 0.001))
 	}
-	prog := programName(os.Args[0], executable(), cwd(), moduleVersion())
-	flags := catalogFlagsNeeded(c.Dir, given, userHome())
-	e.printf("\ntry it yourself:\n  %s\n", tryCommand(prog, flags, out.Catalog, dir, out.Present.Where))
+	e.printf("\ntry it yourself:\n  %s\n", quickstart.TryCommand(c.Dir, given, out.Catalog, dir, out.Present.Where))
 	return nil
 }
 
@@ -135,7 +85,7 @@ func (c *QuickstartCmd) run(ctx context.Context, e *env) error {
 // expect — and, when no file holds the value, why any remain:
 //
 //	of those, 1 holds the value and 2 are false positives (expected ≈ 1.99 at fpp 0.01 over the 199 indexed files without it)
-func (l QuickLookup) explain() []string {
+func explain(l quickstart.Lookup) []string {
 	holds := "none holds"
 	if l.Holding > 0 {
 		holds = plural(l.Holding, "holds", "hold")
@@ -159,312 +109,4 @@ func (l QuickLookup) explain() []string {
 		lines = append(lines, fmt.Sprintf("%s no filter covers, which the index keeps", plural(l.Unindexed, "other file")))
 	}
 	return lines
-}
-
-// tryCommand is the lookup the demo suggests, as a shell runs it from the
-// directory the quickstart ran in: with the catalog flags that name the
-// demo's catalog by absolute paths, or without any when the embedded
-// default reaches it.
-func tryCommand(prog string, catalogFlags bool, catalogPath, dir, where string) string {
-	flags := ""
-	if catalogFlags {
-		flags = fmt.Sprintf("--catalog sql --uri %s --warehouse %s ",
-			shellQuote("file:"+catalogPath), shellQuote("file://"+dir))
-	}
-	return fmt.Sprintf("%s %slookup demo.events --where %s", prog, flags, shellQuote(where))
-}
-
-// catalogFlagsNeeded tells whether a command must name the demo's catalog:
-// a command without catalog flags opens the embedded catalog in
-// ./warehouse only when the demo is there and neither flags nor a config
-// file (home's ~/.iceberg-go.yaml) select another catalog.
-func catalogFlagsNeeded(dirFlag string, given catalog.Options, home string) bool {
-	if filepath.Clean(dirFlag) != "warehouse" || given.Type != "" || given.URI != "" || given.Name != "" || given.ConfigPath != "" {
-		return true
-	}
-	return home == "" || fileExists(filepath.Join(home, ".iceberg-go.yaml"))
-}
-
-func userHome() string {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	return home
-}
-
-// goRunPackage is the package path go run takes to build this command.
-const goRunPackage = "github.com/icebloom/icebloom/cmd/icebloom"
-
-// programName returns how to run this program again from the directory
-// it runs in, given how it was started: arg0 (os.Args[0]), the executable's
-// path, the working directory, and the module version from the build
-// info. After `go run`, the executable was a temporary file, gone once the
-// command ends: the suggestion is go run again — ./cmd/icebloom from the
-// module's root, as the README runs it; the versioned package path when go
-// run fetched a release; the package path inside the module otherwise. A
-// binary found on PATH is named as typed; one run by its path keeps that
-// path, which works from the same directory.
-func programName(arg0, exe, wd, version string) string {
-	if underGoRun(exe) {
-		switch {
-		case wd != "" && fileExists(filepath.Join(wd, "cmd", "icebloom", "main.go")):
-			return "go run ./cmd/icebloom"
-		case version != "" && version != "(devel)":
-			return "go run " + goRunPackage + "@" + version
-		}
-		return "go run " + goRunPackage
-	}
-	if arg0 == "" {
-		return "icebloom"
-	}
-	return shellQuote(arg0)
-}
-
-// underGoRun tells whether exe is a binary go run built: in a directory
-// exe of go's temporary work directory (go-buildNNN/bNNN/exe/), or, as go
-// run caches what it links since Go 1.24, in the build cache's directory
-// of the link's action (GOCACHE/xx/<64 hex digits>-d/).
-func underGoRun(exe string) bool {
-	if exe == "" {
-		return false
-	}
-	parent := filepath.Base(filepath.Dir(exe))
-	if hash, ok := strings.CutSuffix(parent, "-d"); ok && len(hash) == 64 && strings.Trim(hash, "0123456789abcdef") == "" {
-		return true
-	}
-	if parent != "exe" {
-		return false
-	}
-	for d := filepath.Dir(exe); d != filepath.Dir(d); d = filepath.Dir(d) {
-		if strings.HasPrefix(filepath.Base(d), "go-build") {
-			return true
-		}
-	}
-	return false
-}
-
-func fileExists(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular()
-}
-
-// executable, cwd and moduleVersion are what programName needs from the
-// process; "" when they cannot be told.
-func executable() string {
-	exe, err := os.Executable()
-	if err != nil {
-		return ""
-	}
-	return exe
-}
-
-func cwd() string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	return wd
-}
-
-func moduleVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		return bi.Main.Version
-	}
-	return ""
-}
-
-// shellQuote quotes s for a POSIX shell when it needs quoting: in single
-// quotes, each single quote in s closed, escaped and reopened.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@=+,%", r))
-	}) < 0 {
-		return s
-	}
-	if !strings.Contains(s, "'") {
-		return "'" + s + "'"
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// createTable (re)creates the demo table with random, high-cardinality
-// columns — min/max statistics cannot prune them — and returns a user id
-// that one of its files holds and one, within the same range, that none
-// holds.
-func (c *QuickstartCmd) createTable(ctx context.Context, cat icecat.Catalog) (needle, absent int64, err error) {
-	if err := cat.CreateNamespace(ctx, table.Identifier{"demo"}, nil); err != nil && !errors.Is(err, icecat.ErrNamespaceAlreadyExists) {
-		return 0, 0, fmt.Errorf("create namespace demo: %w", err)
-	}
-	if old, err := cat.LoadTable(ctx, quickstartTable); err == nil {
-		if old.Properties()[quickstartMarker] != "true" {
-			return 0, 0, fmt.Errorf("demo.events exists and was not made by quickstart; use another --dir")
-		}
-		if err := cat.DropTable(ctx, quickstartTable); err != nil {
-			return 0, 0, fmt.Errorf("replace demo.events: %w", err)
-		}
-	}
-	sc := iceberg.NewSchema(0,
-		iceberg.NestedField{ID: 1, Name: "user_id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-		iceberg.NestedField{ID: 2, Name: "email", Type: iceberg.PrimitiveTypes.String, Required: true},
-		iceberg.NestedField{ID: 3, Name: "order_id", Type: iceberg.PrimitiveTypes.UUID, Required: true},
-		iceberg.NestedField{ID: 4, Name: "amount", Type: iceberg.PrimitiveTypes.Float64, Required: true},
-	)
-	// Manifests are merged as Java and Spark writers do by default, so that
-	// planning reads a few manifests, not one per append.
-	props := iceberg.Properties{quickstartMarker: "true", table.ManifestMergeEnabledKey: "true"}
-	for _, col := range []string{"user_id", "email", "order_id"} {
-		props[indexer.PropBloomEnabledPrefix+col] = "true"
-	}
-	tbl, err := cat.CreateTable(ctx, quickstartTable, sc, icecat.WithProperties(props))
-	if err != nil {
-		return 0, 0, fmt.Errorf("create demo.events: %w", err)
-	}
-	as, err := table.SchemaToArrowSchema(sc, nil, false, false)
-	if err != nil {
-		return 0, 0, err
-	}
-	rng := rand.New(rand.NewPCG(7842913, 1))
-	ids := map[int64]bool{}
-	for i := range c.Files {
-		rec := randomEvents(as, rng, c.Rows)
-		for _, id := range rec.Column(0).(*array.Int64).Int64Values() {
-			ids[id] = true
-		}
-		if i == c.Files/2 {
-			needle = rec.Column(0).(*array.Int64).Value(c.Rows / 2)
-		}
-		tbl, err = appendRecord(ctx, tbl, rec)
-		rec.Release()
-		if err != nil {
-			return 0, 0, fmt.Errorf("append to demo.events: %w", err)
-		}
-	}
-	for absent = needle; ids[absent]; {
-		absent = 1 + rng.Int64N(1_000_000_000_000)
-	}
-	return needle, absent, nil
-}
-
-func randomEvents(as *arrow.Schema, rng *rand.Rand, n int) arrow.RecordBatch {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, as)
-	defer b.Release()
-	var u uuid.UUID
-	for range n {
-		b.Field(0).(*array.Int64Builder).Append(1 + rng.Int64N(1_000_000_000_000))
-		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("user%d@example.com", rng.Int64N(100_000_000)))
-		for i := range u {
-			u[i] = byte(rng.Uint32())
-		}
-		b.Field(2).(*extensions.UUIDBuilder).Append(u)
-		b.Field(3).(*array.Float64Builder).Append(float64(rng.IntN(100_000)) / 100)
-	}
-	return b.NewRecordBatch()
-}
-
-func appendRecord(ctx context.Context, tbl *table.Table, rec arrow.RecordBatch) (*table.Table, error) {
-	at := array.NewTableFromRecords(rec.Schema(), []arrow.RecordBatch{rec})
-	defer at.Release()
-	txn := tbl.NewTransaction()
-	if err := txn.AppendTable(ctx, at, rec.NumRows(), nil); err != nil {
-		return nil, err
-	}
-	return txn.Commit(ctx)
-}
-
-// quickLookup plans and scans one filter with and without the index, and
-// reads each candidate alone to tell the files that hold the value from
-// false positives.
-func quickLookup(ctx context.Context, e *env, where string) (QuickLookup, error) {
-	name := "demo.events"
-	tbl, filter, res, err := plan(ctx, e, name, where, 0)
-	if err != nil {
-		return QuickLookup{}, err
-	}
-	withIndex, err := scanRows(ctx, e, name, where, 0, 0, false)
-	if err != nil {
-		return QuickLookup{}, err
-	}
-	without, err := scanRows(ctx, e, name, where, 0, 0, true)
-	if err != nil {
-		return QuickLookup{}, err
-	}
-	if len(withIndex.rows) != len(without.rows) {
-		return QuickLookup{}, fmt.Errorf("%s: %d rows with the index, %d without", where, len(withIndex.rows), len(without.rows))
-	}
-	l := QuickLookup{
-		Where: where, FilesTotal: res.FilesTotal, FilesAfterStats: len(dataFiles(res.AfterStats)),
-		Candidates: len(dataFiles(res.Candidates)), Rows: len(withIndex.rows),
-		ScanMillis:    float64(withIndex.elapsed.Microseconds()) / 1000,
-		NoIndexMillis: float64(without.elapsed.Microseconds()) / 1000,
-	}
-	holding, err := filesHolding(ctx, tbl, filter, res)
-	if err != nil {
-		return QuickLookup{}, err
-	}
-	fs, err := catalog.TableIO(ctx, tbl)
-	if err != nil {
-		return QuickLookup{}, err
-	}
-	ix, errs := index.Load(ctx, fs, tbl.Metadata(), nil)
-	if len(errs) > 0 {
-		return QuickLookup{}, fmt.Errorf("load the index of %s: %w", name, errors.Join(errs...))
-	}
-	field, ok := tbl.Schema().FindFieldByName("user_id")
-	if !ok {
-		return QuickLookup{}, fmt.Errorf("%s has no column user_id", name)
-	}
-	candidate := map[string]bool{}
-	for _, f := range dataFiles(res.Candidates) {
-		candidate[f] = true
-	}
-	seen := map[string]bool{}
-	for _, t := range res.AfterStats {
-		path := t.File.FilePath()
-		if seen[path] {
-			continue
-		}
-		seen[path] = true
-		entry, indexed := ix.Lookup(path, t.File.FileSizeBytes(), field.ID)
-		switch {
-		case holding[path]:
-			l.Holding++
-		case !indexed:
-			l.Unindexed++
-		default:
-			l.ExpectedFalsePositives += entry.FPP
-			l.FPP = max(l.FPP, entry.FPP)
-			if candidate[path] {
-				l.FalsePositives++
-			}
-		}
-	}
-	return l, nil
-}
-
-// filesHolding reads each candidate of res alone with filter and returns
-// the data files that have a matching row.
-func filesHolding(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpression, res *lookup.Result) (map[string]bool, error) {
-	byFile := map[string][]table.FileScanTask{}
-	for _, t := range res.Candidates {
-		byFile[t.File.FilePath()] = append(byFile[t.File.FilePath()], t)
-	}
-	holding := map[string]bool{}
-	for path, tasks := range byFile {
-		scan := tbl.Scan(table.WithRowFilter(filter), table.WithSnapshotID(res.SnapshotID), table.WithLimit(1))
-		_, records, err := scan.ReadTasks(ctx, tasks)
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", path, err)
-		}
-		for rec, err := range records {
-			if err != nil {
-				return nil, fmt.Errorf("read %s: %w", path, err)
-			}
-			if rec.NumRows() > 0 {
-				holding[path] = true
-			}
-			rec.Release()
-		}
-	}
-	return holding, nil
 }

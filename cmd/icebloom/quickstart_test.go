@@ -8,7 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/icebloom/icebloom/cmd/icebloom/internal/quickstart"
 )
+
+// randomEvents is the demo's rows, which BenchmarkScanCells renders.
+var randomEvents = quickstart.RandomEvents
 
 // TestQuickstartExplainsTheNumbers: for each lookup the quickstart says how
 // many files after the index hold the value — counted by reading them —
@@ -28,7 +33,7 @@ func TestQuickstartExplainsTheNumbers(t *testing.T) {
 	// absent one from ids no file holds.
 	for _, c := range []struct {
 		name    string
-		l       QuickLookup
+		l       quickstart.Lookup
 		holding int
 	}{{"present", qs.Present, 1}, {"absent", qs.Absent, 0}} {
 		l := c.l
@@ -63,60 +68,27 @@ func TestQuickstartExplainsTheNumbers(t *testing.T) {
 // the plural, and the reason files remain for a value no file holds.
 func TestQuickLookupExplain(t *testing.T) {
 	for _, c := range []struct {
-		l    QuickLookup
+		l    quickstart.Lookup
 		want []string
 	}{
-		{QuickLookup{FilesAfterStats: 200, Candidates: 3, Holding: 1, FalsePositives: 2, FPP: 0.01, ExpectedFalsePositives: 1.99},
+		{quickstart.Lookup{FilesAfterStats: 200, Candidates: 3, Holding: 1, FalsePositives: 2, FPP: 0.01, ExpectedFalsePositives: 1.99},
 			[]string{"of those, 1 holds the value and 2 are false positives (expected ≈ 1.99 at fpp 0.01 over the 199 indexed files without it)"}},
-		{QuickLookup{FilesAfterStats: 64, Candidates: 1, Holding: 1, FPP: 0.01, ExpectedFalsePositives: 0.63},
+		{quickstart.Lookup{FilesAfterStats: 64, Candidates: 1, Holding: 1, FPP: 0.01, ExpectedFalsePositives: 0.63},
 			[]string{"of those, 1 holds the value and none is a false positive (expected ≈ 0.63 at fpp 0.01 over the 63 indexed files without it)"}},
-		{QuickLookup{FilesAfterStats: 64, Candidates: 3, FalsePositives: 3, FPP: 0.01, ExpectedFalsePositives: 0.64},
+		{quickstart.Lookup{FilesAfterStats: 64, Candidates: 3, FalsePositives: 3, FPP: 0.01, ExpectedFalsePositives: 0.64},
 			[]string{"of those, none holds the value and 3 are false positives (expected ≈ 0.64 at fpp 0.01 over the 64 indexed files without it)",
 				`files remain for a value no file holds because a bloom filter answers "maybe" for a value it lacks with probability fpp`}},
-		{QuickLookup{FilesAfterStats: 2, Candidates: 1, FalsePositives: 1, FPP: 0.05, ExpectedFalsePositives: 0.1},
+		{quickstart.Lookup{FilesAfterStats: 2, Candidates: 1, FalsePositives: 1, FPP: 0.05, ExpectedFalsePositives: 0.1},
 			[]string{"of those, none holds the value and 1 is a false positive (expected ≈ 0.10 at fpp 0.05 over the 2 indexed files without it)",
 				`files remain for a value no file holds because a bloom filter answers "maybe" for a value it lacks with probability fpp`}},
-		{QuickLookup{FilesAfterStats: 1, Candidates: 0, FPP: 0.01, ExpectedFalsePositives: 0.01},
+		{quickstart.Lookup{FilesAfterStats: 1, Candidates: 0, FPP: 0.01, ExpectedFalsePositives: 0.01},
 			[]string{"no file holds the value, and no false positive remains (expected ≈ 0.01 at fpp 0.01 over the 1 indexed file without it)"}},
-		{QuickLookup{FilesAfterStats: 10, Candidates: 3, Holding: 2, Unindexed: 1, FPP: 0.01, ExpectedFalsePositives: 0.07},
+		{quickstart.Lookup{FilesAfterStats: 10, Candidates: 3, Holding: 2, Unindexed: 1, FPP: 0.01, ExpectedFalsePositives: 0.07},
 			[]string{"of those, 2 hold the value and none is a false positive (expected ≈ 0.07 at fpp 0.01 over the 7 indexed files without it)",
 				"1 other file no filter covers, which the index keeps"}},
 	} {
-		if got := c.l.explain(); strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+		if got := explain(c.l); strings.Join(got, "\n") != strings.Join(c.want, "\n") {
 			t.Errorf("%+v:\n%s\nwant\n%s", c.l, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
-		}
-	}
-}
-
-// TestProgramName: the "try it yourself" command starts as this process
-// was started, or with go run when go run built it (its binary is gone
-// once it ends).
-func TestProgramName(t *testing.T) {
-	module := t.TempDir()
-	os.MkdirAll(filepath.Join(module, "cmd", "icebloom"), 0o755)
-	os.WriteFile(filepath.Join(module, "cmd", "icebloom", "main.go"), []byte("package main\n"), 0o644)
-	goRunExe := filepath.Join(os.TempDir(), "go-build1234567", "b001", "exe", "icebloom")
-	cached := filepath.Join("/root/.cache/go-build/1d", strings.Repeat("1d6af7dc", 8)+"-d", "icebloom")
-	for _, c := range []struct {
-		arg0, exe, wd, version, want string
-	}{
-		{goRunExe, goRunExe, module, "(devel)", "go run ./cmd/icebloom"},                  // the README's step
-		{goRunExe, goRunExe, t.TempDir(), "(devel)", "go run " + goRunPackage},            // go run from elsewhere in the module
-		{goRunExe, goRunExe, t.TempDir(), "v0.2.0", "go run " + goRunPackage + "@v0.2.0"}, // go run pkg@version
-		{"icebloom", "/usr/local/bin/icebloom", module, "v0.2.0", "icebloom"},
-		{"./icebloom", filepath.Join(module, "icebloom"), module, "(devel)", "./icebloom"},
-		{"/opt/ice bloom/icebloom", "/opt/ice bloom/icebloom", module, "", "'/opt/ice bloom/icebloom'"},
-		{"/tmp/exe/icebloom", "/tmp/exe/icebloom", module, "", "/tmp/exe/icebloom"}, // "exe" alone is no go run
-		{cached, cached, module, "(devel)", "go run ./cmd/icebloom"},                // go run's cached link (Go 1.24 on)
-	} {
-		if got := programName(c.arg0, c.exe, c.wd, c.version); got != c.want {
-			t.Errorf("programName(%q, %q, %q, %q) = %q, want %q", c.arg0, c.exe, c.wd, c.version, got, c.want)
-		}
-	}
-	for in, want := range map[string]string{"abc": "abc", "user_id = 5": "'user_id = 5'", "it's": `'it'\''s'`, "": "''",
-		"file:/a/b.db": "file:/a/b.db"} {
-		if got := shellQuote(in); got != want {
-			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
 		}
 	}
 }
@@ -157,7 +129,7 @@ func TestTryItYourselfRunsAsPrinted(t *testing.T) {
 				t.Errorf("catalog flags in %q: want %v", try, c.flags)
 			}
 			words := shellWords(t, strings.TrimSuffix(try, "\n"))
-			prog := shellWords(t, programName(os.Args[0], executable(), cwd(), moduleVersion()))
+			prog := shellWords(t, quickstart.ProgramName())
 			if len(words) < len(prog) || strings.Join(words[:len(prog)], " ") != strings.Join(prog, " ") {
 				t.Fatalf("command %q does not start with this program %q", try, prog)
 			}

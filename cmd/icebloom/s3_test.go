@@ -37,11 +37,20 @@ const (
 	s3TablePath = "warehouse/db.db/events/" // the table's location in the bucket
 )
 
-// newS3Env starts the S3 server and creates the (empty) table through
-// catalog.Open with the options the command line would give.
-func newS3Env(t *testing.T) *s3Env {
+// The S3 end-to-end tests below run as subtests against the in-process fake
+// (gofakes3) and a real S3-compatible server, Versity's S3 gateway, which
+// .ci/run starts (catalogtest.ForEachS3; the gateway subtests fail without
+// it unless ICEBLOOM_SKIP_S3GW=1), with the same request counts for both.
+// The fake alone serves where latency is injected (SetDelay: the bench's
+// --s3-floor and --scale, which run outside tests where no gateway is
+// started, and index/indexer's BenchmarkBuildS3) and where a fault is
+// (TestPrefetchOnS3BrokenFile's corrupt object); index/indexer's
+// TestPrefetchOnS3SameFilters also still uses only the fake.
+
+// newS3Env creates the (empty) table in s3's bucket through catalog.Open
+// with the options the command line would give.
+func newS3Env(t *testing.T, s3 *catalogtest.S3) *s3Env {
 	t.Helper()
-	s3 := catalogtest.NewS3(t)
 	dsn := filepath.Join(t.TempDir(), "catalog.db")
 	e := &s3Env{s3: s3, opts: catalog.Options{
 		Type:       "sql",
@@ -139,20 +148,21 @@ func requestsOn(reqs []catalogtest.S3Request, suffix string) []catalogtest.S3Req
 const lookupWholeObjectGETs = 0
 
 // TestS3 runs icebloom end to end on a table whose data, metadata and index
-// live in an S3 bucket (gofakes3 over real HTTP, reached through
+// live in an S3 bucket (on each of s3Servers, reached through
 // --property s3.endpoint=... with path-style addressing and static
 // credentials the server checks): build, an append and sync, lookups of
 // present and absent values with their index reads counted, scan with and
 // without the index, compact-index, and gc of an orphan index file and of
 // the merged segments, with the grace period read from the bucket's
 // modification times.
-func TestS3(t *testing.T) {
-	e := newS3Env(t)
+func TestS3(t *testing.T) { catalogtest.ForEachS3(t, testS3) }
+
+func testS3(t *testing.T, s3 *catalogtest.S3) {
+	e := newS3Env(t, s3)
 	const rows = 8000
 	for r := range 3 {
 		e.appendFile(t, r, rows)
 	}
-	s3 := e.s3
 
 	// build: every data file is read with range GETs only (its end with
 	// the Parquet footer, then the id column chunk if that end does not
@@ -425,8 +435,10 @@ func checkLookupReads(t *testing.T, where string, reqs []catalogtest.S3Request, 
 // TestS3BadProperty: a --property without '=' is refused before anything is
 // opened, naming the property; credentials the server refuses fail the
 // command with the server's reason, never prune anything silently.
-func TestS3BadProperty(t *testing.T) {
-	e := newS3Env(t)
+func TestS3BadProperty(t *testing.T) { catalogtest.ForEachS3(t, testS3BadProperty) }
+
+func testS3BadProperty(t *testing.T, s3 *catalogtest.S3) {
+	e := newS3Env(t, s3)
 	e.appendFile(t, 0, 10)
 
 	argv := append(slices.Clone(e.global), "--property", "s3.endpoint", "lookup", s3Table, "--where", "id = 1")
@@ -447,8 +459,10 @@ func TestS3BadProperty(t *testing.T) {
 // TestS3GCListsEveryPage: an S3 listing returns at most 1000 keys a page,
 // and a table's metadata directory outgrows that; gc still sees every index
 // file in it, across pages.
-func TestS3GCListsEveryPage(t *testing.T) {
-	e := newS3Env(t)
+func TestS3GCListsEveryPage(t *testing.T) { catalogtest.ForEachS3(t, testS3GCListsEveryPage) }
+
+func testS3GCListsEveryPage(t *testing.T, s3 *catalogtest.S3) {
+	e := newS3Env(t, s3)
 	e.appendFile(t, 0, 10)
 	var built indexer.Summary
 	e.icebloomJSON(t, &built, "build", s3Table, "--columns", "id")

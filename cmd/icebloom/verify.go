@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index/indexer"
 )
 
@@ -48,7 +49,7 @@ func printVerify(e *env, table string, rep *indexer.VerifyReport) {
 			state = plural(len(s.Problems), "problem")
 		}
 		e.printf("  %s (format v%d, %s, %s, %s checksummed): %s\n",
-			s.Path, s.Format, plural(s.Groups, "group"), plural(s.Filters, "filter"), bytesText(s.BytesVerified), state)
+			s.Path, s.Format, plural(s.Groups, "group"), plural(s.Filters, "filter"), cli.BytesText(s.BytesVerified), state)
 	}
 	for _, c := range rep.Columns {
 		e.printf("column %s (field %d): %s covered, %d not covered\n", c.Name, c.FieldID, plural(c.Covered, "live file"), c.Uncovered)

@@ -26,8 +26,8 @@ import (
 	"github.com/icebloom/icebloom/puffin"
 )
 
-// DefaultMaxFilterBytes caps one filter, as Parquet writers cap theirs.
-const DefaultMaxFilterBytes = 128 << 20
+// defaultMaxFilterBytes caps one filter, as Parquet writers cap theirs.
+const defaultMaxFilterBytes = 128 << 20
 
 // DefaultCompactAbove is how many segments Sync lets a table's index have
 // before it compacts them.
@@ -44,36 +44,18 @@ type Options struct {
 	// RequestsInFlight bounds the storage requests the run has in flight:
 	// the footers and column chunks of the next data files are read ahead
 	// of the CPU workers, across files, up to this many requests at once
-	// (see prefetch.go). 0 means DefaultRequestsInFlight; negative is an
+	// (see prefetch.go). 0 means 32 (defaultRequestsInFlight); negative is an
 	// error.
 	RequestsInFlight int
-	// DisablePrefetch reads nothing ahead: each worker reads its own data
-	// file, a request at a time, as builds did before prefetching. For
-	// comparisons and benchmarks: it changes no result.
-	DisablePrefetch bool
-	// ForcePrefetch reads ahead on local storage too, where the default
-	// reads nothing ahead: local reads take microseconds, and reading ahead
-	// only adds its own work (measured 1.7x the CPU of a build, bench
-	// --s3-floor). For comparisons and benchmarks.
-	ForcePrefetch  bool
-	FailFast       bool // a data file or column that cannot be read fails the build instead of staying unindexed
-	MaxFilterBytes int  // 0: DefaultMaxFilterBytes
+	FailFast         bool // a data file or column that cannot be read fails the build instead of staying unindexed
+	MaxFilterBytes   int  // 0: 128 MiB, as Parquet writers cap theirs
 	// MemoryBudget bounds the bytes of filters a run holds before writing
 	// them into the segment; 0 means segment.DefaultMemoryBudget.
 	MemoryBudget int64
-	// ExactColumns indexes exactly Columns: not the columns the index
-	// holds, nor those table properties enable. For benchmarks and
-	// programs that choose every run's columns themselves.
-	ExactColumns bool
 	// CompactAbove makes Sync compact the index when it leaves more
 	// segments than this: 0 means DefaultCompactAbove, negative never.
 	CompactAbove int
-	// DisableDictionaryShortcut decodes every value of a column chunk even
-	// when all its data pages are dictionary-encoded and hashing the
-	// dictionary page alone would do. For comparisons and benchmarks: the
-	// shortcut changes no result (with a writer that keeps dictionary
-	// entries no row uses, it could only add false positives).
-	DisableDictionaryShortcut bool
+	knobs        knobs // what only the bench sets (benchknobs.go)
 	// Progress, when set, is told how far the run is through the data
 	// files it reads: once before the first with FilesDone 0, then as each
 	// data file finishes, indexed or not. Calls are serialized — one at a
@@ -89,6 +71,28 @@ type Options struct {
 	// indexes only its shard's data files and commits a link to its
 	// segment, keeping every other entry of the index.
 	Shard *Shard
+}
+
+// knobs are switches of a build that change no result and only the bench
+// (cmd/icebloom-bench) sets, through benchknobs.go: they are no public API.
+type knobs struct {
+	// DisablePrefetch reads nothing ahead: each worker reads its own data
+	// file, a request at a time, as builds did before prefetching.
+	DisablePrefetch bool
+	// ForcePrefetch reads ahead on local storage too, where the default
+	// reads nothing ahead: local reads take microseconds, and reading ahead
+	// only adds its own work (measured 1.7x the CPU of a build, bench
+	// --s3-floor).
+	ForcePrefetch bool
+	// ExactColumns indexes exactly Options.Columns: not the columns the
+	// index holds, nor those table properties enable.
+	ExactColumns bool
+	// DisableDictionaryShortcut decodes every value of a column chunk even
+	// when all its data pages are dictionary-encoded and hashing the
+	// dictionary page alone would do (the shortcut changes no result; with
+	// a writer that keeps dictionary entries no row uses, it could only add
+	// false positives).
+	DisableDictionaryShortcut bool
 }
 
 // Progress is how far a run is through the data files it reads.
@@ -504,26 +508,26 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 }
 
 // readConfig is how the job reads its data files (Options.Parallel,
-// RequestsInFlight, DisablePrefetch, MemoryBudget).
+// RequestsInFlight, knobs.DisablePrefetch, MemoryBudget).
 func (j *job) readConfig() (readConfig, error) {
 	rc := readConfig{
 		fs: j.fs, cols: j.cols, nameMapping: j.tbl.Metadata().NameMapping(),
-		maxFilterBytes: j.o.MaxFilterBytes, noDictShortcut: j.o.DisableDictionaryShortcut,
+		maxFilterBytes: j.o.MaxFilterBytes, noDictShortcut: j.o.knobs.DisableDictionaryShortcut,
 		parallel: j.o.Parallel, requests: j.o.RequestsInFlight,
 	}
 	if rc.requests < 0 {
-		return rc, fmt.Errorf("requests in flight %d: want at least 1 (0: %d)", rc.requests, DefaultRequestsInFlight)
+		return rc, fmt.Errorf("requests in flight %d: want at least 1 (0: %d)", rc.requests, defaultRequestsInFlight)
 	}
 	if rc.requests == 0 {
-		rc.requests = DefaultRequestsInFlight
+		rc.requests = defaultRequestsInFlight
 	}
 	if rc.parallel <= 0 {
 		rc.parallel = runtime.NumCPU()
 	}
 	if rc.maxFilterBytes <= 0 {
-		rc.maxFilterBytes = DefaultMaxFilterBytes
+		rc.maxFilterBytes = defaultMaxFilterBytes
 	}
-	if !j.o.DisablePrefetch && (j.o.ForcePrefetch || !catalog.IsLocal(j.tbl.Location())) {
+	if !j.o.knobs.DisablePrefetch && (j.o.knobs.ForcePrefetch || !catalog.IsLocal(j.tbl.Location())) {
 		budget := j.o.MemoryBudget
 		if budget <= 0 {
 			budget = segment.DefaultMemoryBudget

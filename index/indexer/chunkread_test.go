@@ -101,7 +101,7 @@ func TestChunkReaderOneReadPerChunk(t *testing.T) {
 				want = make([]byteRange, len(chunks))
 				partial := 0
 				for i, c := range chunks {
-					want[i] = byteRange{c.off, min(c.n, max(dicts[i].n, ReaderProperties().BufferSize))}
+					want[i] = byteRange{c.off, min(c.n, max(dicts[i].n, readerProperties().BufferSize))}
 					if want[i].n < c.n {
 						partial++
 					}
@@ -111,7 +111,7 @@ func TestChunkReaderOneReadPerChunk(t *testing.T) {
 				}
 			}
 			rec := &readRecordingIO{}
-			x := newFileIndexer(rec, cols, nil, DefaultMaxFilterBytes, !tc.shortcut)
+			x := newFileIndexer(rec, cols, nil, defaultMaxFilterBytes, !tc.shortcut)
 			got, err := x.index(t.Context(), dataFile{path: path})
 			if err != nil {
 				t.Fatal(err)
@@ -147,7 +147,7 @@ func TestChunkReaderFetchFailure(t *testing.T) {
 	_, want := indexWith(t, path, cols, false)
 
 	rec := &readRecordingIO{fail: func(r byteRange) bool { return whole[r] }}
-	x := newFileIndexer(rec, cols, nil, DefaultMaxFilterBytes, true)
+	x := newFileIndexer(rec, cols, nil, defaultMaxFilterBytes, true)
 	got, err := x.index(t.Context(), dataFile{path: path})
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +175,7 @@ func TestChunkReaderReadsOutsideFetch(t *testing.T) {
 	}
 	defer f.Close()
 	var buf []byte
-	cr := NewChunkReader(f, ReaderProperties(), &buf)
+	cr := newChunkReader(f, readerProperties(), &buf)
 	rdr, err := file.NewParquetReader(cr)
 	if err != nil {
 		t.Fatal(err)

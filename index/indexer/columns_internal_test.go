@@ -22,7 +22,7 @@ func TestIndexReadsOnlyTheMissingColumns(t *testing.T) {
 
 	want := []int{1} // one column of several: the others are covered
 	rec := &readRecordingIO{}
-	x := newFileIndexer(rec, cols, nil, DefaultMaxFilterBytes, true)
+	x := newFileIndexer(rec, cols, nil, defaultMaxFilterBytes, true)
 	got, err := x.index(t.Context(), dataFile{path: path, cols: want})
 	if err != nil {
 		t.Fatal(err)

@@ -179,7 +179,7 @@ func buildColumns(cols []testColumn) []Column {
 // indexWith indexes the file's columns with or without the shortcut.
 func indexWith(t testing.TB, path string, cols []Column, shortcut bool) (*fileIndexer, []filterOf) {
 	t.Helper()
-	x := newFileIndexer(icebergio.LocalFS{}, cols, nil, DefaultMaxFilterBytes, !shortcut)
+	x := newFileIndexer(icebergio.LocalFS{}, cols, nil, defaultMaxFilterBytes, !shortcut)
 	out, err := x.index(context.Background(), dataFile{path: path})
 	if err != nil {
 		t.Fatal(err)
@@ -338,7 +338,7 @@ func TestDictionaryShortcutOnIcebergFiles(t *testing.T) {
 	for _, task := range tasks {
 		df := dataFile{path: task.File.FilePath()}
 		run := func(shortcut bool) (*fileIndexer, []filterOf) {
-			x := newFileIndexer(fs, cols, nil, DefaultMaxFilterBytes, !shortcut)
+			x := newFileIndexer(fs, cols, nil, defaultMaxFilterBytes, !shortcut)
 			out, err := x.index(context.Background(), df)
 			if err != nil {
 				t.Fatal(err)
@@ -397,7 +397,7 @@ func TestBuildWithoutDictionaryShortcutSameEntries(t *testing.T) {
 	cols := []string{"id", "tag", "n", "amount", "day"}
 	var blobs []map[string][]byte
 	for _, disable := range []bool{false, true} {
-		if _, err := Build(context.Background(), cat, ident, Options{Columns: cols, DisableDictionaryShortcut: disable}); err != nil {
+		if _, err := Build(context.Background(), cat, ident, Options{Columns: cols, knobs: knobs{DisableDictionaryShortcut: disable}}); err != nil {
 			t.Fatal(err)
 		}
 		loaded, err := cat.LoadTable(context.Background(), ident)

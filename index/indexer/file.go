@@ -44,7 +44,7 @@ type fileIndexer struct {
 	nameMapping iceberg.NameMapping
 	maxBytes    int
 	// noDictShortcut decodes every data page even when the dictionary
-	// page alone would do (Options.DisableDictionaryShortcut).
+	// page alone would do (knobs.DisableDictionaryShortcut).
 	noDictShortcut bool
 
 	// insertHook, for tests, replaces the insertion of a column's hashes
@@ -63,8 +63,8 @@ type fileIndexer struct {
 
 	filters  *filterPool               // the job's, shared by its workers; nil: none
 	props    *parquet.ReaderProperties // of a page buffer pool of its own (ReaderProperties)
-	chunk    []byte                    // the fetched column chunk (ChunkReader)
-	file     *ChunkReader              // the data file being read
+	chunk    []byte                    // the fetched column chunk (chunkReader)
+	file     *chunkReader              // the data file being read
 	hashes   []uint64                  // hashes not yet in distinct
 	distinct distinctSet
 	defs     []int16
@@ -81,7 +81,7 @@ type fileIndexer struct {
 func newFileIndexer(fs icebergio.IO, cols []Column, nm iceberg.NameMapping, maxBytes int, noDictShortcut bool) *fileIndexer {
 	return &fileIndexer{
 		fs: fs, cols: cols, nameMapping: nm, maxBytes: maxBytes, noDictShortcut: noDictShortcut,
-		defs: make([]int16, batchSize), props: ReaderProperties(),
+		defs: make([]int16, batchSize), props: readerProperties(),
 	}
 }
 
@@ -120,7 +120,7 @@ func (x *fileIndexer) indexRead(ctx context.Context, ra *readAhead) (out []filte
 		}
 		defer f.Close()
 	}
-	x.file = NewChunkReader(f, x.props, &x.chunk)
+	x.file = newChunkReader(f, x.props, &x.chunk)
 	x.file.hold(ra.spans)
 	defer x.file.hold(nil) // the spans go back to the prefetcher's pool
 	opts := []file.ReadOption{file.WithReadProps(x.props)}

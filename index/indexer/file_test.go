@@ -193,7 +193,7 @@ func TestColumnsFailOneByOne(t *testing.T) {
 					if nFirst { // the damaged column read first, the good one after it
 						cols[0], cols[1] = cols[1], cols[0]
 					}
-					x := newFileIndexer(icebergio.LocalFS{}, cols, nil, DefaultMaxFilterBytes, !shortcut)
+					x := newFileIndexer(icebergio.LocalFS{}, cols, nil, defaultMaxFilterBytes, !shortcut)
 					out, err := x.index(t.Context(), dataFile{path: path})
 					if err != nil {
 						t.Fatalf("the file failed: %v", err)
@@ -244,7 +244,7 @@ func TestColumnsFailOneByOne(t *testing.T) {
 // file is opened is an error of the file, not a crash of the worker.
 func TestFileThatPanicsOnOpen(t *testing.T) {
 	path := WriteBadColumnFile(t, t.TempDir(), NegativeChildren)
-	x := newFileIndexer(icebergio.LocalFS{}, badFileColumns(), nil, DefaultMaxFilterBytes, false)
+	x := newFileIndexer(icebergio.LocalFS{}, badFileColumns(), nil, defaultMaxFilterBytes, false)
 	out, err := x.index(t.Context(), dataFile{path: path})
 	if err == nil || !strings.Contains(err.Error(), "panic while reading") || out != nil {
 		t.Fatalf("results %+v, error %v; want a file error saying arrow-go panicked", out, err)
@@ -262,7 +262,7 @@ func TestCorruptFilterIsColumnError(t *testing.T) {
 	path := writeColumns(t, tcs, 1, 500)
 	cols := buildColumns(tcs)
 	var pool filterPool
-	x := newFileIndexer(icebergio.LocalFS{}, cols, nil, DefaultMaxFilterBytes, false)
+	x := newFileIndexer(icebergio.LocalFS{}, cols, nil, defaultMaxFilterBytes, false)
 	x.filters = &pool
 	calls := 0
 	x.insertHook = func(f sbbf.Filter, hs []uint64) {

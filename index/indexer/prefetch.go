@@ -26,7 +26,7 @@ import (
 // with as many workers as CPUs that is two requests in flight on a 2-core
 // pod. So the I/O is separated from the CPU: a prefetcher reads the next
 // files' footers and then the byte ranges of their indexed column chunks —
-// the exact ranges ChunkReader.Fetch would read, the dictionary page alone
+// the exact ranges chunkReader.Fetch would read, the dictionary page alone
 // where the dictionary shortcut applies — with up to RequestsInFlight
 // requests in flight across many files, and hands each file's bytes to the
 // CPU workers, which parse and hash from memory.
@@ -38,10 +38,10 @@ import (
 // same gate, so no more than RequestsInFlight are ever in flight; and the
 // bytes held ahead are bounded (readConfig.prefetchBytes).
 
-// DefaultRequestsInFlight is how many storage requests a run has in flight
+// defaultRequestsInFlight is how many storage requests a run has in flight
 // at most by default: sized for object storage, where each costs a round
 // trip of milliseconds while its bytes take microseconds to hash.
-const DefaultRequestsInFlight = 32
+const defaultRequestsInFlight = 32
 
 const (
 	// footerReadSize is how much of a file's end the prefetcher reads in
@@ -239,7 +239,7 @@ type prefetcher struct {
 
 func newPrefetcher(fs icebergio.IO, rc readConfig) *prefetcher {
 	p := &prefetcher{fs: fs, cols: rc.cols, nameMapping: rc.nameMapping, noDictShortcut: rc.noDictShortcut,
-		bufferSize: ReaderProperties().BufferSize, stats: rc.stats}
+		bufferSize: readerProperties().BufferSize, stats: rc.stats}
 	if rc.prefetchBytes > 0 {
 		p.footerCap = rc.prefetchBytes / 4
 		p.chunkCap = rc.prefetchBytes - p.footerCap
@@ -356,7 +356,7 @@ func (p *prefetcher) read(ra *readAhead, s span) bool {
 // readRange is a range of a file to read: [off, end).
 type readRange struct{ off, end int64 }
 
-// plan returns the byte ranges the worker's ChunkReader.Fetch calls will
+// plan returns the byte ranges the worker's chunkReader.Fetch calls will
 // read of the file whose footer is md, left of tailOff (the end read with
 // the footer holds the rest), merged where they touch, in file order.
 func (p *prefetcher) plan(md *metadata.FileMetaData, tailOff int64) []readRange {

@@ -20,7 +20,7 @@ import (
 
 // BenchmarkReadFilesLocal reads and hashes 200 small local files (a unique
 // id and a string column, 2,000 rows each) with two workers, reading ahead
-// (DefaultRequestsInFlight) and with each worker reading its own files: on
+// (defaultRequestsInFlight) and with each worker reading its own files: on
 // a local disk, reading ahead must cost nothing.
 func BenchmarkReadFilesLocal(b *testing.B) {
 	tcs := []testColumn{
@@ -40,8 +40,8 @@ func BenchmarkReadFilesLocal(b *testing.B) {
 		ahead int64
 	}{{"ahead", prefetchBytesOf(256 << 20)}, {"workers", 0}} {
 		b.Run(bc.name, func(b *testing.B) {
-			rc := readConfig{fs: icebergio.LocalFS{}, cols: cols, maxFilterBytes: DefaultMaxFilterBytes,
-				parallel: 2, requests: DefaultRequestsInFlight, prefetchBytes: bc.ahead}
+			rc := readConfig{fs: icebergio.LocalFS{}, cols: cols, maxFilterBytes: defaultMaxFilterBytes,
+				parallel: 2, requests: defaultRequestsInFlight, prefetchBytes: bc.ahead}
 			for b.Loop() {
 				for r := range readFiles(b.Context(), files, rc) {
 					if r.err != nil {
@@ -71,7 +71,7 @@ func BenchmarkBuildS3(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		o    Options
-	}{{"ahead", Options{Parallel: 2}}, {"workers", Options{Parallel: 2, DisablePrefetch: true}}} {
+	}{{"ahead", Options{Parallel: 2}}, {"workers", Options{Parallel: 2, knobs: knobs{DisablePrefetch: true}}}} {
 		b.Run(bc.name, func(b *testing.B) {
 			bc.o.Columns, bc.o.FailFast = []string{"id", "tag"}, true
 			for b.Loop() {
@@ -112,7 +112,7 @@ func BenchmarkBuildLocal(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		o    Options
-	}{{"ahead", Options{Parallel: 2}}, {"workers", Options{Parallel: 2, DisablePrefetch: true}}} {
+	}{{"ahead", Options{Parallel: 2}}, {"workers", Options{Parallel: 2, knobs: knobs{DisablePrefetch: true}}}} {
 		b.Run(bc.name, func(b *testing.B) {
 			bc.o.Columns, bc.o.FailFast = []string{"id", "tag"}, true
 			for b.Loop() {

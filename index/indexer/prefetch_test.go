@@ -177,7 +177,7 @@ func TestPrefetchBoundsRequestsInFlight(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cio := &countingIO{}
 			stats := &prefetchStats{}
-			got := readAll(t, files, readConfig{fs: cio, cols: cols, maxFilterBytes: DefaultMaxFilterBytes,
+			got := readAll(t, files, readConfig{fs: cio, cols: cols, maxFilterBytes: defaultMaxFilterBytes,
 				parallel: tc.parallel, requests: tc.requests, prefetchBytes: tc.prefetchBytes, stats: stats})
 			if cio.peak > tc.requests {
 				t.Errorf("%d requests in flight at once, limit %d", cio.peak, tc.requests)
@@ -219,7 +219,7 @@ func TestPrefetchReadErrors(t *testing.T) {
 	for _, df := range files {
 		_, want[df.path] = indexWith(t, df.path, cols, true)
 	}
-	rc := readConfig{cols: cols, maxFilterBytes: DefaultMaxFilterBytes, parallel: 2, requests: 4, prefetchBytes: 64 << 20}
+	rc := readConfig{cols: cols, maxFilterBytes: defaultMaxFilterBytes, parallel: 2, requests: 4, prefetchBytes: 64 << 20}
 
 	rc.fs = &countingIO{fail: func(path string, _ int64, _ int) bool { return path == bad }}
 	got := readAll(t, files, rc)
@@ -413,8 +413,8 @@ func TestPrefetchOnS3SameFilters(t *testing.T) {
 	var reqs, heads []int
 	for _, o := range []Options{
 		{Parallel: 2, RequestsInFlight: 1},
-		{Parallel: 2}, // DefaultRequestsInFlight
-		{Parallel: 2, DisablePrefetch: true},
+		{Parallel: 2}, // defaultRequestsInFlight
+		{Parallel: 2, knobs: knobs{DisablePrefetch: true}},
 	} {
 		o.Columns, o.FailFast = prefetchColumns, true
 		s3.Reset()
@@ -481,7 +481,7 @@ func TestLocalReadsNothingAhead(t *testing.T) {
 	cat := catalogtest.NewCatalog(t)
 	tbl := catalogtest.AppendIDs(t, cat.NewTable(t, "ids", catalogtest.IDSchema, nil), 1, 2, 3)
 	for _, force := range []bool{false, true} {
-		j, err := newJob(t.Context(), cat, tbl.Identifier(), Options{Columns: []string{"id"}, ForcePrefetch: force})
+		j, err := newJob(t.Context(), cat, tbl.Identifier(), Options{Columns: []string{"id"}, knobs: knobs{ForcePrefetch: force}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -280,7 +280,7 @@ func sampleFile(ctx context.Context, fs icebergio.IO, tbl *table.Table, ix *inde
 			return sr
 		}
 	}
-	x := newFileIndexer(fs, cols, tbl.Metadata().NameMapping(), DefaultMaxFilterBytes, false)
+	x := newFileIndexer(fs, cols, tbl.Metadata().NameMapping(), defaultMaxFilterBytes, false)
 	x.onDistinct = func(ci int, unique []uint64) {
 		sr.Values += int64(len(unique))
 		missing := 0

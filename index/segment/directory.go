@@ -164,7 +164,7 @@ func DecodeDirectory(data []byte, groupsEnd int64) (*Directory, error) {
 	}
 	nGroups := d.count(20)
 	for gi := 0; gi < nGroups && d.err == nil; gi++ {
-		g := Group{FieldID: int(d.uvarint())}
+		g := Group{FieldID: d.intN(math.MaxInt32)} // int(uvarint) would wrap past 2^63
 		vt := d.bytes(d.uvarint())
 		fpp := math.Float64frombits(d.uint64())
 		g.FPP, g.Blocks = fpp, d.intN(math.MaxInt32)
@@ -179,12 +179,13 @@ func DecodeDirectory(data []byte, groupsEnd int64) (*Directory, error) {
 			d.fail("group %d: %v", gi, err)
 		}
 		switch {
-		case g.FieldID > math.MaxInt32:
-			d.fail("group %d: field id %d", gi, g.FieldID)
 		case !(fpp > 0 && fpp < 1):
 			d.fail("group %d: fpp %v", gi, fpp)
 		case g.Blocks < 1 || nMembers < 1:
 			d.fail("group %d: %d blocks, %d members", gi, g.Blocks, nMembers)
+		case len(dir.Files) == 0:
+			// intN(-1) below would take file 0 of none (docs/format.md §2.3).
+			d.fail("group %d has members, but the directory lists no files", gi)
 		}
 		g.Members = make([]Member, nMembers)
 		for i := range g.Members {

@@ -3,6 +3,7 @@ package segment
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"math"
 	"testing"
 )
 
@@ -17,6 +18,10 @@ func FuzzDecodeDirectory(f *testing.F) {
 	f.Add([]byte("IBD2"), int64(1<<20))
 	linked := Directory{Links: []Link{{Path: "p", Size: 100, FooterSize: 10, DirectoryOffset: 4, DirectoryLength: 80, Fields: []int{1}, Run: "r", Shard: 1, Shards: 2}}}
 	f.Add(linked.Encode(), int64(72))
+	f.Add(memberOfNoFile().Encode(), int64(72))
+	wrapped := memberOfNoFile()
+	wrapped.Files, wrapped.Groups[0].FieldID = []File{{"a", 1}}, -1 // encoded as 2^64−1
+	f.Add(wrapped.Encode(), int64(72))
 	f.Fuzz(func(t *testing.T, data []byte, groupsEnd int64) {
 		check(t, data, groupsEnd)
 		// The same bytes with a valid checksum, to reach past it.
@@ -30,6 +35,9 @@ func check(t *testing.T, data []byte, groupsEnd int64) {
 		return
 	}
 	for _, g := range d.Groups {
+		if g.FieldID < 0 || g.FieldID > math.MaxInt32 {
+			t.Fatalf("accepted a group of field id %d", g.FieldID)
+		}
 		if g.Offset < 4 || g.Offset+g.Bytes() > groupsEnd || g.Blocks < 1 || len(g.Members) < 1 {
 			t.Fatalf("accepted a group of %d runs of %d members at %d, directory at %d", g.Blocks, len(g.Members), g.Offset, groupsEnd)
 		}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/apache/iceberg-go"
@@ -330,6 +332,45 @@ func TestDirectoryLinks(t *testing.T) {
 		bad.Links = []Link{l}
 		if _, err := DecodeDirectory(bad.Encode(), 1<<20); err == nil {
 			t.Errorf("%s: a link %+v decoded", name, l)
+		}
+	}
+}
+
+// memberOfNoFile is a directory whose one group has a member naming file 0,
+// but which lists no files.
+func memberOfNoFile() *Directory {
+	return &Directory{Groups: []Group{{FieldID: 1, ValueType: iceberg.PrimitiveTypes.Int64, FPP: 0.01, Blocks: 1,
+		Members: []Member{{File: 0, NDV: 1}}, Tag: 42, Offset: 4}}}
+}
+
+// TestDirectoryMemberOfNoFile: a member must name one of the directory's
+// files, also when there are none (docs/format.md §2.3): with a valid
+// checksum, such a directory is refused rather than handing a reader an
+// index into an empty list.
+func TestDirectoryMemberOfNoFile(t *testing.T) {
+	bad := memberOfNoFile()
+	if d, err := DecodeDirectory(bad.Encode(), 1<<20); err == nil {
+		t.Fatalf("a member of file 0 of no files decoded: %+v", d)
+	} else if !strings.Contains(err.Error(), "no files") {
+		t.Errorf("error %q does not say the directory lists no files", err)
+	}
+	ok := *bad
+	ok.Files = []File{{"s3://b/t/data/a.parquet", 10}}
+	if _, err := DecodeDirectory(ok.Encode(), 1<<20); err != nil {
+		t.Fatalf("the same directory with its file: %v", err)
+	}
+}
+
+// TestDirectoryFieldIDBounds: a group's field id is at most 2^31 − 1
+// (docs/format.md §2.3), also when its uvarint is above 2^63, which a plain
+// conversion to int would wrap to a negative id.
+func TestDirectoryFieldIDBounds(t *testing.T) {
+	for id, ok := range map[int]bool{1: true, math.MaxInt32: true, math.MaxInt32 + 1: false, -1: false, math.MinInt64: false} {
+		d := memberOfNoFile()
+		d.Files, d.Groups[0].FieldID = []File{{"s3://b/t/data/a.parquet", 10}}, id // -1 encodes as 2^64−1
+		got, err := DecodeDirectory(d.Encode(), 1<<20)
+		if (err == nil) != ok {
+			t.Errorf("field id %d (uvarint %d): %+v, %v; want ok %v", id, uint64(id), got, err, ok)
 		}
 	}
 }

@@ -1,3 +1,5 @@
+//go:build icebloom_bench
+
 package main
 
 import (
@@ -25,7 +27,8 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icebloom/icebloom/catalog"
+	"github.com/icebloom/icebloom/cmd/internal/cli"
+	"github.com/icebloom/icebloom/cmd/internal/scanrows"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/hashing"
 	"github.com/icebloom/icebloom/index/indexer"
@@ -107,8 +110,7 @@ func (c *BenchCmd) run(ctx context.Context, e *env) error {
 		return err
 	}
 	defer cleanup()
-	e.options = catalog.Embedded(dir)
-	cat, err := e.catalog(ctx)
+	cat, err := e.embedded(ctx, dir)
 	if err != nil {
 		return err
 	}
@@ -129,8 +131,8 @@ func (c *BenchCmd) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	progress("  written in %s", durationText(time.Since(start)))
-	b := &bencher{c: c, cat: cat, e: e, out: out}
+	progress("  written in %s", cli.DurationText(time.Since(start)))
+	b := &bencher{c: c, cat: cat, out: out}
 	if b.tbl, err = cat.LoadTable(ctx, benchTable); err != nil {
 		return fmt.Errorf("load %s: %w", benchName, err)
 	}
@@ -141,7 +143,7 @@ func (c *BenchCmd) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return fmt.Errorf("plan %s: %w", benchName, err)
 	}
-	b.files = dataFiles(tasks)
+	b.files = cli.DataFiles(tasks)
 
 	// The dictionary builds run first: a build copies the entries of other
 	// columns from the snapshot's statistics file, and there are none yet.
@@ -238,7 +240,6 @@ func benchRecord(as *arrow.Schema, rng *rand.Rand, n int) arrow.RecordBatch {
 type bencher struct {
 	c     *BenchCmd
 	cat   icecat.Catalog
-	e     *env
 	tbl   *table.Table
 	fs    icebergio.IO
 	files []string
@@ -262,13 +263,15 @@ func atLeast(v, limit float64, unit string) (string, *bool) {
 	return fmt.Sprintf(">= %g%s", limit, unit), &ok
 }
 
-// build runs indexer.Build on the benchmark table and times it.
-func (b *bencher) build(ctx context.Context, o indexer.Options) (*indexer.Summary, time.Duration, error) {
+// build runs indexer.Build on the benchmark table with the knobs k and
+// times it.
+func (b *bencher) build(ctx context.Context, o indexer.Options, k indexer.Knobs) (*indexer.Summary, time.Duration, error) {
 	if o.FPP == 0 {
 		o.FPP = b.c.FPP
 	}
 	o.FailFast = true
-	o.ExactColumns = true // each measurement's columns alone, not those earlier builds left in the index
+	k.ExactColumns = true // each measurement's columns alone, not those earlier builds left in the index
+	o = o.WithKnobs(k)
 	start := time.Now()
 	sum, err := indexer.Build(ctx, b.cat, benchTable, o)
 	if err != nil {
@@ -356,22 +359,23 @@ func (b *bencher) dictionaryShortcut(ctx context.Context) error {
 	// Workers read their own files (no reading ahead), so Parallel 1 is
 	// one goroutine reading and hashing: the CPU paths are compared, not
 	// how busy storage is kept (bench --s3-floor).
-	with := indexer.Options{Columns: []string{benchCatCol}, Parallel: 1, DisablePrefetch: true}
+	o := indexer.Options{Columns: []string{benchCatCol}, Parallel: 1}
+	with := indexer.Knobs{DisablePrefetch: true}
 	without := with
 	without.DisableDictionaryShortcut = true
 	var readWith, readWithout, tWith, tWithout []time.Duration
-	for _, o := range []indexer.Options{without, with} { // warm-up, untimed
-		if _, _, err := b.build(ctx, o); err != nil {
+	for _, k := range []indexer.Knobs{without, with} { // warm-up, untimed
+		if _, _, err := b.build(ctx, o, k); err != nil {
 			return err
 		}
 	}
 	for range b.c.Repeat {
-		sum, d, err := b.build(ctx, without)
+		sum, d, err := b.build(ctx, o, without)
 		if err != nil {
 			return err
 		}
 		tWithout, readWithout = append(tWithout, d), append(readWithout, sum.ReadTime)
-		if sum, d, err = b.build(ctx, with); err != nil {
+		if sum, d, err = b.build(ctx, o, with); err != nil {
 			return err
 		}
 		tWith, readWith = append(tWith, d), append(readWith, sum.ReadTime)
@@ -379,11 +383,11 @@ func (b *bencher) dictionaryShortcut(ctx context.Context) error {
 	ratio := ratioOf(median(readWithout), median(readWith))
 	target, pass := atLeast(ratio, 5, "x")
 	detail := fmt.Sprintf("reading the column: %s decoding the data pages, %s hashing the dictionary pages (Parallel 1, median of %d)",
-		durationText(median(readWithout)), durationText(median(readWith)), b.c.Repeat)
+		cli.DurationText(median(readWithout)), cli.DurationText(median(readWith)), b.c.Repeat)
 	b.add(BenchLine{Key: "dictionary_shortcut_speedup", Value: ratio, Unit: "x", Detail: detail, Target: target, Pass: pass})
 	b.add(BenchLine{Key: "dictionary_shortcut_whole_build", Value: ratioOf(median(tWithout), median(tWith)), Unit: "x",
 		Target: "none (reported)",
-		Detail: fmt.Sprintf("whole build of the column: %s without, %s with the shortcut", durationText(median(tWithout)), durationText(median(tWith)))})
+		Detail: fmt.Sprintf("whole build of the column: %s without, %s with the shortcut", cli.DurationText(median(tWithout)), cli.DurationText(median(tWith)))})
 	return nil
 }
 
@@ -399,7 +403,7 @@ func (b *bencher) buildVsFloor(ctx context.Context) error {
 	var floor, floor2, hashFloor, p1, p2, p1Files []time.Duration
 	// The builds' workers read their own files, one goroutine each, as the
 	// floor's do: reading ahead would add goroutines reading for them.
-	if _, _, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: 1, DisablePrefetch: true}); err != nil { // warm-up, untimed
+	if _, _, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: 1}, indexer.Knobs{DisablePrefetch: true}); err != nil { // warm-up, untimed
 		return err
 	}
 	for range b.c.Repeat {
@@ -415,7 +419,7 @@ func (b *bencher) buildVsFloor(ctx context.Context) error {
 			*f.into = append(*f.into, d)
 		}
 		for _, par := range []int{1, 2} {
-			sum, d, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: par, DisablePrefetch: true})
+			sum, d, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: par}, indexer.Knobs{DisablePrefetch: true})
 			if err != nil {
 				return err
 			}
@@ -431,19 +435,19 @@ func (b *bencher) buildVsFloor(ctx context.Context) error {
 	target, pass := atMost(r, 1.25, "x")
 	b.add(BenchLine{Key: "build_vs_floor_1core", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("build %s (reading and hashing the files %s, planning, writing and committing %s), floor %s (columns %s, median of %d)",
-			durationText(build1), durationText(files1), durationText(max(build1-files1, 0)),
-			durationText(median(floor)), strings.Join(cols, ","), b.c.Repeat)})
+			cli.DurationText(build1), cli.DurationText(files1), cli.DurationText(max(build1-files1, 0)),
+			cli.DurationText(median(floor)), strings.Join(cols, ","), b.c.Repeat)})
 	b.add(BenchLine{Key: "build_vs_hash_floor_1core", Value: ratioOf(build1, median(hashFloor)), Unit: "x", Target: "none (reported)",
 		Detail: fmt.Sprintf("the floor plus XXH64 of every value (the hashing the format requires): %s, %.2fx the floor",
-			durationText(median(hashFloor)), ratioOf(median(hashFloor), median(floor)))})
+			cli.DurationText(median(hashFloor)), ratioOf(median(hashFloor), median(floor)))})
 	s := ratioOf(build1, median(p2))
 	target, pass = atLeast(s, 1.8, "x")
 	b.add(BenchLine{Key: "build_parallel2_speedup", Value: s, Unit: "x", Target: target, Pass: pass,
-		Detail: fmt.Sprintf("Parallel 1 %s, Parallel 2 %s, GOMAXPROCS %d", durationText(build1),
-			durationText(median(p2)), runtime.GOMAXPROCS(0))})
+		Detail: fmt.Sprintf("Parallel 1 %s, Parallel 2 %s, GOMAXPROCS %d", cli.DurationText(build1),
+			cli.DurationText(median(p2)), runtime.GOMAXPROCS(0))})
 	b.add(BenchLine{Key: "floor_parallel2_speedup", Value: ratioOf(median(floor), median(floor2)), Unit: "x", Target: "none (reported)",
 		Detail: fmt.Sprintf("the floor on 2 goroutines, each reading whole files: %s vs %s on 1; what this machine gives the reading itself",
-			durationText(median(floor2)), durationText(median(floor)))})
+			cli.DurationText(median(floor2)), cli.DurationText(median(floor)))})
 	return nil
 }
 
@@ -601,7 +605,7 @@ func (b *bencher) indexSize(ctx context.Context) error {
 	target, pass := atMost(r, 1.05, "x")
 	b.add(BenchLine{Key: "index_size_vs_sbbf_optimum", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("%s of filters for %d distinct ids in %d files; optimum %s",
-			bytesText(bytes), ndv, len(entries), bytesText(optimum))})
+			cli.BytesText(bytes), ndv, len(entries), cli.BytesText(optimum))})
 	bits := 8 * float64(bytes) / float64(ndv)
 	classic := -math.Log(b.c.FPP) / (math.Ln2 * math.Ln2)
 	b.add(BenchLine{Key: "index_bits_per_distinct_value", Value: bits, Unit: "bits", Target: "none (reported)",
@@ -694,7 +698,7 @@ func (b *bencher) lookups(ctx context.Context, needle int64) error {
 			}
 			planTimes = append(planTimes, time.Since(start))
 		}
-		after, cands := dataFiles(res.AfterStats), dataFiles(res.Candidates)
+		after, cands := cli.DataFiles(res.AfterStats), cli.DataFiles(res.Candidates)
 		b.add(BenchLine{Key: "lookup_" + l.name + "_files_after_index", Value: float64(len(cands)), Unit: "files",
 			Target: "none (reported)",
 			Detail: fmt.Sprintf("%d files in the table, %d after min/max statistics, %d after the index (expected %d + fpp x %d = %.1f)",
@@ -702,24 +706,24 @@ func (b *bencher) lookups(ctx context.Context, needle int64) error {
 
 		var with, without []time.Duration
 		for range b.c.Repeat {
-			w, err := scanRows(ctx, b.e, benchName, where, 0, 0, false)
+			w, err := scanrows.Count(ctx, b.cat, benchTable, where, false)
 			if err != nil {
 				return err
 			}
-			wo, err := scanRows(ctx, b.e, benchName, where, 0, 0, true)
+			wo, err := scanrows.Count(ctx, b.cat, benchTable, where, true)
 			if err != nil {
 				return err
 			}
-			if len(w.rows) != len(wo.rows) || len(w.rows) != l.want {
-				return fmt.Errorf("%s: %d rows with the index, %d without, want %d", where, len(w.rows), len(wo.rows), l.want)
+			if w.Rows != wo.Rows || w.Rows != int64(l.want) {
+				return fmt.Errorf("%s: %d rows with the index, %d without, want %d", where, w.Rows, wo.Rows, l.want)
 			}
-			with, without = append(with, w.elapsed), append(without, wo.elapsed)
+			with, without = append(with, w.Elapsed), append(without, wo.Elapsed)
 		}
 		r := ratioOf(median(without), median(with))
 		target, pass := atLeast(r, 20, "x")
 		b.add(BenchLine{Key: "scan_" + l.name + "_speedup", Value: r, Unit: "x", Target: target, Pass: pass,
 			Detail: fmt.Sprintf("%s without, %s with the index (median of %d, %d files)",
-				durationText(median(without)), durationText(median(with)), b.c.Repeat, res.FilesTotal)})
+				cli.DurationText(median(without)), cli.DurationText(median(with)), b.c.Repeat, res.FilesTotal)})
 
 		b.add(BenchLine{Key: "plan_" + l.name + "_warm_cache", Value: float64(median(planTimes).Microseconds()) + 1e-3,
 			Unit: "µs", Target: "none (reported)",
@@ -735,7 +739,7 @@ func (b *bencher) lookups(ctx context.Context, needle int64) error {
 		target, pass = atMost(perFile, 64, " B")
 		b.add(BenchLine{Key: "index_bytes_per_file_value_" + l.name, Value: perFile, Unit: "B", Target: target, Pass: pass,
 			Detail: fmt.Sprintf("%d B read for %d files x 1 value (%d blocks); whole blobs: %s, %.0f B per file",
-				res.BytesRead, len(after), res.BlocksRead, bytesText(whole), float64(whole)/float64(checked))})
+				res.BytesRead, len(after), res.BlocksRead, cli.BytesText(whole), float64(whole)/float64(checked))})
 	}
 	return nil
 }
@@ -753,7 +757,7 @@ func (b *bencher) peakMemory(ctx context.Context) error {
 		maxNDV = max(maxNDV, en.NDV)
 	}
 	growth, err := heapPeak(func() error {
-		_, _, err := b.build(ctx, indexer.Options{Columns: []string{benchIDCol}, Parallel: 1})
+		_, _, err := b.build(ctx, indexer.Options{Columns: []string{benchIDCol}, Parallel: 1}, indexer.Knobs{})
 		return err
 	})
 	if err != nil {
@@ -764,7 +768,7 @@ func (b *bencher) peakMemory(ctx context.Context) error {
 	b.add(BenchLine{Key: "build_peak_heap_vs_8B_per_value", Value: float64(growth) / float64(ideal), Unit: "x",
 		Target: "none (reported)",
 		Detail: fmt.Sprintf("peak live heap growth %s during a Parallel 1 build of %s; 8 B x %d distinct values of the largest file = %s",
-			bytesText(growth), benchIDCol, maxNDV, bytesText(ideal))})
+			cli.BytesText(growth), benchIDCol, maxNDV, cli.BytesText(ideal))})
 	return nil
 }
 

@@ -1,3 +1,5 @@
+//go:build icebloom_bench
+
 package main
 
 import (
@@ -28,6 +30,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
+	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/hashing"
 	"github.com/icebloom/icebloom/index/indexer"
@@ -126,8 +129,7 @@ func (c *BenchCmd) runScale(ctx context.Context, e *env) error {
 		return err
 	}
 	defer cleanup()
-	e.options = catalog.Embedded(dir)
-	cat, err := e.catalog(ctx)
+	cat, err := e.embedded(ctx, dir)
 	if err != nil {
 		return err
 	}
@@ -353,7 +355,7 @@ func (s *scaler) local(ctx context.Context, cat icecat.Catalog, n int) (ScaleRun
 	if err != nil {
 		return run, err
 	}
-	s.progress("  written and added in %s", durationText(time.Since(start)))
+	s.progress("  written and added in %s", cli.DurationText(time.Since(start)))
 
 	// Build.
 	s.progress("scale %d: build", n)
@@ -386,10 +388,10 @@ func (s *scaler) local(ctx context.Context, cat icecat.Catalog, n int) (ScaleRun
 	bytesLine := func(key string, v int64, detail string) {
 		run.add(BenchLine{Key: key, Value: float64(v), Unit: "B", Target: "none (reported)", Detail: detail})
 	}
-	bytesLine("footer_bytes", sf.FileFooterSizeInBytes, fmt.Sprintf("Puffin footer of the statistics file (%s), which no lookup reads", bytesText(sf.FileFooterSizeInBytes)))
-	bytesLine("directory_bytes", dirLen, fmt.Sprintf("the segment's directory as stored (%s; %.1f B per data file), read whole by every cold lookup", bytesText(dirLen), float64(dirLen)/float64(n)))
+	bytesLine("footer_bytes", sf.FileFooterSizeInBytes, fmt.Sprintf("Puffin footer of the statistics file (%s), which no lookup reads", cli.BytesText(sf.FileFooterSizeInBytes)))
+	bytesLine("directory_bytes", dirLen, fmt.Sprintf("the segment's directory as stored (%s; %.1f B per data file), read whole by every cold lookup", cli.BytesText(dirLen), float64(dirLen)/float64(n)))
 	bytesLine("index_bytes", sf.FileSizeInBytes, fmt.Sprintf("the statistics file (%s) for %d files x %d columns in %d groups",
-		bytesText(sf.FileSizeInBytes), n, len(scaleColumns), groups))
+		cli.BytesText(sf.FileSizeInBytes), n, len(scaleColumns), groups))
 	msLine := func(key string, d time.Duration, target string, pass *bool, detail string) {
 		run.add(BenchLine{Key: key, Value: float64(d.Nanoseconds()) / 1e6, Unit: "ms", Target: target, Pass: pass, Detail: detail})
 	}
@@ -427,13 +429,13 @@ func (s *scaler) local(ctx context.Context, cat icecat.Catalog, n int) (ScaleRun
 	plan := median(planning)
 	msLine("lookup_cold_ms", median(total), "none (reported)", nil,
 		fmt.Sprintf("lookup.Plan of an absent id, no footer cache, median of %d; %d of %d files left (%d requests, %d blocks, %s read)",
-			reps, len(res.Candidates), n, res.Requests, res.BlocksRead, bytesText(res.BytesRead)))
+			reps, len(res.Candidates), n, res.Requests, res.BlocksRead, cli.BytesText(res.BytesRead)))
 	msLine("lookup_index_ms", median(ixTime), "none (reported)", nil, "Result.IndexTime: reading the directory and the runs, pruning")
 	msLine("lookup_planning_ms", plan, "none (reported)", nil, "iceberg-go's planning: the lookup's total minus IndexTime, per run")
 	r := ratioOf(median(ixTime), plan)
 	target, pass := targetFrom(n, scaleSyncTargetFrom, r, 0.25)
 	run.add(BenchLine{Key: "lookup_index_vs_planning", Value: r, Unit: "x", Target: target, Pass: pass,
-		Detail: fmt.Sprintf("index part %s vs iceberg-go's planning %s", durationText(median(ixTime)), durationText(plan))})
+		Detail: fmt.Sprintf("index part %s vs iceberg-go's planning %s", cli.DurationText(median(ixTime)), cli.DurationText(plan))})
 
 	// Sync of one new file, after one more add_files.
 	s.progress("scale %d: add_files of 1 more file, then sync", n)
@@ -459,7 +461,7 @@ func (s *scaler) local(ctx context.Context, cat icecat.Catalog, n int) (ScaleRun
 	msLine("sync_1_file_ms", syncTime, "none (reported)", nil,
 		fmt.Sprintf("indexer.Sync after add_files of 1 file: %d files covered, %d indexed, %d segments after", synced.FilesCovered, synced.FilesIndexed, synced.Segments))
 	run.add(BenchLine{Key: "sync_peak_heap", Value: float64(peak) / (1 << 20), Unit: "MiB", Target: "none (reported)",
-		Detail: fmt.Sprintf("peak live heap growth during the sync (%s), sampled every 200 µs from runtime/metrics", bytesText(peak))})
+		Detail: fmt.Sprintf("peak live heap growth during the sync (%s), sampled every 200 µs from runtime/metrics", cli.BytesText(peak))})
 	read := float64(synced.FilesIndexed)
 	ok = synced.FilesIndexed == 1
 	run.add(BenchLine{Key: "sync_files_read", Value: read, Unit: "files", Target: "== 1", Pass: &ok,
@@ -467,7 +469,7 @@ func (s *scaler) local(ctx context.Context, cat icecat.Catalog, n int) (ScaleRun
 	r = ratioOf(syncTime, plan)
 	target, pass = targetFrom(n, scaleSyncTargetFrom, r, 1.5)
 	run.add(BenchLine{Key: "sync_vs_planning", Value: r, Unit: "x", Target: target, Pass: pass,
-		Detail: fmt.Sprintf("sync of 1 file %s vs iceberg-go's planning of the cold lookup %s", durationText(syncTime), durationText(plan))})
+		Detail: fmt.Sprintf("sync of 1 file %s vs iceberg-go's planning of the cold lookup %s", cli.DurationText(syncTime), cli.DurationText(plan))})
 
 	// Compaction of the two segments.
 	s.progress("scale %d: compact-index", n)
@@ -481,11 +483,11 @@ func (s *scaler) local(ctx context.Context, cat icecat.Catalog, n int) (ScaleRun
 		return run, fmt.Errorf("compact: %+v, want 2 segments into 1 keeping %d entries", compacted, 2*(n+1))
 	}
 	msLine("compact_ms", compactTime, "none (reported)", nil,
-		fmt.Sprintf("indexer.Compact of the build's and the sync's segments: %d filters kept, %s copied", compacted.EntriesKept, bytesText(compacted.BytesCopied)))
+		fmt.Sprintf("indexer.Compact of the build's and the sync's segments: %d filters kept, %s copied", compacted.EntriesKept, cli.BytesText(compacted.BytesCopied)))
 	r = ratioOf(compactTime, built.WriteTime)
 	target, pass = targetFrom(n, scaleCompactTargetFrom, r, 2)
 	run.add(BenchLine{Key: "compact_vs_build_write", Value: r, Unit: "x", Target: target, Pass: pass,
-		Detail: fmt.Sprintf("compact-index %s vs the build's index-writing part %s (Summary.WriteTime)", durationText(compactTime), durationText(built.WriteTime))})
+		Detail: fmt.Sprintf("compact-index %s vs the build's index-writing part %s (Summary.WriteTime)", cli.DurationText(compactTime), cli.DurationText(built.WriteTime))})
 
 	// No false negative through build, sync and compaction: an id of the
 	// first file and one of the synced file keep their files.
@@ -504,7 +506,7 @@ func (s *scaler) local(ctx context.Context, cat icecat.Catalog, n int) (ScaleRun
 		if len(res.IndexErrors) > 0 {
 			return run, fmt.Errorf("lookup after compaction: index errors: %w", errors.Join(res.IndexErrors...))
 		}
-		if !slices.Contains(dataFiles(res.Candidates), c.path) {
+		if !slices.Contains(cli.DataFiles(res.Candidates), c.path) {
 			missed++
 		}
 	}
@@ -546,7 +548,7 @@ func (s *scaler) sizeAndFPP(ctx context.Context, run *ScaleRun, fs icebergio.IO,
 	target, pass := atMost(r, 1.06, "x")
 	run.add(BenchLine{Key: "index_size_vs_sbbf_optimum", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("%s of filter blocks vs %s, the per-file optimum (sbbf.NumBlocks of each filter's ndv and fpp)",
-			bytesText(actual), bytesText(optimum))})
+			cli.BytesText(actual), cli.BytesText(optimum))})
 
 	probes := max(scaleMinProbes, scaleChecks/max(len(idFilters), 1))
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -749,7 +751,7 @@ func (s *scaler) onS3(ctx context.Context, dir string, n int) (ScaleRun, error) 
 			res.Requests, groups, benchIDCol, segments, otherReqs)})
 	run.add(BenchLine{Key: "s3_lookup_index_bytes", Value: float64(indexBytes), Unit: "B", Target: "none (reported)",
 		Detail: fmt.Sprintf("bytes of the index per cold lookup, as the server sent them: the directory (%s) and %s of runs (%d blocks checked)",
-			bytesText(dirBytes), bytesText(res.BytesRead), res.BlocksRead)})
+			cli.BytesText(dirBytes), cli.BytesText(res.BytesRead), res.BlocksRead)})
 	run.add(reportedMS("s3_lookup_index_ms", median(ixTime), fmt.Sprintf("Result.IndexTime, median of %d cold lookups, %d of %d files left", reps, len(res.Candidates), n)))
 	run.add(reportedMS("s3_lookup_planning_ms", median(planning), "iceberg-go's planning of the same lookups (total minus IndexTime)"))
 
@@ -775,7 +777,7 @@ func (s *scaler) onS3(ctx context.Context, dir string, n int) (ScaleRun, error) 
 	r := ratioOf(median(ixTime), median(scans))
 	target, pass = atMost(r, 0.1, "x")
 	run.add(BenchLine{Key: "s3_index_vs_scan", Value: r, Unit: "x", Target: target, Pass: pass,
-		Detail: fmt.Sprintf("the index's part of the lookup %s vs the scan that opens every file %s", durationText(median(ixTime)), durationText(median(scans)))})
+		Detail: fmt.Sprintf("the index's part of the lookup %s vs the scan that opens every file %s", cli.DurationText(median(ixTime)), cli.DurationText(median(scans)))})
 	return run, nil
 }
 

@@ -1,3 +1,5 @@
+//go:build icebloom_bench
+
 package main
 
 import (
@@ -23,6 +25,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
+	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index/indexer"
 )
 
@@ -98,8 +101,7 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 	if cl, ok := s3cat.(icecat.Closer); ok {
 		defer cl.Close()
 	}
-	e.options = catalog.Embedded(dir)
-	localCat, err := e.catalog(ctx)
+	localCat, err := e.embedded(ctx, dir)
 	if err != nil {
 		return err
 	}
@@ -151,8 +153,8 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 		}
 		return time.Since(start), last.Sub(first), processCPU() - cpu0, nil
 	}
-	ahead := indexer.Options{ForcePrefetch: true}                                 // the defaults on S3; forced locally
-	workers := indexer.Options{Parallel: runtime.NumCPU(), DisablePrefetch: true} // as before reading ahead
+	ahead := indexer.Options{}.WithKnobs(indexer.Knobs{ForcePrefetch: true})                               // the defaults on S3; forced locally
+	workers := indexer.Options{Parallel: runtime.NumCPU()}.WithKnobs(indexer.Knobs{DisablePrefetch: true}) // as before reading ahead
 
 	progress("warm-up builds (no delay)")
 	for _, o := range []indexer.Options{ahead, workers} {
@@ -234,30 +236,30 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 	target, pass := atLeast(r, 0.8, "x")
 	out.add(BenchLine{Key: "s3_build_vs_floor_throughput", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("the floor %s (%d range GETs of the data files, %d in flight, nothing done with the bytes) vs the build's reading and hashing of the data files %s (first to last file done), median of %d",
-			durationText(floor1), len(reads), indexer.DefaultRequestsInFlight, durationText(read1), c.Repeat)})
+			cli.DurationText(floor1), len(reads), indexer.DefaultRequestsInFlight, cli.DurationText(read1), c.Repeat)})
 	out.add(BenchLine{Key: "s3_whole_build_vs_floor", Value: ratioOf(floor1, build1), Unit: "x", Target: "none (reported)",
 		Detail: fmt.Sprintf("the floor vs the whole build %s: %s more for planning, writing and committing the index (%d requests that are not of data files)",
-			durationText(build1), durationText(max(build1-read1, 0)), otherReqs)})
+			cli.DurationText(build1), cli.DurationText(max(build1-read1, 0)), otherReqs)})
 	r = ratioOf(workers1, build1)
 	target, pass = atLeast(r, 5, "x")
 	out.add(BenchLine{Key: "s3_build_vs_workers_speedup", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("build of %d workers reading their own files (the default before reading ahead: --parallel %d, DisablePrefetch) %s vs the build reading ahead %s",
-			runtime.NumCPU(), runtime.NumCPU(), durationText(workers1), durationText(build1))})
+			runtime.NumCPU(), runtime.NumCPU(), cli.DurationText(workers1), cli.DurationText(build1))})
 	out.add(BenchLine{Key: "s3_data_requests_per_file", Value: float64(aheadReqs) / float64(n), Unit: "requests", Target: "none (reported)",
 		Detail: fmt.Sprintf("requests of data files per file reading ahead: %d in all, no HEAD; workers reading their own files: %.2f per file (%d, of which %d HEAD)",
 			aheadReqs, float64(workerReqs)/float64(n), workerReqs, workerHeads)})
-	out.add(reportedMS("s3_build_ms", build1, fmt.Sprintf("indexer.Build with the defaults, reading ahead; CPU time of the process (server included) %s", durationText(median(cAhead)))))
-	out.add(reportedMS("s3_floor_ms", floor1, fmt.Sprintf("the network floor; CPU time of the process (server included) %s", durationText(median(cFloor)))))
-	out.add(reportedMS("s3_workers_build_ms", workers1, fmt.Sprintf("indexer.Build, workers reading their own files; CPU time of the process (server included) %s", durationText(median(cWorkers)))))
+	out.add(reportedMS("s3_build_ms", build1, fmt.Sprintf("indexer.Build with the defaults, reading ahead; CPU time of the process (server included) %s", cli.DurationText(median(cAhead)))))
+	out.add(reportedMS("s3_floor_ms", floor1, fmt.Sprintf("the network floor; CPU time of the process (server included) %s", cli.DurationText(median(cFloor)))))
+	out.add(reportedMS("s3_workers_build_ms", workers1, fmt.Sprintf("indexer.Build, workers reading their own files; CPU time of the process (server included) %s", cli.DurationText(median(cWorkers)))))
 
 	la, lw := median(lAhead), median(lWorkers)
 	r = ratioOf(la, lw)
 	out.add(BenchLine{Key: "local_build_ahead_vs_workers", Value: r, Unit: "x", Target: "none (reported)",
 		Detail: fmt.Sprintf("the same files in a local warehouse: build reading ahead (forced: by default a local warehouse reads nothing ahead, for this cost) %s vs workers reading their own files %s, interleaved, median of %d",
-			durationText(la), durationText(lw), localRepeat)})
+			cli.DurationText(la), cli.DurationText(lw), localRepeat)})
 	out.add(BenchLine{Key: "local_build_ahead_vs_workers_cpu", Value: ratioOf(median(lcAhead), median(lcWorkers)), Unit: "x", Target: "none (reported)",
 		Detail: fmt.Sprintf("CPU time of the same builds: %s reading ahead, %s workers reading their own files (wall times follow the machine's load, CPU times much less)",
-			durationText(median(lcAhead)), durationText(median(lcWorkers)))})
+			cli.DurationText(median(lcAhead)), cli.DurationText(median(lcWorkers)))})
 	if e.json {
 		return e.printJSON(out)
 	}

@@ -1,3 +1,5 @@
+//go:build icebloom_bench
+
 package main
 
 import (
@@ -14,7 +16,7 @@ import (
 // two requests per data file (here one: each small file lies whole in the
 // end read with its footer).
 func TestBenchS3FloorJSON(t *testing.T) {
-	stdout, stderr, code := icebloom(t, "--output", "json", "bench", "--s3-floor", "6", "--s3-floor-rows", "300",
+	stdout, stderr, code := icebloomBench(t, "--output", "json", "--s3-floor", "6", "--s3-floor-rows", "300",
 		"--dir", t.TempDir(), "--repeat", "1")
 	if code != 0 {
 		t.Fatalf("bench --s3-floor exited %d: %s", code, stderr)
@@ -53,7 +55,7 @@ func TestBenchS3FloorJSON(t *testing.T) {
 	if l := got["s3_data_requests_per_file"]; l.Value != 1 || !strings.Contains(l.Detail, "no HEAD") {
 		t.Errorf("reading ahead: %v requests per data file (%s), want 1", l.Value, l.Detail)
 	}
-	if _, _, code := icebloom(t, "bench", "--s3-floor", "-2", "--dir", t.TempDir()); code == 0 {
+	if _, _, code := icebloomBench(t, "--s3-floor", "-2", "--dir", t.TempDir()); code == 0 {
 		t.Error("bench --s3-floor -2 succeeded")
 	}
 }

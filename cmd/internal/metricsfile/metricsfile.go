@@ -1,4 +1,10 @@
-package main
+// Package metricsfile writes the metrics file of icebloom's --metrics-file:
+// the counts and outcomes of build, sync, rebuild, compact-index and
+// maintain runs in Prometheus's text exposition format, replaced
+// atomically for node_exporter's textfile collector. It reads back only
+// what it wrote before (the last-success times); it serves no HTTP
+// endpoint and checks no command line.
+package metricsfile
 
 import (
 	"bufio"
@@ -60,25 +66,26 @@ var (
 	metricLastRunFailed = metricFamily{"icebloom_last_run_failed", gauge, "1 if the last run failed, else 0."}
 )
 
-// runLabels are the labels of every sample: the command and the table, ns.table
+// Labels are the labels of every sample: the command and the table, ns.table
 // ("" for a maintain failure before any table, such as listing them).
-type runLabels struct{ command, table string }
+type Labels struct{ Command, Table string }
 
-// runMetrics collects the samples of a run and writes them to the metrics file.
-type runMetrics struct {
+// File collects the samples of a process's runs and writes them to the
+// metrics file.
+type File struct {
 	path     string
-	families map[metricFamily]map[runLabels]float64
+	families map[metricFamily]map[Labels]float64
 	// previousSuccess holds the last-success times the file had before
 	// this process wrote it: a failed one-shot run keeps them, so an alert
 	// on the age of the last success keeps counting from the true one.
-	previousSuccess map[runLabels]float64
+	previousSuccess map[Labels]float64
 }
 
-// newMetrics starts the metrics written to path, taking the last-success
+// Open starts the metrics written to path, taking the last-success
 // times from the file if it exists. A file that cannot be read or parsed is
 // reported but not fatal: the run writes a new one.
-func newMetrics(path string) (*runMetrics, error) {
-	m := &runMetrics{path: path, families: map[metricFamily]map[runLabels]float64{}, previousSuccess: map[runLabels]float64{}}
+func Open(path string) (*File, error) {
+	m := &File{path: path, families: map[metricFamily]map[Labels]float64{}, previousSuccess: map[Labels]float64{}}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, nil
@@ -86,33 +93,33 @@ func newMetrics(path string) (*runMetrics, error) {
 	if err != nil {
 		return m, fmt.Errorf("read the previous metrics file: %w", err)
 	}
-	samples, err := parseMetrics(bytes.NewReader(b))
+	samples, err := Parse(bytes.NewReader(b))
 	if err != nil {
 		return m, fmt.Errorf("read the previous metrics file %s: %w", path, err)
 	}
 	for _, s := range samples {
-		if s.name == metricLastSuccess.name {
-			m.previousSuccess[runLabels{s.labels["command"], s.labels["table"]}] = s.value
+		if s.Name == metricLastSuccess.name {
+			m.previousSuccess[Labels{s.Labels["command"], s.Labels["table"]}] = s.Value
 		}
 	}
 	return m, nil
 }
 
-func (m *runMetrics) series(f metricFamily) map[runLabels]float64 {
+func (m *File) series(f metricFamily) map[Labels]float64 {
 	s := m.families[f]
 	if s == nil {
-		s = map[runLabels]float64{}
+		s = map[Labels]float64{}
 		m.families[f] = s
 	}
 	return s
 }
 
-func (m *runMetrics) add(f metricFamily, l runLabels, v float64) { m.series(f)[l] += v }
-func (m *runMetrics) set(f metricFamily, l runLabels, v float64) { m.series(f)[l] = v }
+func (m *File) add(f metricFamily, l Labels, v float64) { m.series(f)[l] += v }
+func (m *File) set(f metricFamily, l Labels, v float64) { m.series(f)[l] = v }
 
-// run records the end of one run: the counters every run has, at zero if
+// Run records the end of one run: the counters every run has, at zero if
 // need be so that the file always has them, and the outcome.
-func (m *runMetrics) run(l runLabels, dur time.Duration, end time.Time, failed bool) {
+func (m *File) Run(l Labels, dur time.Duration, end time.Time, failed bool) {
 	for _, f := range []metricFamily{metricFilesIndexed, metricFilesFailed, metricDataBytes, metricIndexBytes} {
 		m.add(f, l, 0)
 	}
@@ -136,9 +143,9 @@ func (m *runMetrics) run(l runLabels, dur time.Duration, end time.Time, failed b
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
-// indexed records a build, sync or rebuild; sum is nil when it failed.
-func (m *runMetrics) indexed(l runLabels, sum *indexer.Summary, dataBytes int64, dur time.Duration, end time.Time) {
-	m.run(l, dur, end, sum == nil)
+// Indexed records a build, sync or rebuild; sum is nil when it failed.
+func (m *File) Indexed(l Labels, sum *indexer.Summary, dataBytes int64, dur time.Duration, end time.Time) {
+	m.Run(l, dur, end, sum == nil)
 	m.add(metricDataBytes, l, float64(dataBytes))
 	if sum == nil {
 		return
@@ -171,9 +178,9 @@ func repairs(sum *indexer.Summary, cs *indexer.CompactSummary) int {
 	return n
 }
 
-// compacted records a compact-index run; sum is nil when it failed.
-func (m *runMetrics) compacted(l runLabels, sum *indexer.CompactSummary, dur time.Duration, end time.Time) {
-	m.run(l, dur, end, sum == nil)
+// Compacted records a compact-index run; sum is nil when it failed.
+func (m *File) Compacted(l Labels, sum *indexer.CompactSummary, dur time.Duration, end time.Time) {
+	m.Run(l, dur, end, sum == nil)
 	if sum == nil {
 		return
 	}
@@ -182,14 +189,14 @@ func (m *runMetrics) compacted(l runLabels, sum *indexer.CompactSummary, dur tim
 	m.set(metricSegments, l, float64(sum.SegmentsAfter))
 }
 
-// maintained records one table of a maintain round. A table skipped (no
+// Maintained records one table of a maintain round. A table skipped (no
 // indexed columns, or the run stopped) is no run.
-func (m *runMetrics) maintained(r maintenance.TableReport, dataBytes int64, dur time.Duration, end time.Time) {
+func (m *File) Maintained(r maintenance.TableReport, dataBytes int64, dur time.Duration, end time.Time) {
 	if r.Skipped != "" {
 		return
 	}
-	l := runLabels{"maintain", r.Table}
-	m.run(l, dur, end, r.Failed())
+	l := Labels{"maintain", r.Table}
+	m.Run(l, dur, end, r.Failed())
 	m.add(metricDataBytes, l, float64(dataBytes))
 	if s := r.Sync; s != nil {
 		m.add(metricFilesIndexed, l, float64(s.FilesIndexed))
@@ -217,11 +224,11 @@ func (m *runMetrics) maintained(r maintenance.TableReport, dataBytes int64, dur 
 	}
 }
 
-// write replaces the metrics file atomically — a temporary file in the same
+// Write replaces the metrics file atomically — a temporary file in the same
 // directory, renamed over it — so a collector never reads half a file. The
 // temporary name does not end in .prom, which the textfile collector would
 // pick up.
-func (m *runMetrics) write() error {
+func (m *File) Write() error {
 	tmp, err := os.CreateTemp(filepath.Dir(m.path), "."+filepath.Base(m.path)+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("write metrics file: %w", err)
@@ -248,7 +255,7 @@ func (m *runMetrics) write() error {
 }
 
 // encode writes the text exposition of every family with samples.
-func (m *runMetrics) encode(w io.Writer) {
+func (m *File) encode(w io.Writer) {
 	fams := make([]metricFamily, 0, len(m.families))
 	for f, s := range m.families {
 		if len(s) > 0 {
@@ -259,15 +266,15 @@ func (m *runMetrics) encode(w io.Writer) {
 	for _, f := range fams {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", f.name, escapeHelp(f.help), f.name, f.kind)
 		series := m.families[f]
-		keys := make([]runLabels, 0, len(series))
+		keys := make([]Labels, 0, len(series))
 		for l := range series {
 			keys = append(keys, l)
 		}
-		slices.SortFunc(keys, func(a, b runLabels) int {
-			return cmp.Or(strings.Compare(a.command, b.command), strings.Compare(a.table, b.table))
+		slices.SortFunc(keys, func(a, b Labels) int {
+			return cmp.Or(strings.Compare(a.Command, b.Command), strings.Compare(a.Table, b.Table))
 		})
 		for _, l := range keys {
-			fmt.Fprintf(w, "%s{command=\"%s\",table=\"%s\"} %s\n", f.name, escapeLabel(l.command), escapeLabel(l.table), formatValue(series[l]))
+			fmt.Fprintf(w, "%s{command=\"%s\",table=\"%s\"} %s\n", f.name, escapeLabel(l.Command), escapeLabel(l.Table), formatValue(series[l]))
 		}
 	}
 }
@@ -298,25 +305,25 @@ func formatValue(v float64) string {
 	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
-// sample is one parsed sample line.
-type sample struct {
-	name   string
-	labels map[string]string
-	value  float64
+// Sample is one parsed sample line: metric name, labels and value.
+type Sample struct {
+	Name   string
+	Labels map[string]string
+	Value  float64
 }
 
-// parseMetrics reads the samples of a text exposition, skipping comments
+// Parse reads the samples of a text exposition, skipping comments
 // and blank lines: enough for the files this command writes (and others'
 // simple ones), which is what carrying the last-success times over needs.
-func parseMetrics(r io.Reader) ([]sample, error) {
-	var out []sample
+func Parse(r io.Reader) ([]Sample, error) {
+	var out []Sample
 	sc := bufio.NewScanner(r)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		s, err := parseSample(line)
+		s, err := ParseSample(line)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
@@ -325,14 +332,14 @@ func parseMetrics(r io.Reader) ([]sample, error) {
 	return out, sc.Err()
 }
 
-// parseSample parses `name{k="v",...} value [timestamp]`.
-func parseSample(line string) (sample, error) {
-	s := sample{labels: map[string]string{}}
+// ParseSample parses `name{k="v",...} value [timestamp]`.
+func ParseSample(line string) (Sample, error) {
+	s := Sample{Labels: map[string]string{}}
 	i := strings.IndexAny(line, "{ \t")
 	if i <= 0 {
 		return s, fmt.Errorf("%q is not a sample", line)
 	}
-	s.name, line = line[:i], line[i:]
+	s.Name, line = line[:i], line[i:]
 	if strings.HasPrefix(line, "{") {
 		line = line[1:]
 		for {
@@ -343,7 +350,7 @@ func parseSample(line string) (sample, error) {
 			}
 			eq := strings.Index(line, `="`)
 			if eq <= 0 {
-				return s, fmt.Errorf("bad labels in a sample of %s", s.name)
+				return s, fmt.Errorf("bad labels in a sample of %s", s.Name)
 			}
 			key := strings.TrimSpace(line[:eq])
 			line = line[eq+2:]
@@ -368,19 +375,19 @@ func parseSample(line string) (sample, error) {
 				val.WriteByte(c)
 			}
 			if !closed {
-				return s, fmt.Errorf("unterminated label value in a sample of %s", s.name)
+				return s, fmt.Errorf("unterminated label value in a sample of %s", s.Name)
 			}
-			s.labels[key] = val.String()
+			s.Labels[key] = val.String()
 		}
 	}
 	fields := strings.Fields(line)
 	if len(fields) < 1 || len(fields) > 2 {
-		return s, fmt.Errorf("bad value in a sample of %s", s.name)
+		return s, fmt.Errorf("bad value in a sample of %s", s.Name)
 	}
 	v, err := strconv.ParseFloat(fields[0], 64)
 	if err != nil {
-		return s, fmt.Errorf("bad value in a sample of %s: %w", s.name, err)
+		return s, fmt.Errorf("bad value in a sample of %s: %w", s.Name, err)
 	}
-	s.value = v
+	s.Value = v
 	return s, nil
 }

@@ -1,3 +1,5 @@
+//go:build icebloom_bench
+
 package main
 
 import (
@@ -13,7 +15,7 @@ import (
 // asserted: timings on shared machines are noise at this size.
 func TestBenchJSON(t *testing.T) {
 	dir := t.TempDir()
-	stdout, stderr, code := icebloom(t, "--output", "json", "bench", "--files", "6", "--rows", "500",
+	stdout, stderr, code := icebloomBench(t, "--output", "json", "--files", "6", "--rows", "500",
 		"--dir", dir, "--repeat", "1", "--probes", "2000", "--prune-files", "40")
 	if code != 0 {
 		t.Fatalf("bench exited %d: %s", code, stderr)
@@ -71,7 +73,7 @@ func TestBenchJSON(t *testing.T) {
 // verdicts of timed targets are not asserted; the counts are.
 func TestBenchScaleJSON(t *testing.T) {
 	dir := t.TempDir()
-	stdout, stderr, code := icebloom(t, "--output", "json", "bench", "--scale", "200", "--s3-files", "50",
+	stdout, stderr, code := icebloomBench(t, "--output", "json", "--scale", "200", "--s3-files", "50",
 		"--dir", dir, "--repeat", "1")
 	if code != 0 {
 		t.Fatalf("bench --scale exited %d: %s", code, stderr)

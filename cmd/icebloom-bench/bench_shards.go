@@ -1,3 +1,5 @@
+//go:build icebloom_bench
+
 package main
 
 import (
@@ -9,6 +11,7 @@ import (
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
 )
@@ -56,7 +59,7 @@ func (s *scaler) sharded(ctx context.Context, cat icecat.Catalog, n, shards int)
 	run.add(reportedMS("shards_ms_total", total, "the shards' builds added up: the CPU the run costs"))
 	run.add(reportedMS("shard_write_ms_mean", commits/time.Duration(shards), "Summary.WriteTime per shard: its segment, the file linking it, the commit"))
 	run.add(BenchLine{Key: "shard_peak_heap", Value: float64(heap), Unit: "B", Target: "none (reported)",
-		Detail: fmt.Sprintf("the largest peak heap growth of one shard (%s)", bytesText(heap))})
+		Detail: fmt.Sprintf("the largest peak heap growth of one shard (%s)", cli.BytesText(heap))})
 
 	// A cold load of the index while the shards are linked: one directory
 	// read for the linking file, then one per shard at once.
@@ -76,7 +79,7 @@ func (s *scaler) sharded(ctx context.Context, cat icecat.Catalog, n, shards int)
 	if err != nil {
 		return run, err
 	}
-	run.add(reportedMS("merge_ms", time.Since(start), fmt.Sprintf("compact-index of the %d shard segments into one (%s copied)", shards, bytesText(cs.BytesCopied))))
+	run.add(reportedMS("merge_ms", time.Since(start), fmt.Sprintf("compact-index of the %d shard segments into one (%s copied)", shards, cli.BytesText(cs.BytesCopied))))
 	tbl, _, ix, err := loadScaleIndex(ctx, cat, ident)
 	if err != nil {
 		return run, err

@@ -1,3 +1,5 @@
+//go:build icebloom_bench
+
 package main
 
 import (
@@ -18,6 +20,7 @@ import (
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/lookup"
@@ -114,7 +117,7 @@ func (b *bencher) pruneStep(ctx context.Context) error {
 	p := median(prune)
 	b.add(BenchLine{Key: "prune_step_warm_cache", Value: float64(p.Nanoseconds()) / 1e3, Unit: "µs", Target: "none (reported)",
 		Detail: fmt.Sprintf("%d files, %.2f µs per file, %d candidates left; the whole lookup.Plan with iceberg-go's planning %s (median of %d)",
-			n, float64(p.Nanoseconds())/1e3/float64(n), len(res.Candidates), durationText(median(plan)), len(prune))})
+			n, float64(p.Nanoseconds())/1e3/float64(n), len(res.Candidates), cli.DurationText(median(plan)), len(prune))})
 	return nil
 }
 
