@@ -60,11 +60,6 @@ type ColumnSetting struct {
 }
 
 func (c *ColumnsCmd) run(ctx context.Context, e *env) error {
-	if c.FPP != nil {
-		if err := checkFPP(*c.FPP); err != nil {
-			return err
-		}
-	}
 	enable, err := splitColumns("--enable", c.Enable)
 	if err != nil {
 		return err

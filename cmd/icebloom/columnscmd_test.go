@@ -99,7 +99,7 @@ func TestColumnsCommand(t *testing.T) {
 		{[]string{"--enable", "nope"}, 1, "nope"},
 		{[]string{"--enable", "user_id,tags"}, 1, "tags"},
 		{[]string{"--disable", "ts"}, 1, "--disable ts: no table property"},
-		{[]string{"--enable", "user_id", "--fpp", "1.5"}, 1, "--fpp 1.5"},
+		{[]string{"--enable", "user_id", "--fpp", "1.5"}, 2, "--fpp 1.5"},
 		{[]string{"--fpp", "0.1"}, 2, "give --enable too"},
 		{[]string{"--enable", `"user_id`}, 1, "not closed"},
 	} {

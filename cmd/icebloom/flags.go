@@ -46,6 +46,10 @@ func checkFlags(cmd any) error {
 		if c.Limit < 0 {
 			return fmt.Errorf("--limit %d: want 0 (every row) or more rows", c.Limit)
 		}
+	case *ColumnsCmd:
+		if c.FPP != nil {
+			return cli.CheckFPP(*c.FPP)
+		}
 	case *VerifyCmd:
 		return cli.CheckAtLeast("--sample", c.Sample, 0, "data file")
 	case *QuickstartCmd:
