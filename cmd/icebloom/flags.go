@@ -28,7 +28,7 @@ func checkFlags(cmd any) error {
 	case *CompactIndexCmd:
 		return c.memoryFlag.checkValues()
 	case *ExpireCmd:
-		return cli.CheckAtLeast("--retain-last", c.RetainLast, 1, "snapshot")
+		return errors.Join(cli.CheckAtLeast("--retain-last", c.RetainLast, 1, "snapshot"), c.memoryFlag.checkValues())
 	case *MaintainCmd:
 		var errs []error
 		if c.Every != nil && c.Every.d <= 0 {
@@ -41,7 +41,7 @@ func checkFlags(cmd any) error {
 			errs = append(errs, cli.CheckAtLeast("--verify-sample", *c.VerifySample, 0, "data file"))
 		}
 		return errors.Join(append(errs, cli.CheckAtLeast("--retain-last", c.RetainLast, 1, "snapshot"), c.requestsFlag.checkValues(),
-			checkCompactAbove(c.CompactAbove))...)
+			c.memoryFlag.checkValues(), checkCompactAbove(c.CompactAbove))...)
 	case *ScanCmd:
 		if c.Limit < 0 {
 			return fmt.Errorf("--limit %d: want 0 (every row) or more rows", c.Limit)
