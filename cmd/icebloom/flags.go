@@ -26,7 +26,8 @@ func checkFlags(cmd any) error {
 	case *RebuildCmd:
 		return c.indexFlags.checkValues()
 	case *CompactIndexCmd:
-		return c.memoryFlag.checkValues()
+		_, err := splitColumns("--drop-columns", c.DropColumns)
+		return errors.Join(err, c.memoryFlag.checkValues())
 	case *ExpireCmd:
 		return errors.Join(cli.CheckAtLeast("--retain-last", c.RetainLast, 1, "snapshot"), c.memoryFlag.checkValues())
 	case *MaintainCmd:
@@ -60,7 +61,8 @@ func checkFlags(cmd any) error {
 
 // checkValues checks the flags of the indexing commands.
 func (f indexFlags) checkValues() error {
-	var errs []error
+	_, err := splitColumns("--columns", f.Columns)
+	errs := []error{err}
 	if f.FPP != nil {
 		errs = append(errs, cli.CheckFPP(*f.FPP))
 	}

@@ -20,7 +20,7 @@ import (
 // CompactIndexCmd is `icebloom compact-index TABLE`.
 type CompactIndexCmd struct {
 	Table       string `arg:"positional,required" help:"table identifier, ns.table"`
-	DropColumns string `arg:"--drop-columns" placeholder:"COLS" help:"comma-separated columns to remove from the index: their filters are left out, lookups on them keep every file, and sync no longer indexes them"`
+	DropColumns string `arg:"--drop-columns" placeholder:"COLS" help:"comma-separated columns to remove from the index (a name with a comma in double quotes): their filters are left out, lookups on them keep every file, and sync no longer indexes them"`
 	memoryFlag
 }
 
@@ -31,7 +31,7 @@ func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
 		if err != nil {
 			return nil, err
 		}
-		return indexer.Compact(ctx, cat, ident, indexer.CompactOptions{Logger: e.log, MemoryBudget: c.budget(), DropColumns: columnList(c.DropColumns)})
+		return indexer.Compact(ctx, cat, ident, indexer.CompactOptions{Logger: e.log, MemoryBudget: c.budget(), DropColumns: columnList("--drop-columns", c.DropColumns)})
 	}()
 	if e.metrics != nil {
 		end := e.now()
