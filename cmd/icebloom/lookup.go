@@ -161,6 +161,11 @@ func (c *LookupCmd) run(ctx context.Context, e *env) error {
 	for _, f := range out.Candidates {
 		e.printf("%s\n", f)
 	}
+	if e.stdoutTTY {
+		// Said on stdout, where a person looks: an empty answer is not
+		// only a log record.
+		e.printf("(%d of %s may match)\n", len(out.Candidates), plural(out.FilesTotal, "data file"))
+	}
 	e.log.Info("lookup done", "command", "lookup", "table", c.Table, "snapshot", out.SnapshotID,
 		"candidates", len(out.Candidates), "files_total", out.FilesTotal, "files_after_stats", out.FilesAfterStats,
 		"unindexed", len(out.Unindexed), "duration", time.Since(start))

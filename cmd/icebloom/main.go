@@ -62,9 +62,12 @@ func (Args) Description() string {
 type env struct {
 	stdin          io.Reader // where --where-file - reads
 	stdout, stderr io.Writer
-	json           bool
-	options        catalog.Options
-	cat            icecat.Catalog // opened on first use, closed by run
+	// stdoutTTY: stdout is a terminal, where scan aligns its rows and
+	// says how many there were.
+	stdoutTTY bool
+	json      bool
+	options   catalog.Options
+	cat       icecat.Catalog // opened on first use, closed by run
 	// log takes the diagnostics; results go to stdout.
 	log *slog.Logger
 	// status is stderr when it is a terminal (progress bars are drawn on
@@ -174,7 +177,7 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintf(stderr, "icebloom: --output %q: want text or json\n", args.Output)
 		return 2
 	}
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, json: output == "json", options: args.Options, now: now}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, stdoutTTY: stdoutTerminal(stdout), json: output == "json", options: args.Options, now: now}
 	// Every command works on existing tables; the ones that make a catalog
 	// of their own (quickstart, bench) open it with catalog.Embedded.
 	e.options.MustExist = true
@@ -266,6 +269,12 @@ func commandOf(p *arg.Parser) (command, table string) {
 		}
 	}
 	return command, table
+}
+
+// stdoutTerminal reports whether stdout is a terminal; tests pretend.
+var stdoutTerminal = func(w io.Writer) bool {
+	_, ok := terminal(w)
+	return ok
 }
 
 // runSafely runs cmd, returning a panic on its goroutine as an error (with
