@@ -49,6 +49,7 @@ type Args struct {
 	Quickstart   *QuickstartCmd   `arg:"subcommand:quickstart" help:"create a demo table in an embedded catalog, index it and query it"`
 	VersionCmd   *VersionCmd      `arg:"subcommand:version" help:"print icebloom's version: module version and the VCS revision it was built from"`
 	Completion   *CompletionCmd   `arg:"subcommand:completion" help:"print a bash or zsh script that completes icebloom's commands and flags"`
+	List         *ListCmd         `arg:"subcommand:list" help:"list the tables of the catalog, or of a namespace, with their index: columns, coverage, segments, last sync"`
 	Columns      *ColumnsCmd      `arg:"subcommand:columns" help:"show the columns a table's index holds and its properties enable; enable or disable columns in one commit"`
 }
 
@@ -223,6 +224,8 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 		cmd = args.Completion
 	case args.Columns != nil:
 		cmd = args.Columns
+	case args.List != nil:
+		cmd = args.List
 	default:
 		p.WriteHelp(stderr)
 		fmt.Fprintln(stderr, "icebloom: a command is required (icebloom COMMAND --help says what each does)")
