@@ -48,6 +48,10 @@ func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
 	if e.json {
 		return e.printJSON(sum)
 	}
+	if sum.SegmentsBefore == 0 && sum.StatisticsPath == "" {
+		e.printf("%s\n", noIndex(c.Table))
+		return nil
+	}
 	if sum.StatisticsPath == "" {
 		e.printf("%s: the index is one segment of the current snapshot already: nothing committed\n", c.Table)
 		return nil
