@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"os/signal"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -148,35 +150,59 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintln(stderr, "icebloom:", err)
 		return 2
 	}
+	// usage reports a bad command line, exit code 2: with the usage and
+	// an "icebloom: …" line per problem on a terminal, else as JSON
+	// records like every other message (the usage in a field).
+	usage := func(withUsage bool, problems ...string) int {
+		var text bytes.Buffer
+		if withUsage {
+			p.WriteUsageForSubcommand(&text, p.SubcommandNames()...)
+		}
+		if tty {
+			stderr.Write(text.Bytes())
+			for _, line := range problems {
+				fmt.Fprintln(stderr, "icebloom:", line)
+			}
+			return 2
+		}
+		log := newLogger(stderr, slog.LevelInfo, false)
+		command, _ := commandOf(p)
+		for _, line := range problems {
+			attrs := []any{"command", command, "error", line}
+			if withUsage {
+				attrs = append(attrs, "usage", strings.TrimSpace(text.String()))
+			}
+			log.Error("bad command line", attrs...)
+		}
+		return 2
+	}
+	if len(argv) > 0 && argv[0] == "help" {
+		// icebloom help CMD is icebloom CMD --help.
+		if len(argv) > 1 && subcommandHelp(argv[1]) == "" {
+			return usage(false, fmt.Sprintf("help %s: no such command (icebloom help lists them)", argv[1]))
+		}
+		argv = append(slices.Clone(argv[1:]), "--help")
+	}
 	if err := p.Parse(argv); err != nil {
 		if errors.Is(err, arg.ErrHelp) {
 			writeHelp(stdout, p)
 			return 0
 		}
-		p.WriteUsageForSubcommand(stderr, p.SubcommandNames()...)
-		fmt.Fprintln(stderr, "icebloom:", err)
-		return 2
+		return usage(true, err.Error())
 	}
 	// Flags that depend on each other, and values the parser takes but no
 	// command can use.
 	if c, ok := p.Subcommand().(interface{ validate() error }); ok {
 		if err := c.validate(); err != nil {
-			p.WriteUsageForSubcommand(stderr, p.SubcommandNames()...)
-			fmt.Fprintln(stderr, "icebloom:", err)
-			return 2
+			return usage(true, err.Error())
 		}
 	}
 	if err := checkFlags(p.Subcommand()); err != nil {
-		p.WriteUsageForSubcommand(stderr, p.SubcommandNames()...)
-		for _, line := range strings.Split(err.Error(), "\n") { // one line per bad flag
-			fmt.Fprintln(stderr, "icebloom:", line)
-		}
-		return 2
+		return usage(true, strings.Split(err.Error(), "\n")...) // one line per bad flag
 	}
 	output := strings.ToLower(args.Output)
 	if output != "text" && output != "json" {
-		fmt.Fprintf(stderr, "icebloom: --output %q: want text or json\n", args.Output)
-		return 2
+		return usage(false, fmt.Sprintf("--output %q: want text or json", args.Output))
 	}
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, stdoutTTY: stdoutTerminal(stdout), json: output == "json", options: args.Options, now: now}
 	// Every command works on existing tables; the ones that make a catalog
@@ -227,15 +253,15 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 	case args.List != nil:
 		cmd = args.List
 	default:
-		p.WriteHelp(stderr)
-		fmt.Fprintln(stderr, "icebloom: a command is required (icebloom COMMAND --help says what each does)")
-		return 2
+		if tty {
+			p.WriteHelp(stderr)
+		}
+		return usage(false, "a command is required (icebloom help COMMAND says what each does)")
 	}
 	command, table := commandOf(p)
 	if args.MetricsFile != "" && metricsCommands[command] {
 		if err := checkMetricsFile(args.MetricsFile); err != nil {
-			fmt.Fprintln(stderr, "icebloom:", err)
-			return 2
+			return usage(false, err.Error())
 		}
 		var err error
 		if e.metrics, err = metricsfile.Open(args.MetricsFile); err != nil {
