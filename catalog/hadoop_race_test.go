@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -24,7 +24,7 @@ import (
 
 // hadoopOptions selects a Hadoop catalog on the warehouse directory dir.
 func hadoopOptions(dir string) Options {
-	return Options{Type: string(icecat.Hadoop), Warehouse: dir}
+	return Options{Type: string(icecatalog.Hadoop), Warehouse: dir}
 }
 
 // TestHadoopCommitStatisticsConflict: an append publishes the next metadata
@@ -37,7 +37,7 @@ func TestHadoopCommitStatisticsConflict(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	dir := t.TempDir()
 	cat := openT(t, hadoopOptions(dir))
-	if err := cat.CreateNamespace(t.Context(), icecat.NamespaceFromIdent(events), nil); err != nil {
+	if err := cat.CreateNamespace(t.Context(), icecatalog.NamespaceFromIdent(events), nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cat.CreateTable(t.Context(), events, testSchema); err != nil {
@@ -86,7 +86,7 @@ func TestHadoopCommitStatisticsClaimed(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	dir := t.TempDir()
 	cat := openT(t, hadoopOptions(dir))
-	if err := cat.CreateNamespace(t.Context(), icecat.NamespaceFromIdent(events), nil); err != nil {
+	if err := cat.CreateNamespace(t.Context(), icecatalog.NamespaceFromIdent(events), nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cat.CreateTable(t.Context(), events, testSchema); err != nil {

@@ -19,13 +19,14 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/verify"
 	"github.com/icebloom/icebloom/maintenance"
 )
 
@@ -42,16 +43,16 @@ func newHadoopWarehouse(t *testing.T) hadoopWarehouse {
 
 // open opens a new handle on the warehouse's catalog, as another process
 // would, closed at the end of the test.
-func (w hadoopWarehouse) open(t *testing.T) icecat.Catalog {
+func (w hadoopWarehouse) open(t *testing.T) icecatalog.Catalog {
 	t.Helper()
 	cat, err := catalog.Open(t.Context(), catalog.Options{Type: "hadoop", Warehouse: "file://" + filepath.ToSlash(w.dir)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, ok := cat.(icecat.Closer); ok {
+	if c, ok := cat.(icecatalog.Closer); ok {
 		t.Cleanup(func() { c.Close() })
 	}
-	if cat.CatalogType() != icecat.Hadoop {
+	if cat.CatalogType() != icecatalog.Hadoop {
 		t.Fatalf("catalog type %s, want hadoop", cat.CatalogType())
 	}
 	return cat
@@ -227,7 +228,7 @@ func TestHadoopIndexLifecycle(t *testing.T) {
 		t.Errorf("the referenced segment: %v", err)
 	}
 
-	rep, err := indexer.Verify(ctx, other, eventsIdent, indexer.VerifyOptions{Sample: 5, Seed: 1})
+	rep, err := verify.Table(ctx, other, eventsIdent, verify.Options{Sample: 5, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +244,7 @@ func TestHadoopIndexLifecycle(t *testing.T) {
 // commit of another writer that lands after this writer loaded the table
 // and prepared its change, and before the catalog applies it.
 type commitHook struct {
-	icecat.Catalog
+	icecatalog.Catalog
 	before func()
 }
 
@@ -267,7 +268,7 @@ func TestHadoopConcurrentSyncs(t *testing.T) {
 	ctx := t.Context()
 	wh := newHadoopWarehouse(t)
 	cat := wh.open(t)
-	if err := cat.CreateNamespace(ctx, icecat.NamespaceFromIdent(eventsIdent), nil); err != nil {
+	if err := cat.CreateNamespace(ctx, icecatalog.NamespaceFromIdent(eventsIdent), nil); err != nil {
 		t.Fatal(err)
 	}
 	tbl, err := cat.CreateTable(ctx, eventsIdent, iceberg.NewSchema(0,

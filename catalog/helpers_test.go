@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
@@ -25,13 +25,13 @@ var testSchema = iceberg.NewSchema(0,
 
 // openEmbedded opens the embedded catalog in dir and closes it at the end of
 // the test.
-func openEmbedded(t *testing.T, dir string) icecat.Catalog {
+func openEmbedded(t *testing.T, dir string) icecatalog.Catalog {
 	t.Helper()
 	return openT(t, Embedded(dir))
 }
 
 // openT opens the catalog o selects and closes it at the end of the test.
-func openT(t *testing.T, o Options) icecat.Catalog {
+func openT(t *testing.T, o Options) icecatalog.Catalog {
 	t.Helper()
 	cat, err := Open(t.Context(), o)
 	if err != nil {
@@ -42,21 +42,21 @@ func openT(t *testing.T, o Options) icecat.Catalog {
 }
 
 // closeAtEnd closes cat at the end of the test, if it has anything to close.
-func closeAtEnd(t *testing.T, cat icecat.Catalog) {
-	if c, ok := cat.(icecat.Closer); ok {
+func closeAtEnd(t *testing.T, cat icecatalog.Catalog) {
+	if c, ok := cat.(icecatalog.Closer); ok {
 		t.Cleanup(func() { c.Close() })
 	}
 }
 
 // createTable creates the table ident (and its namespace) with testSchema.
-func createTable(t *testing.T, cat icecat.Catalog, ident table.Identifier) *table.Table {
+func createTable(t *testing.T, cat icecatalog.Catalog, ident table.Identifier) *table.Table {
 	t.Helper()
 	ctx := t.Context()
-	ns := icecat.NamespaceFromIdent(ident)
+	ns := icecatalog.NamespaceFromIdent(ident)
 	if err := cat.CreateNamespace(ctx, ns, nil); err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := cat.CreateTable(ctx, ident, testSchema, icecat.WithProperties(iceberg.Properties{"owner": "test"}))
+	tbl, err := cat.CreateTable(ctx, ident, testSchema, icecatalog.WithProperties(iceberg.Properties{"owner": "test"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func createTable(t *testing.T, cat icecat.Catalog, ident table.Identifier) *tabl
 
 // appendRows appends n rows to the table ident through an iceberg-go
 // transaction and returns the new snapshot's id.
-func appendRows(ctx context.Context, cat icecat.Catalog, ident table.Identifier, n int) (int64, error) {
+func appendRows(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, n int) (int64, error) {
 	tbl, err := cat.LoadTable(ctx, ident)
 	if err != nil {
 		return 0, err
@@ -95,7 +95,7 @@ func appendRows(ctx context.Context, cat icecat.Catalog, ident table.Identifier,
 }
 
 // appendT is appendRows failing the test on error.
-func appendT(t *testing.T, cat icecat.Catalog, ident table.Identifier) int64 {
+func appendT(t *testing.T, cat icecatalog.Catalog, ident table.Identifier) int64 {
 	t.Helper()
 	id, err := appendRows(t.Context(), cat, ident, 3)
 	if err != nil {
@@ -146,7 +146,7 @@ func (fs hookFS) Create(name string) (icebergio.FileWriter, error) {
 // location, compare-and-swap, to the metadata it writes. A race that commits
 // to the table there makes the commit fail with table.ErrCommitFailed, for
 // real.
-func racedCatalog(t *testing.T, dir string, race func()) icecat.Catalog {
+func racedCatalog(t *testing.T, dir string, race func()) icecatalog.Catalog {
 	t.Helper()
 	return racedOpen(t, Embedded(dir), race)
 }
@@ -156,7 +156,7 @@ func racedCatalog(t *testing.T, dir string, race func()) icecat.Catalog {
 // as racedCatalog's does. Catalogs that write the metadata file before they
 // publish it (the SQL catalog's compare-and-swap of the location, the Hadoop
 // catalog's rename to the next version) then find the table moved.
-func racedOpen(t *testing.T, o Options, race func()) icecat.Catalog {
+func racedOpen(t *testing.T, o Options, race func()) icecatalog.Catalog {
 	t.Helper()
 	o.Properties = append(slices.Clone(o.Properties), hookProperty+"="+t.Name())
 	hooks.Store(t.Name(), race)

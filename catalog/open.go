@@ -19,7 +19,7 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/glue"
 	"github.com/apache/iceberg-go/catalog/hadoop"
 	"github.com/apache/iceberg-go/catalog/hive"
@@ -132,7 +132,7 @@ type Options struct {
 // and what a command that sets up its own catalog (such as quickstart) opens.
 // The config file does not apply to it.
 func Embedded(dir string) Options {
-	return Options{Type: string(icecat.SQL), Name: DefaultName, embedded: dir}
+	return Options{Type: string(icecatalog.SQL), Name: DefaultName, embedded: dir}
 }
 
 // Open opens the catalog o selects. Fields of o that are zero are taken from
@@ -143,7 +143,7 @@ func Embedded(dir string) Options {
 //
 // The catalog may hold resources (the SQL catalog holds a database handle):
 // release them through iceberg-go's catalog.Closer when it implements it.
-func Open(ctx context.Context, o Options) (icecat.Catalog, error) {
+func Open(ctx context.Context, o Options) (icecatalog.Catalog, error) {
 	o, err := resolve(o)
 	if err != nil {
 		return nil, err
@@ -184,7 +184,7 @@ func resolve(o Options) (Options, error) {
 		// A URI alone says which catalog only when it is a REST endpoint,
 		// which is also how iceberg-go's catalog.Load reads it.
 		if u, err := url.Parse(o.URI); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
-			o.Type = string(icecat.REST)
+			o.Type = string(icecatalog.REST)
 		} else {
 			return o, fmt.Errorf("catalog URI %s: give the catalog type (--catalog)", o.URI)
 		}
@@ -256,7 +256,7 @@ func withEmbedded(o Options) (Options, error) {
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return o, fmt.Errorf("embedded catalog: %w", err)
 	}
-	o.Type = string(icecat.SQL)
+	o.Type = string(icecatalog.SQL)
 	// The busy timeout makes concurrent writers (two icebloom processes, or
 	// icebloom and the iceberg CLI) wait for each other instead of failing
 	// with "database is locked"; WAL lets readers run beside a writer. Both
@@ -287,9 +287,9 @@ func parseProperties(kvs []string) (iceberg.Properties, error) {
 
 // open opens the catalog of the fully resolved o with the extra properties
 // props.
-func open(ctx context.Context, name string, o Options, props iceberg.Properties) (icecat.Catalog, error) {
-	switch icecat.Type(strings.ToLower(o.Type)) {
-	case icecat.SQL:
+func open(ctx context.Context, name string, o Options, props iceberg.Properties) (icecatalog.Catalog, error) {
+	switch icecatalog.Type(strings.ToLower(o.Type)) {
+	case icecatalog.SQL:
 		if o.URI == "" {
 			return nil, errors.New("sql catalog: no database DSN (--uri)")
 		}
@@ -314,14 +314,14 @@ func open(ctx context.Context, name string, o Options, props iceberg.Properties)
 			}
 			all["init_catalog_tables"] = "false"
 		}
-		cat, err := icecat.Load(ctx, name, all)
+		cat, err := icecatalog.Load(ctx, name, all)
 		if err != nil && isSQLite {
 			// The drivers' errors ("unable to open database file (14)",
 			// "file is not a database (26)") do not say which file.
 			return nil, fmt.Errorf("SQLite catalog %s: %w", file, err)
 		}
 		return cat, err
-	case icecat.REST:
+	case icecatalog.REST:
 		if o.URI == "" {
 			return nil, errors.New("rest catalog: no endpoint URI (--uri)")
 		}
@@ -359,7 +359,7 @@ func open(ctx context.Context, name string, o Options, props iceberg.Properties)
 			return nil, fmt.Errorf("rest catalog %s: OAuth token request refused (check --credential or --token): %w", o.URI, err)
 		}
 		return cat, err
-	case icecat.Glue:
+	case icecatalog.Glue:
 		var load []func(*awsconfig.LoadOptions) error
 		if o.AWSProfile != "" {
 			load = append(load, awsconfig.WithSharedConfigProfile(o.AWSProfile))
@@ -369,7 +369,7 @@ func open(ctx context.Context, name string, o Options, props iceberg.Properties)
 			return nil, fmt.Errorf("glue catalog: load AWS config: %w", err)
 		}
 		return glue.NewCatalog(glue.WithAwsConfig(cfg), glue.WithAwsProperties(glue.AwsProperties(props)))
-	case icecat.Hive:
+	case icecatalog.Hive:
 		if o.URI == "" {
 			return nil, errors.New("hive catalog: no Hive Metastore URI (--uri)")
 		}
@@ -378,7 +378,7 @@ func open(ctx context.Context, name string, o Options, props iceberg.Properties)
 			props[hive.Warehouse] = o.Warehouse
 		}
 		return hive.NewCatalog(props)
-	case icecat.Hadoop:
+	case icecatalog.Hadoop:
 		if o.Warehouse == "" {
 			return nil, errors.New("hadoop catalog: no warehouse (--warehouse)")
 		}
@@ -401,7 +401,7 @@ func sqlProperties(o Options) iceberg.Properties {
 	// catalog.Load does not take them from a config file section of the same
 	// name, which may be for another catalog.
 	return iceberg.Properties{
-		"type":            string(icecat.SQL),
+		"type":            string(icecatalog.SQL),
 		"uri":             uri,
 		"warehouse":       o.Warehouse,
 		"credential":      o.Credential,

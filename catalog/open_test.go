@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/uptrace/bun/driver/sqliteshim"
 )
@@ -28,7 +28,7 @@ func mustExist(t *testing.T, path string) {
 
 // checkCatalog fails the test unless cat is of type typ and, if it has a
 // name (the SQL catalog has), named name.
-func checkCatalog(t *testing.T, cat icecat.Catalog, typ icecat.Type, name string) {
+func checkCatalog(t *testing.T, cat icecatalog.Catalog, typ icecatalog.Type, name string) {
 	t.Helper()
 	if cat.CatalogType() != typ {
 		t.Fatalf("catalog is a %s catalog, want %s", cat.CatalogType(), typ)
@@ -46,7 +46,7 @@ func TestOpenEmbedded(t *testing.T) {
 	ident := table.Identifier{"db", "events"}
 
 	cat := openEmbedded(t, dir)
-	checkCatalog(t, cat, icecat.SQL, DefaultName)
+	checkCatalog(t, cat, icecatalog.SQL, DefaultName)
 	mustExist(t, filepath.Join(dir, "catalog.db"))
 	created := createTable(t, cat, ident)
 	if want := fileURI(dir) + "/db.db/events"; created.Location() != want {
@@ -82,7 +82,7 @@ func TestOpenDefault(t *testing.T) {
 
 	openT(t, Embedded("warehouse")) // as quickstart creates it
 	cat := openT(t, Options{})
-	checkCatalog(t, cat, icecat.SQL, DefaultName)
+	checkCatalog(t, cat, icecatalog.SQL, DefaultName)
 	mustExist(t, filepath.Join(wd, "warehouse", "catalog.db"))
 	tbl := createTable(t, cat, table.Identifier{"db", "t"})
 	if want := fileURI(wd) + "/warehouse/db.db/t"; tbl.Location() != want {
@@ -127,15 +127,15 @@ func TestOpenConfigFile(t *testing.T) {
 		o             Options
 		catalogName   string
 		db, warehouse string // of the table created; warehouse as a local path
-		typ           icecat.Type
+		typ           icecatalog.Type
 	}{
-		{"by name", Options{Name: "one"}, "one", "one.db", one, icecat.SQL},
+		{"by name", Options{Name: "one"}, "one", "one.db", one, icecatalog.SQL},
 		// As in the iceberg CLI, the section default-catalog names applies
 		// when no name is given, and the catalog is still called default.
-		{"default-catalog", Options{ConfigPath: explicit}, DefaultName, "two.db", two, icecat.SQL},
-		{"warehouse flag", Options{Name: "one", Warehouse: fileURI(elsewhere)}, "one", "one.db", elsewhere, icecat.SQL},
+		{"default-catalog", Options{ConfigPath: explicit}, DefaultName, "two.db", two, icecatalog.SQL},
+		{"warehouse flag", Options{Name: "one", Warehouse: fileURI(elsewhere)}, "one", "one.db", elsewhere, icecatalog.SQL},
 		// The Hadoop catalog keeps its tables in the file's warehouse.
-		{"type flag", Options{ConfigPath: home, Name: "one", Type: "hadoop"}, "one", "", one, icecat.Hadoop},
+		{"type flag", Options{ConfigPath: home, Name: "one", Type: "hadoop"}, "one", "", one, icecatalog.Hadoop},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

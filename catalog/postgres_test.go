@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
@@ -60,16 +60,16 @@ func (s pgServer) options() catalog.Options {
 
 // open opens a new handle on the server's catalog, as another process
 // would, closed at the end of the test.
-func (s pgServer) open(t *testing.T) icecat.Catalog {
+func (s pgServer) open(t *testing.T) icecatalog.Catalog {
 	t.Helper()
 	cat, err := catalog.Open(t.Context(), s.options())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, ok := cat.(icecat.Closer); ok {
+	if c, ok := cat.(icecatalog.Closer); ok {
 		t.Cleanup(func() { c.Close() })
 	}
-	if cat.CatalogType() != icecat.SQL {
+	if cat.CatalogType() != icecatalog.SQL {
 		t.Fatalf("catalog type %s, want sql", cat.CatalogType())
 	}
 	return cat
@@ -332,7 +332,7 @@ func TestPostgresConcurrentCommitStatistics(t *testing.T) {
 	}
 	dir := t.TempDir()
 	writers := []*statsWriter{{dir: dir, snapshot: snapshots[1]}, {dir: dir, snapshot: snapshots[3]}}
-	handles := []icecat.Catalog{srv.open(t), srv.open(t)}
+	handles := []icecatalog.Catalog{srv.open(t), srv.open(t)}
 
 	lock := lockRow(t, srv)
 	commit := func(i int) func() error {
@@ -375,7 +375,7 @@ func TestPostgresConcurrentSyncs(t *testing.T) {
 	srv := newPGServer(t)
 	cat := srv.open(t)
 	ctx := t.Context()
-	if err := cat.CreateNamespace(ctx, icecat.NamespaceFromIdent(pgEvents), nil); err != nil {
+	if err := cat.CreateNamespace(ctx, icecatalog.NamespaceFromIdent(pgEvents), nil); err != nil {
 		t.Fatal(err)
 	}
 	sc := iceberg.NewSchema(0,
@@ -391,7 +391,7 @@ func TestPostgresConcurrentSyncs(t *testing.T) {
 	}
 
 	lock := lockRow(t, srv)
-	handles := []icecat.Catalog{srv.open(t), srv.open(t)}
+	handles := []icecatalog.Catalog{srv.open(t), srv.open(t)}
 	sums := make([]*indexer.Summary, 2)
 	sync := func(i int, column string) func() error {
 		return func() (err error) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -31,7 +31,7 @@ type PrepareProperties func(meta table.Metadata) (PropertyChange, error)
 // is then, as Retry retries (IsConflict, IsTransient). A change that
 // changes nothing commits nothing; the table returned is then the one
 // loaded.
-func CommitProperties(ctx context.Context, cat icecat.Catalog, ident table.Identifier, prepare PrepareProperties, opts ...CommitOption) (*table.Table, error) {
+func CommitProperties(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, prepare PrepareProperties, opts ...CommitOption) (*table.Table, error) {
 	name := strings.Join(ident, ".")
 	cfg := newConfig(opts)
 	fromTable := cfg.props == nil

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
@@ -33,7 +33,7 @@ var restEvents = table.Identifier{"db", "events"}
 
 // openREST opens the REST catalog at uri with the options o adds, and
 // closes it at the end of the test.
-func openREST(t *testing.T, o catalog.Options) icecat.Catalog {
+func openREST(t *testing.T, o catalog.Options) icecatalog.Catalog {
 	t.Helper()
 	t.Setenv("HOME", t.TempDir()) // no ~/.iceberg-go.yaml: the options alone
 	o.Type = "rest"
@@ -41,12 +41,12 @@ func openREST(t *testing.T, o catalog.Options) icecat.Catalog {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cat.(icecat.Closer).Close() })
+	t.Cleanup(func() { cat.(icecatalog.Closer).Close() })
 	return cat
 }
 
 // restTable creates db.events with columns id and id2 (long) through cat.
-func restTable(t *testing.T, cat icecat.Catalog) *table.Table {
+func restTable(t *testing.T, cat icecatalog.Catalog) *table.Table {
 	t.Helper()
 	tbl, err := cat.CreateTable(t.Context(), restEvents, iceberg.NewSchema(0,
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
@@ -71,7 +71,7 @@ func restAppend(t *testing.T, tbl *table.Table, k int64) (*table.Table, string) 
 }
 
 // restLoad loads db.events through cat.
-func restLoad(t *testing.T, cat icecat.Catalog) *table.Table {
+func restLoad(t *testing.T, cat icecatalog.Catalog) *table.Table {
 	t.Helper()
 	tbl, err := cat.LoadTable(t.Context(), restEvents)
 	if err != nil {
@@ -246,7 +246,7 @@ func TestRESTBadCredentials(t *testing.T) {
 			tt.o.Type, tt.o.URI = "rest", srv.URL
 			cat, err := catalog.Open(t.Context(), tt.o)
 			if err == nil {
-				cat.(icecat.Closer).Close()
+				cat.(icecatalog.Closer).Close()
 				t.Fatal("Open succeeded")
 			}
 			if !errors.Is(err, tt.is) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), `open catalog "default"`) {
@@ -270,7 +270,7 @@ func TestRESTCatalogOperations(t *testing.T) {
 	cat := openREST(t, catalog.Options{URI: srv.URL, Token: srv.Token})
 	ctx := t.Context()
 
-	if err := cat.CreateNamespace(ctx, table.Identifier{"db"}, nil); !errors.Is(err, icecat.ErrNamespaceAlreadyExists) {
+	if err := cat.CreateNamespace(ctx, table.Identifier{"db"}, nil); !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
 		t.Errorf("CreateNamespace(db) = %v, want ErrNamespaceAlreadyExists", err)
 	}
 	if err := cat.CreateNamespace(ctx, table.Identifier{"ops"}, iceberg.Properties{"owner": "ops"}); err != nil {
@@ -290,11 +290,11 @@ func TestRESTCatalogOperations(t *testing.T) {
 	}
 
 	_, err = cat.LoadTable(ctx, restEvents)
-	if !errors.Is(err, icecat.ErrNoSuchTable) || !strings.Contains(err.Error(), "NoSuchTableException") {
+	if !errors.Is(err, icecatalog.ErrNoSuchTable) || !strings.Contains(err.Error(), "NoSuchTableException") {
 		t.Errorf("LoadTable of a missing table: %v, want ErrNoSuchTable", err)
 	}
 	tbl := restTable(t, cat)
-	if _, err := cat.CreateTable(ctx, restEvents, tbl.Schema()); !errors.Is(err, icecat.ErrTableAlreadyExists) {
+	if _, err := cat.CreateTable(ctx, restEvents, tbl.Schema()); !errors.Is(err, icecatalog.ErrTableAlreadyExists) {
 		t.Errorf("CreateTable of an existing table: %v, want ErrTableAlreadyExists", err)
 	}
 	var tables []table.Identifier

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 )
@@ -308,14 +308,14 @@ func retryWith(ctx context.Context, cfg *commitConfig, ident table.Identifier, w
 // saying whether its namespace does (`namespace "dbx" does not exist`, or
 // `table db.t does not exist`), which matches iceberg-go's ErrNoSuchTable
 // either way, and ErrNoSuchNamespace for a missing namespace.
-func LoadTable(ctx context.Context, cat icecat.Catalog, ident table.Identifier, opts ...CommitOption) (*table.Table, error) {
+func LoadTable(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, opts ...CommitOption) (*table.Table, error) {
 	var tbl *table.Table
 	err := Retry(ctx, ident, "table load", func(ctx context.Context) (bool, error) {
 		var err error
 		tbl, err = cat.LoadTable(ctx, ident)
 		return IsTransient(err), err
 	}, opts...)
-	if errors.Is(err, icecat.ErrNoSuchTable) || errors.Is(err, icecat.ErrNoSuchNamespace) {
+	if errors.Is(err, icecatalog.ErrNoSuchTable) || errors.Is(err, icecatalog.ErrNoSuchNamespace) {
 		return nil, notFound(ctx, cat, ident, err)
 	}
 	return tbl, err
@@ -335,15 +335,15 @@ func (e *notFoundError) Unwrap() []error { return e.errs }
 // notFound says which of table and namespace is missing; the catalog's
 // own error err (iceberg-go's "table does not exist: [db t]") says neither
 // plainly.
-func notFound(ctx context.Context, cat icecat.Catalog, ident table.Identifier, err error) error {
-	errs := []error{err, icecat.ErrNoSuchTable}
+func notFound(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, err error) error {
+	errs := []error{err, icecatalog.ErrNoSuchTable}
 	if len(ident) < 2 {
 		return &notFoundError{fmt.Sprintf("table %s does not exist", strings.Join(ident, ".")), errs}
 	}
 	ns := ident[:len(ident)-1]
 	exists, nerr := cat.CheckNamespaceExists(ctx, ns)
-	if nerr == nil && !exists || nerr != nil && errors.Is(nerr, icecat.ErrNoSuchNamespace) {
-		return &notFoundError{fmt.Sprintf("namespace %q does not exist", strings.Join(ns, ".")), append(errs, icecat.ErrNoSuchNamespace)}
+	if nerr == nil && !exists || nerr != nil && errors.Is(nerr, icecatalog.ErrNoSuchNamespace) {
+		return &notFoundError{fmt.Sprintf("namespace %q does not exist", strings.Join(ns, ".")), append(errs, icecatalog.ErrNoSuchNamespace)}
 	}
 	return &notFoundError{fmt.Sprintf("table %s does not exist", strings.Join(ident, ".")), errs}
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -53,7 +53,7 @@ type Prepare func(ctx context.Context, tbl *table.Table) (change StatisticsChang
 // Writers that replace the statistics file of the same snapshot at the same
 // time do not conflict: the last commit wins, and blobs that only the file it
 // replaced held are lost. Iceberg has no requirement that could catch this.
-func CommitStatistics(ctx context.Context, cat icecat.Catalog, ident table.Identifier, prepare Prepare, opts ...CommitOption) (*table.Table, error) {
+func CommitStatistics(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, prepare Prepare, opts ...CommitOption) (*table.Table, error) {
 	cfg := newConfig(opts)
 	fromTable := cfg.props == nil
 	var committed *table.Table
@@ -100,7 +100,7 @@ func (e *commitError) Unwrap() error { return e.err }
 // commitOnce prepares the change to tbl and commits it. An error of the
 // commit itself is a *commitError; when it is a refusal
 // (table.ErrCommitFailed) the attempt's files are discarded.
-func commitOnce(ctx context.Context, cat icecat.Catalog, ident table.Identifier, tbl *table.Table, prepare Prepare) (*table.Table, error) {
+func commitOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, tbl *table.Table, prepare Prepare) (*table.Table, error) {
 	name := strings.Join(ident, ".")
 	change, discard, err := prepare(ctx, tbl)
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/uptrace/bun/driver/sqliteshim"
 )
@@ -30,7 +30,7 @@ var events = table.Identifier{"db", "events"}
 // snapshots, s1 and s2.
 type fixture struct {
 	dir    string
-	cat    icecat.Catalog
+	cat    icecatalog.Catalog
 	s1, s2 int64
 }
 
@@ -92,14 +92,14 @@ func set(files ...table.StatisticsFile) Prepare {
 
 // commit commits what prepare builds to events in cat, without waiting
 // between attempts.
-func commit(t *testing.T, cat icecat.Catalog, prepare Prepare, opts ...CommitOption) (*table.Table, error) {
+func commit(t *testing.T, cat icecatalog.Catalog, prepare Prepare, opts ...CommitOption) (*table.Table, error) {
 	t.Helper()
 	opts = append([]CommitOption{WithSleep(func(context.Context, time.Duration) error { return nil })}, opts...)
 	return CommitStatistics(t.Context(), cat, events, prepare, opts...)
 }
 
 // commitT is commit failing the test on error.
-func commitT(t *testing.T, cat icecat.Catalog, prepare Prepare) *table.Table {
+func commitT(t *testing.T, cat icecatalog.Catalog, prepare Prepare) *table.Table {
 	t.Helper()
 	tbl, err := commit(t, cat, prepare)
 	if err != nil {
@@ -468,7 +468,7 @@ func TestCommitStatisticsConcurrent(t *testing.T) {
 // SQLITE_BUSY, and creates events in it with one snapshot. lock takes an
 // exclusive lock on its database through another connection, which keeps
 // readers out too, and unlock releases it.
-func lockedCatalog(t *testing.T) (dir string, cat icecat.Catalog, s1 int64, lock, unlock func()) {
+func lockedCatalog(t *testing.T) (dir string, cat icecatalog.Catalog, s1 int64, lock, unlock func()) {
 	t.Helper()
 	t.Setenv("HOME", t.TempDir())
 	dir = t.TempDir()

@@ -9,7 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
@@ -121,10 +121,10 @@ var eventsIdent = table.Identifier{"db", "events"}
 // spans nearly all of 0..799, so min/max statistics prune no file for an id
 // in the middle, and ids 8j+4 … 8j+7 are in none. It returns the table and
 // its data file locations in the order written.
-func newEventsTable(t *testing.T, cat icecat.Catalog) (*table.Table, []string) {
+func newEventsTable(t *testing.T, cat icecatalog.Catalog) (*table.Table, []string) {
 	t.Helper()
 	ctx := t.Context()
-	if err := cat.CreateNamespace(ctx, icecat.NamespaceFromIdent(eventsIdent), nil); err != nil {
+	if err := cat.CreateNamespace(ctx, icecatalog.NamespaceFromIdent(eventsIdent), nil); err != nil {
 		t.Fatal(err)
 	}
 	tbl, err := cat.CreateTable(ctx, eventsIdent, catalogtest.IDSchema)
@@ -162,7 +162,7 @@ func checkCandidates(t *testing.T, tbl *table.Table, v int64, want []string, uni
 }
 
 // load loads db.events (eventsIdent) through cat.
-func load(t *testing.T, cat icecat.Catalog) *table.Table {
+func load(t *testing.T, cat icecatalog.Catalog) *table.Table {
 	t.Helper()
 	tbl, err := cat.LoadTable(t.Context(), eventsIdent)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
@@ -24,7 +24,7 @@ import (
 // faultyREST serves a REST catalog with db.events of one snapshot, opens a
 // client of it, and then makes the server's requests fail as fault says
 // (catalogtest.RESTServer.Fault).
-func faultyREST(t *testing.T, fault func(r *http.Request) int) (*catalogtest.RESTServer, icecat.Catalog, int64) {
+func faultyREST(t *testing.T, fault func(r *http.Request) int) (*catalogtest.RESTServer, icecatalog.Catalog, int64) {
 	t.Helper()
 	srv := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{})
 	cat := openREST(t, catalog.Options{URI: srv.URL, Credential: srv.Credential})

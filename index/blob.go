@@ -1,5 +1,6 @@
 // Package index is a table's index as readers see it: one Split Block Bloom
-// Filter per data file and column, located by Load in the table's index
+// Filter per data file and column (a StoredFilter), located by Load in the
+// table's index
 // segments — format v2 groups (package segment) or format v1 blobs, one
 // per filter, of type split-block-bloom-filter-v1 (docs/format.md is the
 // specification, v1 its Appendix A). Subpackages hold the parts: sbbf the

@@ -76,8 +76,8 @@ func (s *Segment) Links() []segment.Link {
 }
 
 // Filters returns every filter of the segment.
-func (s *Segment) Filters() iter.Seq[Filter] {
-	return func(yield func(Filter) bool) {
+func (s *Segment) Filters() iter.Seq[StoredFilter] {
+	return func(yield func(StoredFilter) bool) {
 		for i := range s.Entries {
 			if !yield(s.v1Filter(i)) {
 				return
@@ -96,23 +96,23 @@ func (s *Segment) Filters() iter.Seq[Filter] {
 	}
 }
 
-func (s *Segment) v1Filter(i int) Filter {
+func (s *Segment) v1Filter(i int) StoredFilter {
 	e := &s.Entries[i]
-	return Filter{DataFile: e.DataFile, DataFileSize: e.DataFileSize, FieldID: e.FieldID, ValueType: e.ValueType,
+	return StoredFilter{DataFile: e.DataFile, DataFileSize: e.DataFileSize, FieldID: e.FieldID, ValueType: e.ValueType,
 		NDV: e.NDV, FPP: e.FPP, Blocks: e.NumBlocks(), Path: s.File.StatisticsPath, offset: e.Offset}
 }
 
-func (s *Segment) v2Filter(gi, m int) Filter {
+func (s *Segment) v2Filter(gi, m int) StoredFilter {
 	g := &s.Dir.Groups[gi]
 	mem := g.Members[m]
 	f := s.Dir.Files[mem.File]
-	return Filter{DataFile: f.Path, DataFileSize: f.Size, FieldID: g.FieldID, ValueType: g.ValueType,
+	return StoredFilter{DataFile: f.Path, DataFileSize: f.Size, FieldID: g.FieldID, ValueType: g.ValueType,
 		NDV: mem.NDV, FPP: g.FPP, Blocks: g.Blocks, Path: s.File.StatisticsPath, group: g, member: m}
 }
 
-// Filter is one data file's filter for one field, wherever it is stored: a
+// StoredFilter is one data file's filter for one field, wherever it is stored: a
 // v1 entry's blob or a member of a v2 group.
-type Filter struct {
+type StoredFilter struct {
 	DataFile     string
 	DataFileSize int64
 	FieldID      int
@@ -130,7 +130,7 @@ type Filter struct {
 
 // Group returns the v2 group holding the filter and its member index, or
 // nil for a v1 entry.
-func (f Filter) Group() (*segment.Group, int) { return f.group, f.member }
+func (f StoredFilter) Group() (*segment.Group, int) { return f.group, f.member }
 
 // Place is where one block of a filter lies, and how to check it: read
 // Length bytes at Offset; the block is the 32 bytes at Offset+Block. When
@@ -142,7 +142,7 @@ type Place struct {
 }
 
 // Place returns where block b of the filter lies.
-func (f Filter) Place(b int) Place {
+func (f StoredFilter) Place(b int) Place {
 	if f.group == nil {
 		return Place{Offset: f.offset + int64(b)*sbbf.BlockBytes, Length: sbbf.BlockBytes}
 	}
@@ -153,7 +153,7 @@ func (f Filter) Place(b int) Place {
 // ReadFilter reads a filter's whole bitset from its statistics file r: a
 // v1 bitset with one read, a v2 filter with one read per block (its blocks
 // lie in N runs), verifying every chunk.
-func ReadFilter(r io.ReaderAt, f Filter) ([]byte, error) {
+func ReadFilter(r io.ReaderAt, f StoredFilter) ([]byte, error) {
 	if f.group == nil {
 		bits := make([]byte, f.Blocks*sbbf.BlockBytes)
 		if n, err := r.ReadAt(bits, f.offset); n < len(bits) {
@@ -218,11 +218,11 @@ func (ix *TableIndex) Segments() []Segment {
 // and size exactly as its manifest entry lists them, for a field. When
 // several segments hold an applicable filter, all are equally valid (§6)
 // and Lookup returns the first.
-func (ix *TableIndex) Lookup(dataFile string, size int64, fieldID int) (Filter, bool) {
+func (ix *TableIndex) Lookup(dataFile string, size int64, fieldID int) (StoredFilter, bool) {
 	ix.once.Do(ix.index)
 	ref, ok := ix.byFile[entryKey{dataFile, size, fieldID}]
 	if !ok {
-		return Filter{}, false
+		return StoredFilter{}, false
 	}
 	seg := &ix.segments[ref.segment]
 	if ref.group < 0 {
@@ -434,7 +434,7 @@ func (ix *TableIndex) index() {
 // the filter Lookup returns. It reads each segment's list of files once,
 // so it costs one map lookup per covered file and segment — far less than
 // a Lookup per file and field on a large index.
-func (ix *TableIndex) Match(files map[string]int, sizes []int64, fields []int, fn func(file int, f Filter)) {
+func (ix *TableIndex) Match(files map[string]int, sizes []int64, fields []int, fn func(file int, f StoredFilter)) {
 	for si := range ix.segments {
 		seg := &ix.segments[si]
 		for j, e := range seg.Entries {
@@ -529,20 +529,6 @@ func LinksSegments(sf table.StatisticsFile) bool {
 	return false
 }
 
-// DirectoryPlace returns where table metadata says a v2 segment's directory
-// lies (segment.PropDirectoryOffset), ok false when it does not say.
-func DirectoryPlace(sf table.StatisticsFile) (off, length int64, ok bool) {
-	for _, b := range sf.BlobMetadata {
-		if puffin.BlobType(b.Type) != segment.DirectoryBlobType {
-			continue
-		}
-		off, err1 := strconv.ParseInt(b.Properties[segment.PropDirectoryOffset], 10, 64)
-		length, err2 := strconv.ParseInt(b.Properties[segment.PropDirectoryLength], 10, 64)
-		return off, length, err1 == nil && err2 == nil
-	}
-	return 0, 0, false
-}
-
 // readFooter reads what a statistics file holds for the index. A v2
 // segment whose directory's place table metadata records costs one read of
 // the directory; any other file one read of its footer (of the size its
@@ -554,11 +540,7 @@ func readFooter(fsys icebergio.IO, sf table.StatisticsFile) (*footer, error) {
 		return nil, fmt.Errorf("index: open statistics file %s: %w", path, err)
 	}
 	defer f.Close()
-	if off, length, ok := DirectoryPlace(sf); ok {
-		if off+length > sf.FileSizeInBytes-sf.FileFooterSizeInBytes {
-			return nil, fmt.Errorf("index: statistics file %s: directory of %d bytes at %d overlaps the footer", path, length, off)
-		}
-		dir, err := segment.ReadDirectory(f, off, length)
+	if dir, ok, err := segment.ReadPlacedDirectory(f, sf); ok {
 		if err != nil {
 			return nil, fmt.Errorf("index: statistics file %s: %w", path, err)
 		}

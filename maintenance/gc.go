@@ -7,7 +7,6 @@ import (
 	iofs "io/fs"
 	"net/url"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/indexfile"
 	"github.com/icebloom/icebloom/puffin"
 )
 
@@ -84,13 +84,10 @@ type GCSummary struct {
 	DryRun       bool  `json:"dry_run"`
 }
 
-// indexFileName is how index/indexer names the Puffin files it writes:
-// icebloom-<snapshot-id>-<uuid>.puffin. Nothing else is GC's to delete.
-var indexFileName = regexp.MustCompile(`^icebloom-\d+-[0-9a-f-]{36}\.puffin$`)
-
 // IsIndexFileName reports whether a file's base name is that of an index
-// file icebloom writes, the only files GC ever deletes.
-func IsIndexFileName(name string) bool { return indexFileName.MatchString(name) }
+// file icebloom writes (icebloom-<snapshot-id>-<uuid>.puffin, the rule
+// index/indexfile names them by), the only files GC ever deletes.
+func IsIndexFileName(name string) bool { return indexfile.IsName(name) }
 
 // GC deletes the index files in the table's metadata directory that no
 // table metadata references any more: statistics files replaced or removed

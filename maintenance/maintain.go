@@ -13,6 +13,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/verify"
 )
 
 // MaintainOptions configure a maintenance run.
@@ -31,7 +32,7 @@ type MaintainOptions struct {
 	GC GCOptions
 	// Verify, when set, verifies each table's index last
 	// (indexer.Verify); a problem fails the table's run.
-	Verify *indexer.VerifyOptions
+	Verify *verify.Options
 }
 
 // TableReport is what a run did to one table.
@@ -42,7 +43,7 @@ type TableReport struct {
 	Compact *indexer.CompactSummary `json:"compact,omitempty"`
 	Expire  *ExpireSummary          `json:"expire,omitempty"`
 	GC      *GCSummary              `json:"gc,omitempty"`
-	Verify  *indexer.VerifyReport   `json:"verify,omitempty"`
+	Verify  *verify.Report          `json:"verify,omitempty"`
 	Error   string                  `json:"error,omitempty"`
 }
 
@@ -175,7 +176,7 @@ func MaintainTable(ctx context.Context, cat icecatalog.Catalog, ident table.Iden
 		return fail(err)
 	}
 	if o.Verify != nil {
-		if r.Verify, err = indexer.Verify(ctx, cat, ident, *o.Verify); err != nil {
+		if r.Verify, err = verify.Table(ctx, cat, ident, *o.Verify); err != nil {
 			return fail(err)
 		}
 		if !r.Verify.OK() {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/verify"
 	"github.com/icebloom/icebloom/maintenance"
 )
 
@@ -177,7 +178,7 @@ func TestSoak(t *testing.T) {
 			t.Errorf("%s is not covered after the final sync", f)
 		}
 	}
-	rep, err := indexer.Verify(bg, cat, ident, indexer.VerifyOptions{Sample: len(cov)})
+	rep, err := verify.Table(bg, cat, ident, verify.Options{Sample: len(cov)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
 	"github.com/uptrace/bun/driver/sqliteshim"
@@ -60,7 +60,7 @@ func NewCatalog(t testing.TB) *Catalog {
 // NewTable creates table db.<name>.
 func (c *Catalog) NewTable(t testing.TB, name string, sc *iceberg.Schema, props iceberg.Properties) *table.Table {
 	t.Helper()
-	tbl, err := c.Catalog.CreateTable(context.Background(), table.Identifier{"db", name}, sc, catalog.WithProperties(props))
+	tbl, err := c.Catalog.CreateTable(context.Background(), table.Identifier{"db", name}, sc, icecatalog.WithProperties(props))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -353,7 +353,7 @@ func (s *RESTServer) listTables(w http.ResponseWriter, r *http.Request, ns table
 			fail(w, err)
 			return
 		}
-		idents = append(idents, ident{catalog.NamespaceFromIdent(id), catalog.TableNameFromIdent(id)})
+		idents = append(idents, ident{icecatalog.NamespaceFromIdent(id), icecatalog.TableNameFromIdent(id)})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"identifiers": idents})
 }
@@ -381,15 +381,15 @@ func (s *RESTServer) createTable(w http.ResponseWriter, r *http.Request, ns tabl
 		restError(w, http.StatusNotImplemented, "UnsupportedOperationException", "staged table creation is not supported")
 		return
 	}
-	opts := []catalog.CreateTableOpt{catalog.WithProperties(req.Properties)}
+	opts := []icecatalog.CreateTableOpt{icecatalog.WithProperties(req.Properties)}
 	if req.Location != "" {
-		opts = append(opts, catalog.WithLocation(req.Location))
+		opts = append(opts, icecatalog.WithLocation(req.Location))
 	}
 	if req.PartitionSpec != nil {
-		opts = append(opts, catalog.WithPartitionSpec(&req.PartitionSpec.PartitionSpec))
+		opts = append(opts, icecatalog.WithPartitionSpec(&req.PartitionSpec.PartitionSpec))
 	}
 	if req.WriteOrder != nil {
-		opts = append(opts, catalog.WithSortOrder(req.WriteOrder.SortOrder))
+		opts = append(opts, icecatalog.WithSortOrder(req.WriteOrder.SortOrder))
 	}
 	tbl, err := s.Catalog.CreateTable(r.Context(), append(ns, req.Name), req.Schema, opts...)
 	if err != nil {
@@ -493,13 +493,13 @@ func (u unchangedSince) Validate(meta table.Metadata) error {
 func fail(w http.ResponseWriter, err error) {
 	status, typ := http.StatusInternalServerError, "ServerErrorException"
 	switch {
-	case errors.Is(err, catalog.ErrNoSuchTable):
+	case errors.Is(err, icecatalog.ErrNoSuchTable):
 		status, typ = http.StatusNotFound, "NoSuchTableException"
-	case errors.Is(err, catalog.ErrNoSuchNamespace):
+	case errors.Is(err, icecatalog.ErrNoSuchNamespace):
 		status, typ = http.StatusNotFound, "NoSuchNamespaceException"
-	case errors.Is(err, catalog.ErrTableAlreadyExists), errors.Is(err, catalog.ErrNamespaceAlreadyExists):
+	case errors.Is(err, icecatalog.ErrTableAlreadyExists), errors.Is(err, icecatalog.ErrNamespaceAlreadyExists):
 		status, typ = http.StatusConflict, "AlreadyExistsException"
-	case errors.Is(err, catalog.ErrNamespaceNotEmpty):
+	case errors.Is(err, icecatalog.ErrNamespaceNotEmpty):
 		status, typ = http.StatusConflict, "NamespaceNotEmptyException"
 	case errors.Is(err, table.ErrCommitFailed):
 		status, typ = http.StatusConflict, "CommitFailedException"

@@ -23,17 +23,19 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/cmd/internal/scanrows"
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/filescan"
 	"github.com/icebloom/icebloom/index/hashing"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/lookup"
 	"github.com/icebloom/icebloom/index/sbbf"
+	"github.com/icebloom/icebloom/index/where"
 )
 
 // BenchCmd is `icebloom bench`: it generates a table and measures the index
@@ -175,8 +177,8 @@ func (c *BenchCmd) run(ctx context.Context, e *env) error {
 // createTable writes the benchmark table: a random even long id (odd ids are
 // certainly absent, yet within the files' min/max), a random string, and a
 // string of benchCats distinct values. It returns an id one file holds.
-func (c *BenchCmd) createTable(ctx context.Context, cat icecat.Catalog) (needle int64, err error) {
-	if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil && !errors.Is(err, icecat.ErrNamespaceAlreadyExists) {
+func (c *BenchCmd) createTable(ctx context.Context, cat icecatalog.Catalog) (needle int64, err error) {
+	if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
 		return 0, fmt.Errorf("create namespace bench: %w", err)
 	}
 	if _, err := cat.LoadTable(ctx, benchTable); err == nil {
@@ -190,7 +192,7 @@ func (c *BenchCmd) createTable(ctx context.Context, cat icecat.Catalog) (needle 
 	// Manifests are merged as Java and Spark writers merge them by default
 	// (iceberg-go does not): without it, the 200 appends would leave 200
 	// manifests, and planning a lookup would be reading them.
-	tbl, err := cat.CreateTable(ctx, benchTable, sc, icecat.WithProperties(iceberg.Properties{
+	tbl, err := cat.CreateTable(ctx, benchTable, sc, icecatalog.WithProperties(iceberg.Properties{
 		table.ManifestMergeEnabledKey: "true",
 	}))
 	if err != nil {
@@ -239,7 +241,7 @@ func benchRecord(as *arrow.Schema, rng *rand.Rand, n int) arrow.RecordBatch {
 // bencher holds what the measurements share.
 type bencher struct {
 	c     *BenchCmd
-	cat   icecat.Catalog
+	cat   icecatalog.Catalog
 	tbl   *table.Table
 	fs    icebergio.IO
 	files []string
@@ -284,10 +286,10 @@ func (b *bencher) build(ctx context.Context, o indexer.Options, k indexer.Knobs)
 // low-cardinality column is dictionary-encoded, from the files' metadata.
 func (b *bencher) checkDictionary(ctx context.Context) error {
 	var chunks, dict int
-	props := indexer.ReaderProperties()
+	props := filescan.ReaderProperties()
 	var chunk []byte // unused: only metadata is read
 	for _, path := range b.files {
-		err := withParquet(b.fs, path, props, &chunk, func(rdr *file.Reader, _ *indexer.ChunkReader) error {
+		err := withParquet(b.fs, path, props, &chunk, func(rdr *file.Reader, _ *filescan.ChunkReader) error {
 			ci := rdr.MetaData().Schema.ColumnIndexByName(benchCatCol)
 			if ci < 0 {
 				return fmt.Errorf("%s: no column %s", path, benchCatCol)
@@ -333,15 +335,15 @@ func allDictionary(stats []metadata.PageEncodingStats) bool {
 }
 
 // withParquet opens the data file at path as a build worker does, through
-// a indexer.ChunkReader fetching into chunk, and calls fn with its Parquet
+// a filescan.ChunkReader fetching into chunk, and calls fn with its Parquet
 // reader.
-func withParquet(fs icebergio.IO, path string, props *parquet.ReaderProperties, chunk *[]byte, fn func(*file.Reader, *indexer.ChunkReader) error) error {
+func withParquet(fs icebergio.IO, path string, props *parquet.ReaderProperties, chunk *[]byte, fn func(*file.Reader, *filescan.ChunkReader) error) error {
 	f, err := fs.Open(path)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	defer f.Close()
-	cr := indexer.NewChunkReader(f, props, chunk)
+	cr := filescan.NewChunkReader(f, props, chunk)
 	rdr, err := file.NewParquetReader(cr, file.WithReadProps(props))
 	if err != nil {
 		return fmt.Errorf("read Parquet footer of %s: %w", path, err)
@@ -456,7 +458,7 @@ func (b *bencher) buildVsFloor(ctx context.Context) error {
 // a time, and does nothing with the values, or only hashes them (hash). It
 // reads as the build does, with ReadBatchInPage, the cheapest way arrow-go
 // has: byte array values alias the page instead of being copied, and page
-// buffers are reused from chunk to chunk (indexer.ReaderProperties).
+// buffers are reused from chunk to chunk (filescan.ReaderProperties).
 func (b *bencher) floor(cols []string, workers int, hash bool) (time.Duration, error) {
 	var types map[string]iceberg.PrimitiveType // nil: the values are not hashed
 	if hash {
@@ -474,7 +476,7 @@ func (b *bencher) floor(cols []string, workers int, hash bool) (time.Duration, e
 	start := time.Now()
 	for range workers {
 		go func() {
-			r := floorReader{props: indexer.ReaderProperties(), types: types}
+			r := floorReader{props: filescan.ReaderProperties(), types: types}
 			var err error
 			for path := range paths {
 				if err == nil {
@@ -498,7 +500,7 @@ func (b *bencher) floor(cols []string, workers int, hash bool) (time.Duration, e
 // floorReader is one goroutine of the floor, with its buffers.
 type floorReader struct {
 	props  *parquet.ReaderProperties
-	chunk  []byte                           // of its indexer.ChunkReader
+	chunk  []byte                           // of its filescan.ChunkReader
 	types  map[string]iceberg.PrimitiveType // of the columns, to hash them as; nil: no hashing
 	i64    [4096]int64
 	ba     [4096]parquet.ByteArray
@@ -507,7 +509,7 @@ type floorReader struct {
 }
 
 func (r *floorReader) read(fs icebergio.IO, path string, cols []string) error {
-	return withParquet(fs, path, r.props, &r.chunk, func(rdr *file.Reader, chunks *indexer.ChunkReader) error {
+	return withParquet(fs, path, r.props, &r.chunk, func(rdr *file.Reader, chunks *filescan.ChunkReader) error {
 		for _, name := range cols {
 			ci := rdr.MetaData().Schema.ColumnIndexByName(name)
 			var hc *hashing.Column // nil: the values are not hashed
@@ -560,7 +562,7 @@ func (r *floorReader) readChunk(cr file.ColumnChunkReader, hc *hashing.Column) e
 }
 
 // idFilters loads the table's index and returns the id column's filters.
-func (b *bencher) idFilters(ctx context.Context) ([]index.Filter, error) {
+func (b *bencher) idFilters(ctx context.Context) ([]index.StoredFilter, error) {
 	tbl, err := b.cat.LoadTable(ctx, benchTable)
 	if err != nil {
 		return nil, err
@@ -569,7 +571,7 @@ func (b *bencher) idFilters(ctx context.Context) ([]index.Filter, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("load index: %w", errors.Join(errs...))
 	}
-	var filters []index.Filter
+	var filters []index.StoredFilter
 	for _, seg := range ix.Segments() {
 		for f := range seg.Filters() {
 			if f.FieldID == 1 {
@@ -645,7 +647,7 @@ func (b *bencher) indexSize(ctx context.Context) error {
 }
 
 // readFilter reads a filter's bitset from its Puffin file.
-func (b *bencher) readFilter(en index.Filter) (sbbf.Filter, error) {
+func (b *bencher) readFilter(en index.StoredFilter) (sbbf.Filter, error) {
 	f, err := b.fs.Open(en.Path)
 	if err != nil {
 		return sbbf.Filter{}, fmt.Errorf("open %s: %w", en.Path, err)
@@ -680,8 +682,8 @@ func (b *bencher) lookups(ctx context.Context, needle int64) error {
 		id   int64
 		want int
 	}{{"needle", needle, 1}, {"miss", miss, 0}} {
-		where := fmt.Sprintf("%s = %d", benchIDCol, l.id)
-		filter, err := lookup.ParseWhere(where)
+		whereText := fmt.Sprintf("%s = %d", benchIDCol, l.id)
+		filter, err := where.Parse(whereText)
 		if err != nil {
 			return err
 		}
@@ -706,16 +708,16 @@ func (b *bencher) lookups(ctx context.Context, needle int64) error {
 
 		var with, without []time.Duration
 		for range b.c.Repeat {
-			w, err := scanrows.Count(ctx, b.cat, benchTable, where, false)
+			w, err := scanrows.Count(ctx, b.cat, benchTable, whereText, false)
 			if err != nil {
 				return err
 			}
-			wo, err := scanrows.Count(ctx, b.cat, benchTable, where, true)
+			wo, err := scanrows.Count(ctx, b.cat, benchTable, whereText, true)
 			if err != nil {
 				return err
 			}
 			if w.Rows != wo.Rows || w.Rows != int64(l.want) {
-				return fmt.Errorf("%s: %d rows with the index, %d without, want %d", where, w.Rows, wo.Rows, l.want)
+				return fmt.Errorf("%s: %d rows with the index, %d without, want %d", whereText, w.Rows, wo.Rows, l.want)
 			}
 			with, without = append(with, w.Elapsed), append(without, wo.Elapsed)
 		}

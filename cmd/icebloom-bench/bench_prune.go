@@ -17,7 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/cmd/internal/cli"
@@ -40,7 +40,7 @@ const pruneAbsentID = 12345677
 // index decides. The files are written with arrow-go and added in one
 // add_files commit (n appends through iceberg-go would take far longer),
 // then indexed by the real build at fpp; it returns the indexed table.
-func newPruneTable(ctx context.Context, cat icecat.Catalog, ident table.Identifier, n int, fpp float64) (*table.Table, error) {
+func newPruneTable(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, n int, fpp float64) (*table.Table, error) {
 	name := strings.Join(ident, ".")
 	tbl, err := cat.CreateTable(ctx, ident, iceberg.NewSchema(0,
 		iceberg.NestedField{ID: 1, Name: benchIDCol, Type: iceberg.PrimitiveTypes.Int64, Required: true}))

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/errgroup"
@@ -26,6 +26,7 @@ import (
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/cmd/internal/cli"
+	"github.com/icebloom/icebloom/index/filescan"
 	"github.com/icebloom/icebloom/index/indexer"
 )
 
@@ -80,7 +81,7 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 	}
 	defer cleanup()
 	out := &S3FloorOutput{Files: n, RowsPerFile: rows, Columns: scaleColumns, S3DelayMS: float64(s3FloorDelay) / 1e6,
-		RequestsInFlight: indexer.DefaultRequestsInFlight, GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(),
+		RequestsInFlight: filescan.DefaultRequestsInFlight, GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(),
 		GoVersion: runtime.Version(), Repeat: c.Repeat, Dir: dir, Notes: []string{}}
 	progress := func(format string, args ...any) {
 		if !e.json {
@@ -98,7 +99,7 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	if cl, ok := s3cat.(icecat.Closer); ok {
+	if cl, ok := s3cat.(icecatalog.Closer); ok {
 		defer cl.Close()
 	}
 	localCat, err := e.embedded(ctx, dir)
@@ -134,7 +135,7 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 		return err
 	}
 
-	build := func(cat icecat.Catalog, o indexer.Options) (total, reading, cpu time.Duration, err error) {
+	build := func(cat icecatalog.Catalog, o indexer.Options) (total, reading, cpu time.Duration, err error) {
 		o.Columns, o.FPP, o.FailFast = scaleColumns, c.FPP, true
 		var first, last time.Time
 		o.Progress = func(p indexer.Progress) {
@@ -187,7 +188,7 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 		}
 		srv.Reset()
 		cpu0 := processCPU()
-		if d, err = floor(ctx, fs, reads, indexer.DefaultRequestsInFlight); err != nil {
+		if d, err = floor(ctx, fs, reads, filescan.DefaultRequestsInFlight); err != nil {
 			return err
 		}
 		tFloor, cFloor = append(tFloor, d), append(cFloor, processCPU()-cpu0)
@@ -236,7 +237,7 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 	target, pass := atLeast(r, 0.8, "x")
 	out.add(BenchLine{Key: "s3_build_vs_floor_throughput", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("the floor %s (%d range GETs of the data files, %d in flight, nothing done with the bytes) vs the build's reading and hashing of the data files %s (first to last file done), median of %d",
-			cli.DurationText(floor1), len(reads), indexer.DefaultRequestsInFlight, cli.DurationText(read1), c.Repeat)})
+			cli.DurationText(floor1), len(reads), filescan.DefaultRequestsInFlight, cli.DurationText(read1), c.Repeat)})
 	out.add(BenchLine{Key: "s3_whole_build_vs_floor", Value: ratioOf(floor1, build1), Unit: "x", Target: "none (reported)",
 		Detail: fmt.Sprintf("the floor vs the whole build %s: %s more for planning, writing and committing the index (%d requests that are not of data files)",
 			cli.DurationText(build1), cli.DurationText(max(build1-read1, 0)), otherReqs)})
@@ -290,9 +291,9 @@ func floorFiles(n, rows int) ([][]byte, error) {
 
 // floorTable creates table ident of the scale tables' schema in cat and
 // adds the files, stored with put, in one add_files commit.
-func floorTable(ctx context.Context, cat icecat.Catalog, ident table.Identifier, files [][]byte,
+func floorTable(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, files [][]byte,
 	put func(location, base string, data []byte) (string, error)) error {
-	if err := cat.CreateNamespace(ctx, table.Identifier{ident[0]}, nil); err != nil && !errors.Is(err, icecat.ErrNamespaceAlreadyExists) {
+	if err := cat.CreateNamespace(ctx, table.Identifier{ident[0]}, nil); err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
 		return fmt.Errorf("create namespace %s: %w", ident[0], err)
 	}
 	if _, err := cat.LoadTable(ctx, ident); err == nil {

@@ -23,7 +23,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/errgroup"
@@ -36,6 +36,7 @@ import (
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/lookup"
 	"github.com/icebloom/icebloom/index/sbbf"
+	"github.com/icebloom/icebloom/index/segment"
 )
 
 // The scale benchmark (`bench --scale`) measures index format v2 on tables
@@ -133,7 +134,7 @@ func (c *BenchCmd) runScale(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil && !errors.Is(err, icecat.ErrNamespaceAlreadyExists) {
+	if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
 		return fmt.Errorf("create namespace bench: %w", err)
 	}
 	out := &ScaleOutput{Sizes: sizes, S3Files: c.S3Files, S3DelayMS: float64(scaleS3Delay) / 1e6, RowsPerFile: scaleRows,
@@ -203,7 +204,7 @@ type scaleTable struct {
 
 // createScaleTable creates table ident with columns id (long) and name
 // (string) and registers n generated data files with one add_files commit.
-func createScaleTable(ctx context.Context, cat icecat.Catalog, ident table.Identifier, n int,
+func createScaleTable(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, n int,
 	put func(location, base string, data []byte) (string, error)) (*scaleTable, error) {
 	st := &scaleTable{ident: ident, name: strings.Join(ident, "."), put: put,
 		rng: rand.New(rand.NewPCG(uint64(n), scaleRows))}
@@ -256,7 +257,7 @@ func (st *scaleTable) writeFiles(n int) ([]string, error) {
 	return paths, nil
 }
 
-func (st *scaleTable) addFiles(ctx context.Context, cat icecat.Catalog, paths []string) error {
+func (st *scaleTable) addFiles(ctx context.Context, cat icecatalog.Catalog, paths []string) error {
 	tbl, err := cat.LoadTable(ctx, st.ident)
 	if err != nil {
 		return err
@@ -343,7 +344,7 @@ func writeScaleFile(w io.Writer, ids []int64, names []string) error {
 
 // local measures a table of n data files in the embedded catalog's
 // warehouse.
-func (s *scaler) local(ctx context.Context, cat icecat.Catalog, n int) (ScaleRun, error) {
+func (s *scaler) local(ctx context.Context, cat icecatalog.Catalog, n int) (ScaleRun, error) {
 	run := ScaleRun{Files: n, Storage: "local"}
 	ident := table.Identifier{"bench", fmt.Sprintf("scale_%d", n)}
 	if _, err := cat.LoadTable(ctx, ident); err == nil {
@@ -377,7 +378,7 @@ func (s *scaler) local(ctx context.Context, cat icecat.Catalog, n int) (ScaleRun
 	}
 	seg := ix.Segments()[0]
 	sf := seg.File
-	_, dirLen, ok := index.DirectoryPlace(sf)
+	_, dirLen, ok := segment.DirectoryPlace(sf)
 	if !ok {
 		return run, fmt.Errorf("statistics entry %s records no directory place", sf.StatisticsPath)
 	}
@@ -530,7 +531,7 @@ func targetFrom(files, from int, v, limit float64) (string, *bool) {
 // reading each filter with index.ReadFilter.
 func (s *scaler) sizeAndFPP(ctx context.Context, run *ScaleRun, fs icebergio.IO, ix *index.TableIndex) error {
 	var actual, optimum int64
-	var idFilters []index.Filter
+	var idFilters []index.StoredFilter
 	for _, seg := range ix.Segments() {
 		for f := range seg.Filters() {
 			blocks, err := sbbf.NumBlocks(uint64(f.NDV), f.FPP, indexer.DefaultMaxFilterBytes)
@@ -607,7 +608,7 @@ func (s *scaler) sizeAndFPP(ctx context.Context, run *ScaleRun, fs icebergio.IO,
 
 // loadScaleIndex loads a bench table, its storage and its whole index; an
 // index problem is an error here, where the bench wrote every file itself.
-func loadScaleIndex(ctx context.Context, cat icecat.Catalog, ident table.Identifier) (*table.Table, icebergio.IO, *index.TableIndex, error) {
+func loadScaleIndex(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier) (*table.Table, icebergio.IO, *index.TableIndex, error) {
 	tbl, err := cat.LoadTable(ctx, ident)
 	if err != nil {
 		return nil, nil, nil, err
@@ -671,10 +672,10 @@ func (s *scaler) onS3(ctx context.Context, dir string, n int) (ScaleRun, error) 
 	if err != nil {
 		return run, err
 	}
-	if c, ok := cat.(icecat.Closer); ok {
+	if c, ok := cat.(icecatalog.Closer); ok {
 		defer c.Close()
 	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil && !errors.Is(err, icecat.ErrNamespaceAlreadyExists) {
+	if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
 		return run, fmt.Errorf("create namespace bench: %w", err)
 	}
 	ident := table.Identifier{"bench", "s3"}
@@ -700,7 +701,7 @@ func (s *scaler) onS3(ctx context.Context, dir string, n int) (ScaleRun, error) 
 	var dirBytes int64
 	for _, seg := range ix.Segments() {
 		segments++
-		if _, l, ok := index.DirectoryPlace(seg.File); ok {
+		if _, l, ok := segment.DirectoryPlace(seg.File); ok {
 			dirBytes += l
 		}
 		if seg.Dir == nil {

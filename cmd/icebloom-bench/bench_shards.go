@@ -8,12 +8,12 @@ import (
 	"strings"
 	"time"
 
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/cmd/internal/cli"
-	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/segment"
 )
 
 // sharded measures a sharded build of a table of n tiny data files by
@@ -21,7 +21,7 @@ import (
 // finish: each shard's time, peak heap and commit, the cold load of the
 // linked index before the merge, and the merge itself — the numbers
 // docs/scale.md extrapolates from.
-func (s *scaler) sharded(ctx context.Context, cat icecat.Catalog, n, shards int) (ScaleRun, error) {
+func (s *scaler) sharded(ctx context.Context, cat icecatalog.Catalog, n, shards int) (ScaleRun, error) {
 	run := ScaleRun{Files: n, Storage: fmt.Sprintf("local, %d shards", shards)}
 	ident := table.Identifier{"bench", fmt.Sprintf("sharded_%d_%d", n, shards)}
 	if _, err := cat.LoadTable(ctx, ident); err == nil {
@@ -87,7 +87,7 @@ func (s *scaler) sharded(ctx context.Context, cat icecat.Catalog, n, shards int)
 	if segs := ix.Segments(); len(segs) != 1 || len(segs[0].Dir.Files) != len(st.paths) {
 		return run, fmt.Errorf("after the merge: %d segments", len(segs))
 	}
-	_, dirLen, _ := index.DirectoryPlace(ix.Segments()[0].File)
+	_, dirLen, _ := segment.DirectoryPlace(ix.Segments()[0].File)
 	run.add(BenchLine{Key: "merged_directory_bytes", Value: float64(dirLen), Unit: "B", Target: "none (reported)",
 		Detail: fmt.Sprintf("%.1f B per data file", float64(dirLen)/float64(n))})
 	start = time.Now()

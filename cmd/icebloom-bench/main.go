@@ -7,11 +7,10 @@
 // format v2 on tables of many tiny data files; with --s3-floor, reading
 // ahead on object storage. It is a command of its own so that the shipped
 // icebloom binary carries neither the bench nor the in-process S3 server
-// and test catalog it runs on, and it builds only with -tags
-// icebloom_bench, which also exports from index/indexer the build's knobs
-// it switches (index/indexer/benchknobs.go):
-//
-//	go run -tags icebloom_bench ./cmd/icebloom-bench --help
+// and test catalog it runs on. It builds only with -tags icebloom_bench
+// (go run -tags icebloom_bench ./cmd/icebloom-bench): the tag exports the
+// switches of a run it measures with (indexer.Knobs) and filescan's reading
+// for its floor, which are no public API of those packages.
 package main
 
 import (
@@ -25,7 +24,7 @@ import (
 	"syscall"
 
 	"github.com/alexflint/go-arg"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/cmd/internal/cli"
@@ -46,12 +45,12 @@ func (Args) Description() string {
 type env struct {
 	stdout, stderr io.Writer
 	json           bool
-	cat            icecat.Catalog // opened by embedded, closed by run
+	cat            icecatalog.Catalog // opened by embedded, closed by run
 }
 
 // embedded opens the embedded catalog (SQLite and a local warehouse) in
 // dir, which run closes when the bench is done.
-func (e *env) embedded(ctx context.Context, dir string) (icecat.Catalog, error) {
+func (e *env) embedded(ctx context.Context, dir string) (icecatalog.Catalog, error) {
 	cat, err := catalog.Open(ctx, catalog.Embedded(dir))
 	if err != nil {
 		return nil, err
@@ -101,7 +100,7 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	}
 	e := &env{stdout: stdout, stderr: stderr, json: output == "json"}
 	err = args.run(ctx, e)
-	if c, ok := e.cat.(icecat.Closer); ok {
+	if c, ok := e.cat.(icecatalog.Closer); ok {
 		c.Close()
 	}
 	if err != nil {

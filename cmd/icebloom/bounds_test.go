@@ -16,7 +16,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
-	"github.com/icebloom/icebloom/index/lookup"
+	"github.com/icebloom/icebloom/index/where"
 )
 
 // inList is "id IN (0, 1, …)" of n values.
@@ -33,7 +33,7 @@ func inList(n int) string {
 	return b.String()
 }
 
-// TestFilterBounds: a filter holds at most lookup.MaxWhereValues values
+// TestFilterBounds: a filter holds at most where.MaxValues values
 // and --where-file reads at most 16 MiB, each refused with an error naming
 // the limit (2,000,000 values took 435 s and 2.3 GB); at the limit the
 // lookup answers.
@@ -50,15 +50,15 @@ func TestFilterBounds(t *testing.T) {
 		}
 		return path
 	}
-	atLimit := write("at.sql", inList(lookup.MaxWhereValues))
+	atLimit := write("at.sql", inList(where.MaxValues))
 	if stdout, stderr, code := icebloom(t, it.args("lookup", "db.ids", "--where-file", atLimit)...); code != 0 || stdout == "" {
-		t.Errorf("lookup of %d values: exit %d, %q: %s", lookup.MaxWhereValues, code, stdout, lastLine(stderr))
+		t.Errorf("lookup of %d values: exit %d, %q: %s", where.MaxValues, code, stdout, lastLine(stderr))
 	}
-	over := write("over.sql", inList(lookup.MaxWhereValues+1))
+	over := write("over.sql", inList(where.MaxValues+1))
 	for _, cmd := range []string{"lookup", "scan"} {
 		_, stderr, code := icebloom(t, it.args(cmd, "db.ids", "--where-file", over)...)
-		if want := fmt.Sprintf("more than %d values in the filter", lookup.MaxWhereValues); code != 1 || !strings.Contains(stderr, want) {
-			t.Errorf("%s of %d values: exit %d, %s; want 1 and %q", cmd, lookup.MaxWhereValues+1, code, lastLine(stderr), want)
+		if want := fmt.Sprintf("more than %d values in the filter", where.MaxValues); code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("%s of %d values: exit %d, %s; want 1 and %q", cmd, where.MaxValues+1, code, lastLine(stderr), want)
 		}
 	}
 	big := "id = 1" + strings.Repeat(" ", maxWhereFileBytes)

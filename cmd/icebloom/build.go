@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/cmd/internal/cli"
@@ -132,7 +132,7 @@ func columnList(flag, s string) []string {
 // runIndex runs build, sync or rebuild (command) with a progress bar on a
 // terminal, logs and records what it did, and prints its summary.
 func (f indexFlags) runIndex(ctx context.Context, e *env, command string, o indexer.Options,
-	job func(context.Context, icecat.Catalog, table.Identifier, indexer.Options) (*indexer.Summary, error)) error {
+	job func(context.Context, icecatalog.Catalog, table.Identifier, indexer.Options) (*indexer.Summary, error)) error {
 	var err error
 	if o.Shard, err = f.shard(); err != nil { // checked with the other flags: reads the environment again
 		return err

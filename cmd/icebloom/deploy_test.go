@@ -543,12 +543,7 @@ type kubePodSpec struct {
 	RestartPolicy   string              `yaml:"restartPolicy"`
 	SecurityContext kubeSecurityContext `yaml:"securityContext"`
 	Containers      []kubeContainer     `yaml:"containers"`
-	Volumes         []struct {
-		Name   string `yaml:"name"`
-		Secret *struct {
-			SecretName string `yaml:"secretName"`
-		} `yaml:"secret"`
-	} `yaml:"volumes"`
+	Volumes         []kubeVolume        `yaml:"volumes"`
 }
 
 type kubeSecurityContext struct {

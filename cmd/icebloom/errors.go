@@ -13,15 +13,15 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
-	"github.com/icebloom/icebloom/index/lookup"
 	"github.com/icebloom/icebloom/index/segment"
+	"github.com/icebloom/icebloom/index/where"
 )
 
 // filterError rewrites an error of planning a filter on tbl (named name)
 // for the command line: an unknown column is named with the columns the
 // table has, not as lookup's "x: no such column".
 func filterError(name string, tbl *table.Table, err error) error {
-	var uc *lookup.UnknownColumnError
+	var uc *where.UnknownColumnError
 	if !errors.As(err, &uc) {
 		return err
 	}

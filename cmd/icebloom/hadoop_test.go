@@ -12,12 +12,13 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/verify"
 	"github.com/icebloom/icebloom/maintenance"
 )
 
@@ -44,14 +45,14 @@ func TestHadoopCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cat.(icecat.Closer).Close() })
+	t.Cleanup(func() { cat.(icecatalog.Closer).Close() })
 	ident := table.Identifier{"db", "events"}
 	if err := cat.CreateNamespace(t.Context(), table.Identifier{"db"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// sync and maintain take the column from the table's properties.
 	tbl, err := cat.CreateTable(t.Context(), ident, catalogtest.IDSchema,
-		icecat.WithProperties(iceberg.Properties{"write.parquet.bloom-filter-enabled.column.id": "true"}))
+		icecatalog.WithProperties(iceberg.Properties{"write.parquet.bloom-filter-enabled.column.id": "true"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestHadoopCatalog(t *testing.T) {
 			t.Errorf("gc left %s: %v", p, err)
 		}
 	}
-	var rep indexer.VerifyReport
+	var rep verify.Report
 	hadoop(&rep, "verify", "db.events", "--sample", "5", "--seed", "1")
 	if !rep.OK() || len(rep.Sampled) != 5 || len(rep.Columns) != 1 || rep.Columns[0].Covered != 5 {
 		t.Fatalf("verify %+v", rep)

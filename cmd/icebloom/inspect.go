@@ -13,6 +13,7 @@ import (
 	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/indexfile"
 	"github.com/icebloom/icebloom/index/sbbf"
 	"github.com/icebloom/icebloom/puffin"
 )
@@ -31,7 +32,7 @@ type InspectOutput struct {
 	Columns     []ColumnInfo  `json:"columns"`
 	IndexErrors []string      `json:"index_errors"`
 	// Runs are the sharded runs whose segments the index links, by run id.
-	Runs map[string]indexer.RunShards `json:"sharded_runs"`
+	Runs map[string]indexfile.RunShards `json:"sharded_runs"`
 }
 
 // SegmentInfo describes one statistics file holding index entries.

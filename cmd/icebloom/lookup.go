@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/index/lookup"
+	"github.com/icebloom/icebloom/index/where"
 )
 
 // LookupCmd is `icebloom lookup TABLE --where EXPR`.
@@ -42,14 +43,14 @@ func (f *whereFlags) validate() error {
 }
 
 // maxWhereFileBytes bounds what --where-file reads: a filter holds at
-// most lookup.MaxWhereValues values, which fit in far less.
+// most where.MaxValues values, which fit in far less.
 const maxWhereFileBytes = 16 << 20
 
 // filter parses the filter from --where or --where-file; its errors name
 // the flag, and the file.
 func (f *whereFlags) filter(e *env) (iceberg.BooleanExpression, error) {
 	if f.WhereFile == "" {
-		filter, err := lookup.ParseWhere(f.Where)
+		filter, err := where.Parse(f.Where)
 		if err != nil {
 			return nil, fmt.Errorf("--where: %w", err)
 		}
@@ -80,7 +81,7 @@ func (f *whereFlags) filter(e *env) (iceberg.BooleanExpression, error) {
 	if !utf8.Valid(text) {
 		return nil, fmt.Errorf("--where-file %s: not UTF-8 text", source)
 	}
-	filter, err := lookup.ParseWhere(string(text))
+	filter, err := where.Parse(string(text))
 	if err != nil {
 		return nil, fmt.Errorf("--where-file %s: %w", source, err)
 	}
@@ -103,8 +104,8 @@ type LookupOutput struct {
 
 // plan parses the filter of --where, loads the table and plans the filter
 // with the index.
-func plan(ctx context.Context, e *env, tableName, where string, snapshot int64) (*table.Table, iceberg.BooleanExpression, *lookup.Result, error) {
-	filter, err := lookup.ParseWhere(where)
+func plan(ctx context.Context, e *env, tableName, whereText string, snapshot int64) (*table.Table, iceberg.BooleanExpression, *lookup.Result, error) {
+	filter, err := where.Parse(whereText)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("--where: %w", err)
 	}

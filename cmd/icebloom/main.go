@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/alexflint/go-arg"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	_ "github.com/apache/iceberg-go/io/gocloud" // s3://, gs://, azure and mem:// storage
 	"github.com/apache/iceberg-go/table"
 
@@ -70,7 +70,7 @@ type env struct {
 	stdoutTTY bool
 	json      bool
 	options   catalog.Options
-	cat       icecat.Catalog // opened on first use, closed by run
+	cat       icecatalog.Catalog // opened on first use, closed by run
 	// log takes the diagnostics; results go to stdout.
 	log *slog.Logger
 	// status is stderr when it is a terminal (progress bars are drawn on
@@ -82,7 +82,7 @@ type env struct {
 }
 
 // catalog opens the catalog the options select, once per run.
-func (e *env) catalog(ctx context.Context) (icecat.Catalog, error) {
+func (e *env) catalog(ctx context.Context) (icecatalog.Catalog, error) {
 	if e.cat == nil {
 		cat, err := catalog.Open(ctx, e.options)
 		if err != nil {
@@ -94,7 +94,7 @@ func (e *env) catalog(ctx context.Context) (icecat.Catalog, error) {
 }
 
 // tableRef parses the table name ns.table and opens the catalog.
-func (e *env) tableRef(ctx context.Context, name string) (icecat.Catalog, table.Identifier, error) {
+func (e *env) tableRef(ctx context.Context, name string) (icecatalog.Catalog, table.Identifier, error) {
 	ident, err := catalog.ParseIdentifier(name)
 	if err != nil {
 		return nil, nil, err
@@ -118,7 +118,7 @@ func (e *env) table(ctx context.Context, name string) (*table.Table, error) {
 
 // close releases the catalog (a SQL catalog holds a database handle).
 func (e *env) close() {
-	if c, ok := e.cat.(icecat.Closer); ok {
+	if c, ok := e.cat.(icecatalog.Closer); ok {
 		c.Close()
 	}
 }

@@ -7,13 +7,14 @@ import (
 	"strings"
 	"time"
 
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/cmd/internal/metricsfile"
 	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/verify"
 	"github.com/icebloom/icebloom/maintenance"
 )
 
@@ -157,7 +158,7 @@ func (c *MaintainCmd) run(ctx context.Context, e *env) error {
 	}
 	o.GC.OlderThan = c.GCOlderThan.grace()
 	if c.VerifySample != nil {
-		o.Verify = &indexer.VerifyOptions{Sample: *c.VerifySample}
+		o.Verify = &verify.Options{Sample: *c.VerifySample}
 	}
 	failedRounds := 0
 	for round := 1; ; round++ {
@@ -215,7 +216,7 @@ func (c *MaintainCmd) run(ctx context.Context, e *env) error {
 // maintenance.Maintain does (stopping between tables when ctx ends), with a
 // progress bar for each table's sync and a log record and metrics per
 // table as it finishes rather than when the round does.
-func (c *MaintainCmd) maintain(ctx context.Context, e *env, cat icecat.Catalog, tables []table.Identifier,
+func (c *MaintainCmd) maintain(ctx context.Context, e *env, cat icecatalog.Catalog, tables []table.Identifier,
 	o maintenance.MaintainOptions, round int) []maintenance.TableReport {
 	reports := make([]maintenance.TableReport, 0, len(tables))
 	for _, ident := range tables {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
@@ -36,14 +36,14 @@ func TestPostgresCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cat.(icecat.Closer).Close() })
+	t.Cleanup(func() { cat.(icecatalog.Closer).Close() })
 	ident := table.Identifier{"db", "events"}
 	if err := cat.CreateNamespace(t.Context(), table.Identifier{"db"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// sync and rebuild take the column from the table's properties.
 	tbl, err := cat.CreateTable(t.Context(), ident, catalogtest.IDSchema,
-		icecat.WithProperties(iceberg.Properties{"write.parquet.bloom-filter-enabled.column.id": "true"}))
+		icecatalog.WithProperties(iceberg.Properties{"write.parquet.bloom-filter-enabled.column.id": "true"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
@@ -75,13 +75,13 @@ func newS3Env(t *testing.T, s3 *catalogtest.S3) *s3Env {
 }
 
 // catalog opens the catalog, closed at the end of the test.
-func (e *s3Env) catalog(t *testing.T) icecat.Catalog {
+func (e *s3Env) catalog(t *testing.T) icecatalog.Catalog {
 	t.Helper()
 	cat, err := catalog.Open(t.Context(), e.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, ok := cat.(icecat.Closer); ok {
+	if c, ok := cat.(icecatalog.Closer); ok {
 		t.Cleanup(func() { c.Close() })
 	}
 	return cat
@@ -363,7 +363,7 @@ func checkDataReads(t *testing.T, reqs []catalogtest.S3Request, keys []string) {
 			}
 		}
 		// The file's end with the footer, then the column chunk unless
-		// that end holds it (reading ahead, index/indexer/prefetch.go).
+		// that end holds it (reading ahead, index/filescan/prefetch.go).
 		if ranged < 1 || ranged > 2 {
 			t.Errorf("data file %s: %d range GETs, want 1 or 2", key, ranged)
 		}

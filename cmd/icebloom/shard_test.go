@@ -13,12 +13,13 @@ import (
 	"testing"
 	"time"
 
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/indexfile"
 )
 
 // helperArgsEnv carries a command line to TestIcebloomProcess: set, the
@@ -59,7 +60,7 @@ func process(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buff
 // flags, and the same catalog opened in the test.
 type shardCatalog struct {
 	flags []string
-	cat   icecat.Catalog
+	cat   icecatalog.Catalog
 }
 
 // TestShardProcesses: on a SQLite catalog, PostgreSQL, the REST test
@@ -84,7 +85,7 @@ func TestShardProcesses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { cat.(icecat.Closer).Close() })
+			t.Cleanup(func() { cat.(icecatalog.Closer).Close() })
 			ns := table.Identifier{"db"}
 			if exists, _ := cat.CheckNamespaceExists(t.Context(), ns); !exists {
 				if err := cat.CreateNamespace(t.Context(), ns, nil); err != nil {
@@ -99,7 +100,7 @@ func TestShardProcesses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { cat.(icecat.Closer).Close() })
+			t.Cleanup(func() { cat.(icecatalog.Closer).Close() })
 			if err := cat.CreateNamespace(t.Context(), table.Identifier{"db"}, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -190,7 +191,7 @@ func testShards(t *testing.T, sc shardCatalog) {
 	// Three shards at once; the fourth is killed midway.
 	wait(shards("build", "first", 0, 1, 2))
 	inspect()
-	if r := in.Runs["first"]; r != (indexer.RunShards{Committed: 3, Count: 4}) {
+	if r := in.Runs["first"]; r != (indexfile.RunShards{Committed: 3, Count: 4}) {
 		t.Fatalf("after three shards inspect says %+v", in.Runs)
 	}
 	killed := shards("build", "first", 3)[0]

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/icebloom/icebloom/cmd/internal/cli"
-	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/verify"
 )
 
 // VerifyCmd is `icebloom verify TABLE`: the index's checksums, coverage and
@@ -22,7 +22,7 @@ func (c *VerifyCmd) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	rep, err := indexer.Verify(ctx, cat, ident, indexer.VerifyOptions{Sample: c.Sample, Seed: c.Seed})
+	rep, err := verify.Table(ctx, cat, ident, verify.Options{Sample: c.Sample, Seed: c.Seed})
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (c *VerifyCmd) run(ctx context.Context, e *env) error {
 	return nil
 }
 
-func printVerify(e *env, table string, rep *indexer.VerifyReport) {
+func printVerify(e *env, table string, rep *verify.Report) {
 	e.printf("%s: snapshot %d, %s\n", table, rep.SnapshotID, plural(len(rep.Segments), "index file"))
 	for _, s := range rep.Segments {
 		state := "ok"

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/verify"
 )
 
 // TestVerifyCommand: verify passes on the quickstart's index (text and
@@ -23,7 +24,7 @@ func TestVerifyCommand(t *testing.T) {
 		t.Fatalf("verify: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	stdout, _, code = icebloom(t, "--output", "json", "verify", "demo.events", "--sample", "3", "--seed", "9")
-	var rep indexer.VerifyReport
+	var rep verify.Report
 	if code != 0 || json.Unmarshal([]byte(stdout), &rep) != nil || !rep.OK() || rep.Seed != 9 || len(rep.Sampled) != 3 {
 		t.Fatalf("verify --output json: exit %d, %s", code, stdout)
 	}
@@ -39,7 +40,7 @@ func TestVerifyCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdout, stderr, code = icebloom(t, "--output", "json", "verify", "demo.events")
-	rep = indexer.VerifyReport{}
+	rep = verify.Report{}
 	if code != 1 || json.Unmarshal([]byte(stdout), &rep) != nil || rep.OK() ||
 		!strings.Contains(rep.Problems[0], rep.Segments[0].Path) || !strings.Contains(rep.Problems[0], "checksum mismatch") ||
 		!strings.Contains(stderr, "icebloom rebuild demo.events") {
@@ -62,7 +63,7 @@ func TestRepairMetric(t *testing.T) {
 		t.Fatal(stderr)
 	}
 	stdout, _, _ := icebloom(t, "--output", "json", "verify", "demo.events")
-	var rep indexer.VerifyReport
+	var rep verify.Report
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Segments) == 0 {
 		t.Fatalf("verify: %s", stdout)
 	}

@@ -2,17 +2,16 @@
 
 package indexer
 
-import (
-	"github.com/apache/arrow-go/v18/parquet"
-)
-
 // This file is built only with -tags icebloom_bench, for the bench
-// (cmd/icebloom-bench): it exports the build's switches that change no
-// result and the reading the bench measures its floor with, which are no
-// public API of the package (as restic builds its debug command with a tag).
+// (cmd/icebloom-bench): it exports the switches of a run that change no
+// result and that only comparisons and measurements set, which are no
+// public API of the package (as restic builds its debug command only with
+// a tag). TestBenchKnobsNotExported checks that the build without the tag
+// exports none of them.
 
-// Knobs are the switches of a build only the bench sets: reading ahead
-// off or forced, exactly the named columns, no dictionary shortcut.
+// Knobs are the switches of a run only the bench sets: reading ahead off
+// or forced on local storage, exactly the named columns, no dictionary
+// shortcut (see knobs).
 type Knobs = knobs
 
 // WithKnobs returns o with the knobs k.
@@ -20,25 +19,3 @@ func (o Options) WithKnobs(k Knobs) Options {
 	o.knobs = k
 	return o
 }
-
-// DefaultRequestsInFlight and DefaultMaxFilterBytes are the defaults of
-// Options.RequestsInFlight and Options.MaxFilterBytes, which the bench
-// reports and sizes against.
-const (
-	DefaultRequestsInFlight = defaultRequestsInFlight
-	DefaultMaxFilterBytes   = defaultMaxFilterBytes
-)
-
-// ChunkReader is a Parquet data file as a build worker reads it, for the
-// bench's floor to read the same way.
-type ChunkReader = chunkReader
-
-// NewChunkReader reads f for Parquet readers with props, through buf (see
-// newChunkReader).
-func NewChunkReader(f parquet.ReaderAtSeeker, props *parquet.ReaderProperties, buf *[]byte) *ChunkReader {
-	return newChunkReader(f, props, buf)
-}
-
-// ReaderProperties returns Parquet reader properties as a build worker
-// reads with (see readerProperties).
-func ReaderProperties() *parquet.ReaderProperties { return readerProperties() }

@@ -22,12 +22,14 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/filescan"
+	"github.com/icebloom/icebloom/index/indexfile"
 	"github.com/icebloom/icebloom/index/segment"
 	"github.com/icebloom/icebloom/puffin"
 )
 
-// defaultMaxFilterBytes caps one filter, as Parquet writers cap theirs.
-const defaultMaxFilterBytes = 128 << 20
+// DefaultMaxFilterBytes caps one filter, as Parquet writers cap theirs.
+const DefaultMaxFilterBytes = 128 << 20
 
 // DefaultCompactAbove is how many segments Sync lets a table's index have
 // before it compacts them.
@@ -44,18 +46,17 @@ type Options struct {
 	// RequestsInFlight bounds the storage requests the run has in flight:
 	// the footers and column chunks of the next data files are read ahead
 	// of the CPU workers, across files, up to this many requests at once
-	// (see prefetch.go). 0 means 32 (defaultRequestsInFlight); negative is an
+	// (see index/filescan). 0 means filescan.DefaultRequestsInFlight; negative is an
 	// error.
 	RequestsInFlight int
 	FailFast         bool // a data file or column that cannot be read fails the build instead of staying unindexed
-	MaxFilterBytes   int  // 0: 128 MiB, as Parquet writers cap theirs
+	MaxFilterBytes   int  // 0: DefaultMaxFilterBytes
 	// MemoryBudget bounds the bytes of filters a run holds before writing
 	// them into the segment; 0 means segment.DefaultMemoryBudget.
 	MemoryBudget int64
 	// CompactAbove makes Sync compact the index when it leaves more
 	// segments than this: 0 means DefaultCompactAbove, negative never.
 	CompactAbove int
-	knobs        knobs // what only the bench sets (benchknobs.go)
 	// Progress, when set, is told how far the run is through the data
 	// files it reads: once before the first with FilesDone 0, then as each
 	// data file finishes, indexed or not. Calls are serialized — one at a
@@ -71,10 +72,14 @@ type Options struct {
 	// indexes only its shard's data files and commits a link to its
 	// segment, keeping every other entry of the index.
 	Shard *Shard
+	// knobs are what only the bench sets (benchknobs.go).
+	knobs knobs
 }
 
-// knobs are switches of a build that change no result and only the bench
-// (cmd/icebloom-bench) sets, through benchknobs.go: they are no public API.
+// knobs are switches of a run that change no result and that only the
+// bench (cmd/icebloom-bench) sets, through Options.WithKnobs of
+// benchknobs.go, built only with -tags icebloom_bench: they are for
+// comparisons and measurements, no public API of the package.
 type knobs struct {
 	// DisablePrefetch reads nothing ahead: each worker reads its own data
 	// file, a request at a time, as builds did before prefetching.
@@ -180,7 +185,7 @@ func build(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, 
 	if err != nil {
 		return nil, err
 	}
-	files, err := liveDataFiles(j.fs, j.tbl.Metadata(), j.snap, j.shardFilter())
+	files, err := filescan.LiveFiles(j.fs, j.tbl.Metadata(), j.snap, j.shardFilter())
 	if err != nil {
 		return nil, err
 	}
@@ -209,10 +214,10 @@ type job struct {
 	// has, when set, reports the data files' columns the index covers
 	// already, whose filters the run does not write again (a sync of a
 	// file some of whose columns failed before).
-	has func(df dataFile, fieldID int) bool
+	has func(df filescan.File, fieldID int) bool
 	// shardSegment is a shard's own segment file, which the files it
 	// commits link (Options.Shard).
-	shardSegment *segmentFile
+	shardSegment *indexfile.File
 	// linked counts the segments the file the run committed links.
 	linked int
 	// mergedBack are the statistics files a run's commits replaced unseen
@@ -266,13 +271,13 @@ func newJob(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 }
 
 // run indexes files into a new segment and commits it.
-func (j *job) run(ctx context.Context, files []dataFile) (*Summary, error) {
+func (j *job) run(ctx context.Context, files []filescan.File) (*Summary, error) {
 	seg, err := j.writeIndex(ctx, files)
 	if err != nil {
 		return nil, err
 	}
 	if j.sum.FilesIndexed == 0 && j.o.Shard == nil { // a shard commits even so: its run counts it
-		j.fs.Remove(seg.path)
+		j.fs.Remove(seg.Path)
 		return j.finish(j.tbl), nil
 	}
 	start := time.Now()
@@ -282,7 +287,7 @@ func (j *job) run(ctx context.Context, files []dataFile) (*Summary, error) {
 		j.shardSegment = &own
 		meta := j.tbl.Metadata()
 		if seg, err = j.rebase(j.base(meta), j.current(meta), own); err != nil {
-			j.fs.Remove(own.path)
+			j.fs.Remove(own.Path)
 			return nil, err
 		}
 	}
@@ -295,15 +300,15 @@ func (j *job) run(ctx context.Context, files []dataFile) (*Summary, error) {
 		ix, _ := index.Load(ctx, j.fs, tbl.Metadata(), nil)
 		j.sum.Shard.Committed = ShardsCommitted(ix)[j.o.Shard.Run].Committed
 	}
-	j.sum.StatisticsPath = committed.path
-	if committed.dir != nil {
-		j.linked = len(committed.dir.Directory.Links)
+	j.sum.StatisticsPath = committed.Path
+	if committed.Dir != nil {
+		j.linked = len(committed.Dir.Directory.Links)
 	}
-	if committed.broken != "" {
-		j.sum.BrokenFiles = append(j.sum.BrokenFiles, committed.broken)
+	if committed.Broken != "" {
+		j.sum.BrokenFiles = append(j.sum.BrokenFiles, committed.Broken)
 	}
-	j.sum.IndexBytes = committed.stats.FileSize
-	j.sum.BytesCopied = committed.bytesCopied
+	j.sum.IndexBytes = committed.Stats.FileSize
+	j.sum.BytesCopied = committed.BytesCopied
 	return j.finish(tbl), nil
 }
 
@@ -335,13 +340,6 @@ func resolveSnapshot(tbl *table.Table, id int64) (*table.Snapshot, error) {
 	return nil, fmt.Errorf("table %s has no snapshot %d", strings.Join(tbl.Identifier(), "."), id)
 }
 
-type fileResult struct {
-	file    dataFile
-	filters []filterOf
-	err     error
-	elapsed time.Duration // reading and hashing the file's columns
-}
-
 // base returns the statistics file a new segment for the job's snapshot
 // must carry blobs of, as meta lists it: the snapshot's statistics file when
 // it holds other tools' blobs, or index entries a sync keeps; nil if none.
@@ -363,19 +361,19 @@ func (j *job) current(meta table.Metadata) string {
 // carryFrom copies into sw what a new segment for the snapshot keeps of the
 // statistics file sf (if any): other tools' blobs, and for a sync the
 // filters.
-func (j *job) carryFrom(sw *segmentWriter, sf *table.StatisticsFile) error {
+func (j *job) carryFrom(sw *indexfile.Writer, sf *table.StatisticsFile) error {
 	if sf == nil {
 		return nil
 	}
-	err := sw.copyForeign(j.fs, *sf)
+	err := sw.CopyForeign(j.fs, *sf)
 	if err == nil && j.keepEntries && index.HoldsEntries(*sf) {
 		var seg index.Segment
 		if seg, err = index.ReadSegment(j.fs, *sf); err != nil {
-			err = &unreadableError{sf.StatisticsPath, err}
+			err = &indexfile.UnreadableError{Path: sf.StatisticsPath, Err: err}
 		} else if l, ok := linkable(seg); ok && j.o.Shard != nil {
 			j.carry(sw, l) // a shard links what it carries, never copying another shard's filters
 		} else {
-			err = sw.copyFilters(j.fs, []index.Segment{seg}, func(int, int, index.Filter) bool { return true })
+			err = sw.CopyFilters(j.fs, []index.Segment{seg}, func(int, int, index.StoredFilter) bool { return true })
 			for _, l := range seg.Links() {
 				j.carry(sw, l)
 			}
@@ -393,11 +391,11 @@ func (j *job) segmentOptions() segment.WriterOptions {
 }
 
 // writeIndex reads the data files with o.Parallel workers, fed by reads
-// ahead of up to o.RequestsInFlight requests (readFiles), and streams their
+// ahead of up to o.RequestsInFlight requests (filescan.ReadFiles), and streams their
 // filters into a new segment file as they finish, after the blobs carried
 // from the snapshot's statistics file. Memory holds the files in flight and
 // a bounded amount read ahead, never the table.
-func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, error) {
+func (j *job) writeIndex(ctx context.Context, files []filescan.File) (indexfile.File, error) {
 	meta := j.tbl.Metadata()
 	base, replaces := j.base(meta), j.current(meta)
 	if j.o.Shard != nil {
@@ -405,33 +403,33 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 	}
 	sw, err := j.newSegment(base, replaces)
 	if err != nil {
-		return segmentFile{}, err
+		return indexfile.File{}, err
 	}
-	sw.empty = j.o.Shard != nil
+	sw.Empty = j.o.Shard != nil
 
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	rc, err := j.readConfig()
 	if err != nil {
-		sw.abandon()
-		return segmentFile{}, err
+		sw.Abandon()
+		return indexfile.File{}, err
 	}
-	var bitsets filterPool // the filters' bitsets, from the collector back to the workers
-	rc.filters = &bitsets
-	results := readFiles(ctx, files, rc)
+	var bitsets filescan.FilterPool // the filters' bitsets, from the collector back to the workers
+	rc.Filters = &bitsets
+	results := filescan.ReadFiles(ctx, files, rc)
 
 	// Progress is reported here, where results are collected one at a
 	// time, rather than in the workers: that is what serializes the calls.
 	progress := Progress{FilesTotal: len(files)}
-	report := func(df *dataFile) { // nil: the start
+	report := func(df *filescan.File) { // nil: the start
 		if j.o.Progress == nil {
 			return
 		}
 		if df != nil {
 			progress.FilesDone++
-			progress.Bytes += df.size
-			progress.File = df.path
+			progress.Bytes += df.Size
+			progress.File = df.Path
 		}
 		j.o.Progress(progress)
 	}
@@ -442,39 +440,39 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 		if failure != nil {
 			continue // drain so the workers can stop
 		}
-		j.sum.ReadTime += r.elapsed
-		if r.err != nil {
+		j.sum.ReadTime += r.Elapsed
+		if r.Err != nil {
 			if j.o.FailFast || parent.Err() != nil {
-				failure = fmt.Errorf("index %s: %w", r.file.path, r.err)
+				failure = fmt.Errorf("index %s: %w", r.File.Path, r.Err)
 				cancel()
 				continue
 			}
-			j.sum.FilesFailed = append(j.sum.FilesFailed, FileFailure{Path: r.file.path, Error: r.err.Error()})
-			report(&r.file)
+			j.sum.FilesFailed = append(j.sum.FilesFailed, FileFailure{Path: r.File.Path, Error: r.Err.Error()})
+			report(&r.File)
 			continue
 		}
 		indexed := false
-		for _, f := range r.filters {
-			if f.err != nil {
+		for _, f := range r.Filters {
+			if f.Err != nil {
 				if j.o.FailFast {
-					failure = fmt.Errorf("index %s: %w", r.file.path, f.err)
+					failure = fmt.Errorf("index %s: %w", r.File.Path, f.Err)
 					cancel()
 					break
 				}
-				j.sum.FilesFailed = append(j.sum.FilesFailed, FileFailure{Path: r.file.path, Column: j.cols[f.col].Name, Error: f.err.Error()})
-				j.sum.PerColumn[f.col].FilesFailed++
+				j.sum.FilesFailed = append(j.sum.FilesFailed, FileFailure{Path: r.File.Path, Column: j.cols[f.Col].Name, Error: f.Err.Error()})
+				j.sum.PerColumn[f.Col].FilesFailed++
 				continue
 			}
-			col := &j.cols[f.col]
-			j.sum.PerColumn[f.col].FilesRead++
-			if j.has != nil && j.has(r.file, col.Field.ID) {
+			col := &j.cols[f.Col]
+			j.sum.PerColumn[f.Col].FilesRead++
+			if j.has != nil && j.has(r.File, col.Field.ID) {
 				continue // a sync re-reading a file whose other column failed
 			}
 			start := time.Now()
-			err := sw.add(segment.Filter{
-				File:    segment.File{Path: r.file.path, Size: r.file.size},
-				FieldID: col.Field.ID, ValueType: col.Type, FPP: col.FPP, NDV: f.ndv,
-				Bits: f.filter.Bytes(),
+			err := sw.Add(segment.FilterInput{
+				File:    segment.File{Path: r.File.Path, Size: r.File.Size},
+				FieldID: col.Field.ID, ValueType: col.Type, FPP: col.FPP, NDV: f.NDV,
+				Bits: f.Filter.Bytes(),
 			})
 			j.sum.WriteTime += time.Since(start)
 			if err != nil {
@@ -482,57 +480,57 @@ func (j *job) writeIndex(ctx context.Context, files []dataFile) (segmentFile, er
 				cancel()
 				break
 			}
-			bitsets.put(f.filter) // written: the bitset is free for the next file
+			bitsets.Put(f.Filter) // written: the bitset is free for the next file
 			j.sum.Blobs++
-			j.sum.PerColumn[f.col].FilesIndexed++
-			j.sum.DistinctValues += f.ndv
+			j.sum.PerColumn[f.Col].FilesIndexed++
+			j.sum.DistinctValues += f.NDV
 			indexed = true
 		}
 		if indexed {
 			j.sum.FilesIndexed++
 		}
 		if failure == nil {
-			report(&r.file)
+			report(&r.File)
 		}
 	}
 	if failure == nil {
 		failure = parent.Err() // cancelled: the files not yet read were never sent
 	}
 	if failure != nil {
-		sw.abandon()
-		return segmentFile{}, failure
+		sw.Abandon()
+		return indexfile.File{}, failure
 	}
 	start := time.Now()
 	defer func() { j.sum.WriteTime += time.Since(start) }()
-	return sw.finish()
+	return sw.Finish()
 }
 
 // readConfig is how the job reads its data files (Options.Parallel,
-// RequestsInFlight, knobs.DisablePrefetch, MemoryBudget).
-func (j *job) readConfig() (readConfig, error) {
-	rc := readConfig{
-		fs: j.fs, cols: j.cols, nameMapping: j.tbl.Metadata().NameMapping(),
-		maxFilterBytes: j.o.MaxFilterBytes, noDictShortcut: j.o.knobs.DisableDictionaryShortcut,
-		parallel: j.o.Parallel, requests: j.o.RequestsInFlight,
+// RequestsInFlight, MemoryBudget, knobs.DisablePrefetch).
+func (j *job) readConfig() (filescan.Config, error) {
+	rc := filescan.Config{
+		FS: j.fs, Columns: scanColumns(j.cols), NameMapping: j.tbl.Metadata().NameMapping(),
+		MaxFilterBytes: j.o.MaxFilterBytes, NoDictShortcut: j.o.knobs.DisableDictionaryShortcut,
+		Parallel: j.o.Parallel, Requests: j.o.RequestsInFlight,
 	}
-	if rc.requests < 0 {
-		return rc, fmt.Errorf("requests in flight %d: want at least 1 (0: %d)", rc.requests, defaultRequestsInFlight)
+	if rc.Requests < 0 {
+		return rc, fmt.Errorf("requests in flight %d: want at least 1 (0: %d)", rc.Requests, filescan.DefaultRequestsInFlight)
 	}
-	if rc.requests == 0 {
-		rc.requests = defaultRequestsInFlight
+	if rc.Requests == 0 {
+		rc.Requests = filescan.DefaultRequestsInFlight
 	}
-	if rc.parallel <= 0 {
-		rc.parallel = runtime.NumCPU()
+	if rc.Parallel <= 0 {
+		rc.Parallel = runtime.NumCPU()
 	}
-	if rc.maxFilterBytes <= 0 {
-		rc.maxFilterBytes = defaultMaxFilterBytes
+	if rc.MaxFilterBytes <= 0 {
+		rc.MaxFilterBytes = DefaultMaxFilterBytes
 	}
 	if !j.o.knobs.DisablePrefetch && (j.o.knobs.ForcePrefetch || !catalog.IsLocal(j.tbl.Location())) {
 		budget := j.o.MemoryBudget
 		if budget <= 0 {
 			budget = segment.DefaultMemoryBudget
 		}
-		rc.prefetchBytes = prefetchBytesOf(budget)
+		rc.PrefetchBytes = filescan.PrefetchBytesOf(budget)
 	}
 	return rc, nil
 }
@@ -544,9 +542,9 @@ func (j *job) readConfig() (readConfig, error) {
 // entries. Files no metadata references are removed: a copy whose attempt
 // failed, and the original when a copy was committed or the commit was
 // refused.
-func (j *job) commit(ctx context.Context, seg segmentFile) (segmentFile, *table.Table, error) {
+func (j *job) commit(ctx context.Context, seg indexfile.File) (indexfile.File, *table.Table, error) {
 	id := j.snap.SnapshotID
-	var committed segmentFile
+	var committed indexfile.File
 	j.prepared = nil
 	tbl, err := catalog.CommitStatistics(ctx, j.cat, j.ident, func(ctx context.Context, tbl *table.Table) (catalog.StatisticsChange, func(), error) {
 		j.prepared = tbl
@@ -560,23 +558,23 @@ func (j *job) commit(ctx context.Context, seg segmentFile) (segmentFile, *table.
 		}
 		committed = seg
 		discard := func() {}
-		if now := j.current(tbl.Metadata()); now != seg.replaces {
+		if now := j.current(tbl.Metadata()); now != seg.Replaces {
 			copied, err := j.rebase(j.base(tbl.Metadata()), now, seg)
 			if err != nil {
 				return catalog.StatisticsChange{}, nil, err
 			}
 			committed = copied
-			discard = func() { j.fs.Remove(copied.path) }
+			discard = func() { j.fs.Remove(copied.Path) }
 		}
-		err := committed.checkFresh() // wraps errStale
+		err := checkFresh(committed) // wraps errStale
 		if err == nil && j.shardSegment != nil {
-			err = j.shardSegment.checkFresh() // the file committed links it
+			err = checkFresh(*j.shardSegment) // the file committed links it
 		}
 		if err != nil {
 			discard()
 			return catalog.StatisticsChange{}, nil, err
 		}
-		change := catalog.StatisticsChange{Set: []table.StatisticsFile{committed.statisticsFile(snap, replaced)}}
+		change := catalog.StatisticsChange{Set: []table.StatisticsFile{committed.StatisticsFile(snap, replaced)}}
 		return change, discard, nil
 	}, append(commitOptions(j.o.Logger), j.shardCommitOptions()...)...)
 	if err != nil {
@@ -584,17 +582,40 @@ func (j *job) commit(ctx context.Context, seg segmentFile) (segmentFile, *table.
 		// another error the catalog may have applied it, and gc removes a
 		// file no metadata references once its grace period is over.
 		if errors.Is(err, table.ErrCommitFailed) || errors.Is(err, errStale) {
-			j.fs.Remove(seg.path)
+			j.fs.Remove(seg.Path)
 			if j.shardSegment != nil {
-				j.fs.Remove(j.shardSegment.path)
+				j.fs.Remove(j.shardSegment.Path)
 			}
 		}
-		return segmentFile{}, nil, fmt.Errorf("commit the index of %s: %w", strings.Join(j.ident, "."), err)
+		return indexfile.File{}, nil, fmt.Errorf("commit the index of %s: %w", strings.Join(j.ident, "."), err)
 	}
-	if committed.path != seg.path {
-		j.fs.Remove(seg.path)
+	if committed.Path != seg.Path {
+		j.fs.Remove(seg.Path)
 	}
 	return committed, tbl, nil
+}
+
+// MaxUncommittedAge is how long after writing a segment file a run may
+// still commit it. gc never deletes an unreferenced index file younger than
+// twice this (maintenance.MinGCGrace, unless forced), so a file a run
+// commits has not been deleted by gc, even with the run's clock and the
+// storage's 30 minutes apart. A run past it fails rather than commit a file
+// gc may have taken; the next run indexes its files again.
+const MaxUncommittedAge = 30 * time.Minute
+
+// clock is the indexer's time, replaced by tests.
+var clock = time.Now
+
+// errStale is why a run refuses to commit a file it wrote too long ago.
+var errStale = errors.New("gc may have deleted it: not committed; run again")
+
+// checkFresh refuses to commit a segment file older than MaxUncommittedAge.
+func checkFresh(s indexfile.File) error {
+	if age := clock().Sub(s.Finished); age > MaxUncommittedAge {
+		return fmt.Errorf("index file %s was written %s ago, longer than the %s a run may take to commit one (%w)",
+			s.Path, age.Round(time.Second), MaxUncommittedAge, errStale)
+	}
+	return nil
 }
 
 // commitOptions are the options of a run's commits: its logger, if any,
@@ -618,19 +639,19 @@ const maxOverwrites = 5
 // when it held a statistics file for the snapshot that the run would have
 // carried over but did not, the run commits again on top of it, so both
 // runs' entries and any other tool's blobs stay in the index.
-func (j *job) commitVerified(ctx context.Context, seg segmentFile) (segmentFile, *table.Table, error) {
+func (j *job) commitVerified(ctx context.Context, seg indexfile.File) (indexfile.File, *table.Table, error) {
 	for range maxOverwrites {
 		committed, tbl, err := j.commit(ctx, seg)
 		if err != nil {
-			return segmentFile{}, nil, err
+			return indexfile.File{}, nil, err
 		}
-		removed, err := ensureCommitted(ctx, j.cat, j.ident, j.fs, j.o.Logger, tbl, committed.path)
+		removed, err := ensureCommitted(ctx, j.cat, j.ident, j.fs, j.o.Logger, tbl, committed.Path)
 		j.sum.BrokenFiles = append(j.sum.BrokenFiles, removed...)
 		if err == nil && j.shardSegment != nil {
 			err = j.ensureLinked(*j.shardSegment)
 		}
 		if err != nil {
-			return segmentFile{}, nil, err
+			return indexfile.File{}, nil, err
 		}
 		missed, err := j.replacedUnseen(ctx, tbl, committed)
 		if err != nil || missed == nil {
@@ -639,22 +660,22 @@ func (j *job) commitVerified(ctx context.Context, seg segmentFile) (segmentFile,
 		// Merge what was replaced with this run's entries, expecting the
 		// committed file to be the one the merge replaces in turn.
 		j.mergedBack = append(j.mergedBack, *missed)
-		if seg, err = j.rebase(missed, committed.path, committed); err != nil {
-			return segmentFile{}, nil, err
+		if seg, err = j.rebase(missed, committed.Path, committed); err != nil {
+			return indexfile.File{}, nil, err
 		}
 	}
-	return segmentFile{}, nil, fmt.Errorf("commit the index of %s: other commits raced it %d times", strings.Join(j.ident, "."), maxOverwrites)
+	return indexfile.File{}, nil, fmt.Errorf("commit the index of %s: other commits raced it %d times", strings.Join(j.ident, "."), maxOverwrites)
 }
 
 // replacedUnseen returns the statistics file of the snapshot that the
 // commit producing tbl replaced and that the committed segment should have
 // carried over but did not, or nil.
-func (j *job) replacedUnseen(ctx context.Context, tbl *table.Table, committed segmentFile) (*table.StatisticsFile, error) {
+func (j *job) replacedUnseen(ctx context.Context, tbl *table.Table, committed indexfile.File) (*table.StatisticsFile, error) {
 	meta, err := previousMetadata(j.fs, tbl, j.prepared)
 	if err != nil || meta == nil {
 		return nil, err
 	}
-	if j.current(meta) == committed.replaces {
+	if j.current(meta) == committed.Replaces {
 		return nil, nil // it replaced what it was written to replace
 	}
 	return j.base(meta), nil
@@ -662,26 +683,26 @@ func (j *job) replacedUnseen(ctx context.Context, tbl *table.Table, committed se
 
 // newSegment starts a segment file of the job's snapshot that will replace
 // the statistics file at replaces, with the blobs of base carried over.
-func (j *job) newSegment(base *table.StatisticsFile, replaces string) (*segmentWriter, error) {
-	path, err := newSegmentPath(j.tbl, j.snap.SnapshotID)
+func (j *job) newSegment(base *table.StatisticsFile, replaces string) (*indexfile.Writer, error) {
+	path, err := indexfile.NewPath(j.tbl, j.snap.SnapshotID)
 	if err != nil {
 		return nil, err
 	}
 	// try starts the segment and carries what carry copies of base.
-	try := func(carry func(*segmentWriter) error) (*segmentWriter, error) {
-		sw, err := createSegment(j.fs, path, j.segmentOptions())
+	try := func(carry func(*indexfile.Writer) error) (*indexfile.Writer, error) {
+		sw, err := indexfile.Create(j.fs, path, j.segmentOptions(), clock)
 		if err != nil {
 			return nil, err
 		}
-		sw.seg.replaces = replaces
+		sw.File.Replaces = replaces
 		if err := carry(sw); err != nil {
-			sw.abandon()
+			sw.Abandon()
 			return nil, err
 		}
 		return sw, nil
 	}
-	sw, err := try(func(sw *segmentWriter) error { return j.carryFrom(sw, base) })
-	if err == nil || !brokenFile(err) {
+	sw, err := try(func(sw *indexfile.Writer) error { return j.carryFrom(sw, base) })
+	if err == nil || !indexfile.IsBroken(err) {
 		return sw, err
 	}
 	// A broken index file is repaired, never trusted: the new segment
@@ -693,43 +714,19 @@ func (j *job) newSegment(base *table.StatisticsFile, replaces string) (*segmentW
 			"table", strings.Join(j.ident, "."), "statistics_file", base.StatisticsPath,
 			"blob_types", blobTypes(*base), "error", err.Error())
 	}
-	sw, err = try(func(sw *segmentWriter) error { return sw.copyForeign(j.fs, *base) })
-	if err != nil && brokenFile(err) {
+	sw, err = try(func(sw *indexfile.Writer) error { return sw.CopyForeign(j.fs, *base) })
+	if err != nil && indexfile.IsBroken(err) {
 		if j.o.Logger != nil {
 			j.o.Logger.Warn("other tools' blobs of a broken index file are lost",
 				"table", strings.Join(j.ident, "."), "statistics_file", base.StatisticsPath, "blob_types", blobTypes(*base))
 		}
-		sw, err = try(func(*segmentWriter) error { return nil })
+		sw, err = try(func(*indexfile.Writer) error { return nil })
 	}
 	if err != nil {
 		return nil, err
 	}
-	sw.seg.broken = base.StatisticsPath
+	sw.File.Broken = base.StatisticsPath
 	return sw, nil
-}
-
-// unreadableError is a failure to read an index file the run copies from
-// (as opposed to one writing its own).
-type unreadableError struct {
-	path string
-	err  error
-}
-
-func (e *unreadableError) Error() string { return e.err.Error() }
-func (e *unreadableError) Unwrap() error { return e.err }
-
-// brokenFile reports whether an error means that an index file the run
-// reads is missing or corrupt, as opposed to a failure that may pass (a
-// cancelled run, a transient storage or network error) or one writing the
-// run's own file: a broken file is replaced or removed, the others fail
-// the run.
-func brokenFile(err error) bool {
-	var ue *unreadableError
-	var se *segment.SourceError
-	if !errors.As(err, &ue) && !errors.As(err, &se) {
-		return false
-	}
-	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !catalog.IsTransient(err)
 }
 
 // blobTypes lists the blob types a statistics entry says its file holds.
@@ -826,51 +823,51 @@ func previousMetadata(fs icebergio.IO, tbl, seen *table.Table) (table.Metadata, 
 // rebase writes a copy of seg's new entries that carries the blobs of base
 // (nil: none) instead of those seg carries, to replace the statistics file
 // at replaces. A shard's copy links its segment instead.
-func (j *job) rebase(base *table.StatisticsFile, replaces string, seg segmentFile) (segmentFile, error) {
+func (j *job) rebase(base *table.StatisticsFile, replaces string, seg indexfile.File) (indexfile.File, error) {
 	sw, err := j.newSegment(base, replaces)
 	if err != nil {
-		return segmentFile{}, err
+		return indexfile.File{}, err
 	}
 	if own := j.shardSegment; own != nil {
 		lost, err := j.lostLinks(base)
 		if err != nil {
-			sw.abandon()
-			return segmentFile{}, err
+			sw.Abandon()
+			return indexfile.File{}, err
 		}
 		for _, l := range lost { // what earlier attempts carried that base lacks
-			sw.link(l)
+			sw.Link(l)
 		}
-		sw.link(linkTo(own.path, own.stats.FileSize, own.stats.FooterSize, own.dir, j.o.Shard))
-		return sw.finish()
+		sw.Link(linkTo(own.Path, own.Stats.FileSize, own.Stats.FooterSize, own.Dir, j.o.Shard))
+		return sw.Finish()
 	}
-	own, err := index.ReadSegment(j.fs, seg.location())
+	own, err := index.ReadSegment(j.fs, seg.Location())
 	if err == nil {
-		err = sw.copyFilters(j.fs, []index.Segment{own}, func(_, _ int, f index.Filter) bool {
-			return seg.own[segment.File{Path: f.DataFile, Size: f.DataFileSize}]
+		err = sw.CopyFilters(j.fs, []index.Segment{own}, func(_, _ int, f index.StoredFilter) bool {
+			return seg.Own[segment.File{Path: f.DataFile, Size: f.DataFileSize}]
 		})
 	}
 	if err == nil {
-		err = j.copyMergedBack(sw, base, own, seg.own)
+		err = j.copyMergedBack(sw, base, own, seg.Own)
 	}
 	if err != nil {
-		sw.abandon()
-		return segmentFile{}, err
+		sw.Abandon()
+		return indexfile.File{}, err
 	}
-	sw.seg.own = seg.own
-	return sw.finish()
+	sw.File.Own = seg.Own
+	return sw.Finish()
 }
 
 // copyMergedBack copies into sw the filters of the files the run merged
 // back (job.mergedBack) that neither base — what sw carries — nor the run's
 // own filters (those of ownSeg's files in ownFiles) hold, so no attempt
 // drops what an earlier one merged back.
-func (j *job) copyMergedBack(sw *segmentWriter, base *table.StatisticsFile, ownSeg index.Segment, ownFiles map[segment.File]bool) error {
+func (j *job) copyMergedBack(sw *indexfile.Writer, base *table.StatisticsFile, ownSeg index.Segment, ownFiles map[segment.File]bool) error {
 	var from []index.Segment
 	for _, sf := range j.mergedBack {
 		if base == nil || sf.StatisticsPath != base.StatisticsPath {
 			seg, err := index.ReadSegment(j.fs, sf)
 			if err != nil {
-				return &unreadableError{sf.StatisticsPath, err}
+				return &indexfile.UnreadableError{Path: sf.StatisticsPath, Err: err}
 			}
 			from = append(from, seg)
 		}
@@ -887,7 +884,7 @@ func (j *job) copyMergedBack(sw *segmentWriter, base *table.StatisticsFile, ownS
 			held[filterKey{f.DataFile, f.DataFileSize, f.FieldID}] = true
 		}
 	}
-	return sw.copyFilters(j.fs, from, func(_, _ int, f index.Filter) bool {
+	return sw.CopyFilters(j.fs, from, func(_, _ int, f index.StoredFilter) bool {
 		key := filterKey{f.DataFile, f.DataFileSize, f.FieldID}
 		if held[key] {
 			return false

@@ -21,6 +21,7 @@ import (
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/hashing"
 	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/indexfile"
 	"github.com/icebloom/icebloom/index/sbbf"
 	"github.com/icebloom/icebloom/index/segment"
 )
@@ -172,7 +173,7 @@ func indexOf(t *testing.T, tbl *table.Table) (table.StatisticsFile, map[string]m
 }
 
 type indexed struct {
-	entry  index.Filter
+	entry  index.StoredFilter
 	filter sbbf.Filter
 }
 
@@ -227,7 +228,7 @@ func TestBuildEndToEnd(t *testing.T) {
 		t.Fatalf("table metadata lists %d blob-metadata items, want one per column (7) and the directory", len(sf.BlobMetadata))
 	}
 	for _, bm := range sf.BlobMetadata[:7] {
-		if bm.Type != table.BlobType(segment.GroupBlobType) || len(bm.Fields) != 1 || bm.Properties[indexer.PropEntryCount] != "4" {
+		if bm.Type != table.BlobType(segment.GroupBlobType) || len(bm.Fields) != 1 || bm.Properties[indexfile.PropEntryCount] != "4" {
 			t.Errorf("blob-metadata item %+v", bm)
 		}
 	}

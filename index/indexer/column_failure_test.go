@@ -11,6 +11,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/internal/testfixture"
 )
 
 // TestBuildColumnFailures: a table of four files added with add_files —
@@ -28,15 +29,15 @@ func TestBuildColumnFailures(t *testing.T) {
 	)
 	tbl := cat.NewTable(t, "partial", sc, nil)
 	data := filepath.Join(strings.TrimPrefix(tbl.Location(), "file://"), "data")
-	add := func(name string, damage indexer.Damage) string {
+	add := func(name string, damage testfixture.Damage) string {
 		dir := filepath.Join(data, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		return "file://" + indexer.WriteBadColumnFile(t, dir, damage)
+		return "file://" + testfixture.WriteBadColumnFile(t, dir, damage)
 	}
-	whole, refused, panics := add("whole", indexer.Undamaged), add("refused", indexer.DeltaTooWide), add("panics", indexer.PageTypeV2)
-	footer := add("footer", indexer.Undamaged) // damaged once added: add_files reads footers
+	whole, refused, panics := add("whole", testfixture.Undamaged), add("refused", testfixture.DeltaTooWide), add("panics", testfixture.PageTypeV2)
+	footer := add("footer", testfixture.Undamaged) // damaged once added: add_files reads footers
 	txn := tbl.NewTransaction()
 	if err := txn.AddFiles(ctx, []string{whole, refused, panics, footer}, nil, false); err != nil {
 		t.Fatal(err)
@@ -45,7 +46,7 @@ func TestBuildColumnFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	damaged := indexer.WriteBadColumnFile(t, t.TempDir(), indexer.NegativeChildren)
+	damaged := testfixture.WriteBadColumnFile(t, t.TempDir(), testfixture.NegativeChildren)
 	raw, err := os.ReadFile(damaged)
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +104,7 @@ func TestBuildColumnFailures(t *testing.T) {
 			t.Errorf("%s: entries for %d fields, want %v", path, len(entries[path]), fields)
 		}
 		for _, id := range fields {
-			if entries[path][id].entry.NDV != indexer.BadColumnRows {
+			if entries[path][id].entry.NDV != testfixture.BadColumnRows {
 				t.Errorf("%s field %d: ndv %d", path, id, entries[path][id].entry.NDV)
 			}
 		}
@@ -111,7 +112,7 @@ func TestBuildColumnFailures(t *testing.T) {
 
 	// Lookups: the ids of the files, present and absent, and n, whose
 	// entries only the whole file has.
-	presentID, presentN := indexer.BadColumnValues(17)
+	presentID, presentN := testfixture.BadColumnValues(17)
 	const absentID, absentN = 2, 1 // neither is a value of any file
 	for _, tc := range []struct {
 		filter iceberg.BooleanExpression

@@ -14,6 +14,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/filescan"
 	"github.com/icebloom/icebloom/index/hashing"
 	"github.com/icebloom/icebloom/puffin"
 )
@@ -44,14 +45,11 @@ const (
 	SourceNamed    = "columns"  // named by the caller (--columns)
 )
 
-// Column is an indexed column: the field whose values are hashed, the type
-// they are hashed as (its type in the current schema) and the target
-// false-positive rate of its filters.
+// Column is an indexed column: the column read and hashed (its field, the
+// type its values are hashed as — its type in the current schema — and the
+// target false-positive rate of its filters), and why it is indexed.
 type Column struct {
-	Field iceberg.NestedField
-	Name  string // full dotted name in the schema
-	Type  iceberg.PrimitiveType
-	FPP   float64
+	filescan.Column
 	// Sources say why the column is indexed (SourceIndex, SourceProperty,
 	// SourceNamed), in that order.
 	Sources []string
@@ -303,7 +301,7 @@ func resolveColumn(schema *iceberg.Schema, props iceberg.Properties, name string
 		return Column{}, fmt.Errorf("column %q cannot be indexed: it is inside %s; the index covers top-level and struct-nested primitive columns", name, in)
 	}
 	full, _ := schema.FindColumnName(field.ID)
-	col := Column{Field: field, Name: full, Type: typ, FPP: fpp}
+	col := Column{Column: filescan.Column{Field: field, Name: full, Type: typ, FPP: fpp}}
 	if col.FPP == 0 {
 		col.FPP = DefaultFPP
 		if heldFPP > 0 {
@@ -472,4 +470,13 @@ func (j *job) chooseColumns(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// scanColumns returns what index/filescan needs of each column, in order.
+func scanColumns(cols []Column) []filescan.Column {
+	out := make([]filescan.Column, len(cols))
+	for i, c := range cols {
+		out[i] = c.Column
+	}
+	return out
 }

@@ -17,6 +17,8 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/filescan"
+	"github.com/icebloom/icebloom/index/indexfile"
 	"github.com/icebloom/icebloom/index/segment"
 )
 
@@ -119,18 +121,16 @@ func Compact(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier
 			"memory_budget_bytes", cmp.Or(o.MemoryBudget, segment.DefaultMemoryBudget), "drop_columns", o.DropColumns)
 	}
 	start := time.Now()
-	var lost []index.Segment
-	broken := map[groupRef]bool{}
-	var drop map[int]string // resolved by the first pass, kept by the next
+	c := &compaction{broken: map[groupRef]bool{}}
 	for attempt := 0; attempt < maxOverwrites; attempt++ {
-		sum, err := compactOnce(ctx, cat, ident, o, lost, broken, &drop)
+		sum, err := c.once(ctx, cat, ident, o)
 		if errors.Is(err, errStatisticsMoved) {
 			continue
 		}
 		var se *segment.SourceError
-		if errors.As(err, &se) && len(broken) < maxBrokenGroups {
+		if errors.As(err, &se) && len(c.broken) < maxBrokenGroups {
 			// A broken group is never trusted: merge without it.
-			broken[groupRef{se.Path, se.Offset}] = true
+			c.broken[groupRef{se.Path, se.Offset}] = true
 			if o.Logger != nil {
 				o.Logger.Warn("index group left out of the compaction: its files will be indexed again",
 					"statistics_file", se.Path, "offset", se.Offset, "error", se.Err.Error())
@@ -141,11 +141,11 @@ func Compact(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier
 		if err != nil {
 			return nil, err
 		}
-		for g := range broken {
+		for g := range c.broken {
 			sum.BrokenGroups = append(sum.BrokenGroups, fmt.Sprintf("%s@%d", g.path, g.offset))
 		}
 		slices.Sort(sum.BrokenGroups)
-		if lost = sum.replaced; len(lost) > 0 {
+		if c.lost = sum.replaced; len(c.lost) > 0 {
 			continue
 		}
 		sum.Duration = time.Since(start)
@@ -164,13 +164,23 @@ type groupRef struct {
 // before it gives up.
 const maxBrokenGroups = 64
 
-// compactOnce plans and commits one compaction of the segments table
-// metadata lists plus extra ones it no longer lists (segments an earlier
-// pass replaced unseen), leaving out the broken groups.
-//
-// drop holds the fields o.DropColumns names once the first pass resolved
-// them, as a later pass (after a commit that dropped them) could not.
-func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions, extra []index.Segment, brokenGroups map[groupRef]bool, drop *map[int]string) (*CompactSummary, error) {
+// compaction is what one Compact carries from a pass to the next.
+type compaction struct {
+	// lost are segments table metadata no longer lists that an earlier
+	// pass's commit replaced unseen: the next pass merges them in.
+	lost []index.Segment
+	// broken are the groups left out because they cannot be read.
+	broken map[groupRef]bool
+	// drop holds the fields o.DropColumns names once the first pass
+	// resolved them (nil until then), as a later pass (after a commit that
+	// dropped them) could not.
+	drop map[int]string
+}
+
+// once plans and commits one compaction of the segments table metadata
+// lists plus the lost ones it no longer lists, leaving out the broken
+// groups.
+func (c *compaction) once(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions) (*CompactSummary, error) {
 	name := strings.Join(ident, ".")
 	tbl, err := catalog.LoadTable(ctx, cat, ident, commitOptions(o.Logger)...)
 	if err != nil {
@@ -195,7 +205,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 		if !errors.As(err, &se) {
 			continue
 		}
-		if !brokenFile(&unreadableError{se.Path, se.Err}) {
+		if !indexfile.IsBroken(&indexfile.UnreadableError{Path: se.Path, Err: se.Err}) {
 			return nil, fmt.Errorf("compact the index of %s: %w", name, err)
 		}
 		if se.LinkedFrom != "" {
@@ -208,16 +218,16 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 			}
 		}
 	}
-	if *drop == nil && len(o.DropColumns) == 0 {
-		*drop = map[int]string{}
+	if c.drop == nil && len(o.DropColumns) == 0 {
+		c.drop = map[int]string{}
 	}
-	if *drop == nil {
-		if *drop, err = dropFields(tbl.Metadata(), HeldColumns(ix, tbl.Metadata()), o.DropColumns); err != nil {
+	if c.drop == nil {
+		if c.drop, err = dropFields(tbl.Metadata(), HeldColumns(ix, tbl.Metadata()), o.DropColumns); err != nil {
 			return nil, fmt.Errorf("compact the index of %s: %w", name, err)
 		}
 	}
 	listed := ix.Segments()
-	segments := append(listed, extra...)
+	segments := append(listed, c.lost...)
 	sum := &CompactSummary{SegmentsBefore: len(listed) + len(broken) + len(brokenLinked)}
 
 	var retained []table.Snapshot
@@ -244,7 +254,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 		sum.SegmentsAfter = sum.SegmentsBefore
 		return sum, nil
 	}
-	keep, v1 := chooseFilters(segments, held, brokenGroups, only, *drop)
+	keep, v1 := chooseFilters(segments, held, c.broken, only, c.drop)
 	linking := slices.ContainsFunc(segments, func(seg index.Segment) bool { return seg.Dir != nil && len(seg.Dir.Links) > 0 })
 	for si := range segments {
 		for _, k := range keep[si] {
@@ -255,8 +265,8 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 			}
 		}
 	}
-	sum.DroppedColumns = droppedColumns(segments, keep, *drop)
-	if len(extra) == 0 && len(brokenGroups) == 0 && len(broken) == 0 && !v1 && !linking && sum.EntriesDropped == 0 && len(segments) <= 1 &&
+	sum.DroppedColumns = droppedColumns(segments, keep, c.drop)
+	if len(c.lost) == 0 && len(c.broken) == 0 && len(broken) == 0 && !v1 && !linking && sum.EntriesDropped == 0 && len(segments) <= 1 &&
 		(len(segments) == 0 || segments[0].File.SnapshotID == snap.SnapshotID) {
 		sum.SegmentsAfter = sum.SegmentsBefore
 		return sum, nil // already one v2 segment of the current snapshot, all of it needed
@@ -272,7 +282,7 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 		planned[sf.SnapshotID] = sf.StatisticsPath
 	}
 	planned[snap.SnapshotID] = (&job{snap: snap}).current(tbl.Metadata())
-	var merged segmentFile
+	var merged indexfile.File
 	var prepared *table.Table
 	committed, err := catalog.CommitStatistics(ctx, cat, ident, func(ctx context.Context, now *table.Table) (catalog.StatisticsChange, func(), error) {
 		prepared = now
@@ -286,9 +296,9 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 			return catalog.StatisticsChange{}, nil, errStatisticsMoved
 		}
 		j := &job{cat: cat, ident: ident, tbl: now, fs: fs, snap: current, o: Options{MemoryBudget: o.MemoryBudget, Logger: o.Logger}}
-		m, change, written, err := j.writeCompacted(segments, len(listed), broken, func(si, ord int, _ index.Filter) bool { return keep[si][ord] })
+		m, change, written, err := j.writeCompacted(segments, len(listed), broken, func(si, ord int, _ index.StoredFilter) bool { return keep[si][ord] })
 		if err == nil {
-			err = m.checkFresh()
+			err = checkFresh(m)
 		}
 		if err != nil {
 			for _, p := range written {
@@ -309,19 +319,19 @@ func compactOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identi
 		}
 		return nil, fmt.Errorf("commit the compacted index of %s: %w", name, err)
 	}
-	removed, err := ensureCommitted(ctx, cat, ident, fs, o.Logger, committed, merged.path)
+	removed, err := ensureCommitted(ctx, cat, ident, fs, o.Logger, committed, merged.Path)
 	if err != nil {
 		return nil, err
 	}
 	sum.BrokenFiles = append(sum.BrokenFiles, removed...)
-	sum.StatisticsPath = merged.path
-	sum.BytesCopied = merged.bytesCopied
+	sum.StatisticsPath = merged.Path
+	sum.BytesCopied = merged.BytesCopied
 	for _, sf := range broken {
 		sum.BrokenFiles = append(sum.BrokenFiles, sf.StatisticsPath)
 	}
 	sum.BrokenFiles = append(sum.BrokenFiles, brokenLinked...)
-	if merged.broken != "" && !slices.Contains(sum.BrokenFiles, merged.broken) {
-		sum.BrokenFiles = append(sum.BrokenFiles, merged.broken)
+	if merged.Broken != "" && !slices.Contains(sum.BrokenFiles, merged.Broken) {
+		sum.BrokenFiles = append(sum.BrokenFiles, merged.Broken)
 	}
 	for sf := range committed.Metadata().Statistics() {
 		if index.HoldsEntries(sf) {
@@ -371,14 +381,14 @@ func replacedSegments(fs icebergio.IO, tbl, prepared *table.Table, planned map[i
 // and for every other segment that shares its file with other tools' blobs,
 // a copy holding only those. It returns the change that registers them and
 // removes the rest, and the paths written.
-func (j *job) writeCompacted(segments []index.Segment, listed int, broken []table.StatisticsFile, keep func(seg, ord int, f index.Filter) bool) (segmentFile, catalog.StatisticsChange, []string, error) {
+func (j *job) writeCompacted(segments []index.Segment, listed int, broken []table.StatisticsFile, keep func(seg, ord int, f index.StoredFilter) bool) (indexfile.File, catalog.StatisticsChange, []string, error) {
 	var change catalog.StatisticsChange
 	var written []string
-	fail := func(err error) (segmentFile, catalog.StatisticsChange, []string, error) {
+	fail := func(err error) (indexfile.File, catalog.StatisticsChange, []string, error) {
 		for _, p := range written {
 			j.fs.Remove(p)
 		}
-		return segmentFile{}, catalog.StatisticsChange{}, nil, err
+		return indexfile.File{}, catalog.StatisticsChange{}, nil, err
 	}
 	meta := j.tbl.Metadata()
 	current, hasCurrent := catalog.StatisticsFileOf(meta, j.snap.SnapshotID)
@@ -390,20 +400,20 @@ func (j *job) writeCompacted(segments []index.Segment, listed int, broken []tabl
 	if err != nil {
 		return fail(err)
 	}
-	if err := sw.copyFilters(j.fs, segments, keep); err != nil {
-		sw.abandon()
+	if err := sw.CopyFilters(j.fs, segments, keep); err != nil {
+		sw.Abandon()
 		return fail(err)
 	}
-	merged, err := sw.finish()
+	merged, err := sw.Finish()
 	if err != nil {
 		return fail(err)
 	}
-	written = append(written, merged.path)
+	written = append(written, merged.Path)
 	var replaced *table.StatisticsFile
 	if hasCurrent {
 		replaced = &current
 	}
-	change.Set = append(change.Set, merged.statisticsFile(j.snap, replaced))
+	change.Set = append(change.Set, merged.StatisticsFile(j.snap, replaced))
 
 	for _, seg := range segments[:listed] { // the others are no longer registered
 		if seg.File.SnapshotID == j.snap.SnapshotID || seg.LinkedFrom != "" {
@@ -433,7 +443,7 @@ func (j *job) writeCompacted(segments []index.Segment, listed int, broken []tabl
 				change.Set = append(change.Set, rewritten)
 				continue
 			}
-			if !brokenFile(err) {
+			if !indexfile.IsBroken(err) {
 				return fail(err)
 			}
 		}
@@ -449,24 +459,24 @@ func (j *job) writeCompacted(segments []index.Segment, listed int, broken []tabl
 // foreignOnlyCopy writes a copy of a statistics file without its index
 // entries, for the same snapshot, and returns its statistics entry.
 func (j *job) foreignOnlyCopy(sf table.StatisticsFile) (table.StatisticsFile, error) {
-	path, err := newSegmentPath(j.tbl, sf.SnapshotID)
+	path, err := indexfile.NewPath(j.tbl, sf.SnapshotID)
 	if err != nil {
 		return table.StatisticsFile{}, err
 	}
-	sw, err := createSegment(j.fs, path, j.segmentOptions())
+	sw, err := indexfile.Create(j.fs, path, j.segmentOptions(), clock)
 	if err != nil {
 		return table.StatisticsFile{}, err
 	}
-	if err := sw.copyForeign(j.fs, sf); err != nil {
-		sw.abandon()
+	if err := sw.CopyForeign(j.fs, sf); err != nil {
+		sw.Abandon()
 		return table.StatisticsFile{}, err
 	}
-	seg, err := sw.finish()
+	seg, err := sw.Finish()
 	if err != nil {
 		return table.StatisticsFile{}, err
 	}
 	snap := j.tbl.SnapshotByID(sf.SnapshotID)
-	return seg.statisticsFile(snap, &sf), nil
+	return seg.StatisticsFile(snap, &sf), nil
 }
 
 type fileKey struct {
@@ -481,7 +491,7 @@ func heldDataFiles(fs icebergio.IO, snaps []table.Snapshot) (map[fileKey]int32, 
 	held := map[fileKey]int32{}
 	seen := map[string]bool{}
 	for _, snap := range snaps {
-		err := eachDataFile(fs, &snap, seen, func(df iceberg.DataFile) {
+		err := filescan.EachDataFile(fs, &snap, seen, func(df iceberg.DataFile) {
 			key := fileKey{df.FilePath(), df.FileSizeBytes()}
 			if _, ok := held[key]; !ok {
 				held[key] = int32(len(held))

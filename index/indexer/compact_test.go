@@ -13,7 +13,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
@@ -315,7 +315,7 @@ func TestSyncCompactsPastThreshold(t *testing.T) {
 // conflicting is a catalog whose commit number failAt (from 1) fails as a
 // commit that lost a race to another writer does.
 type conflicting struct {
-	icecat.Catalog
+	icecatalog.Catalog
 	commits, failAt int
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/icebloom/icebloom/index/lookup"
 	"github.com/icebloom/icebloom/index/sbbf"
 	"github.com/icebloom/icebloom/index/segment"
+	"github.com/icebloom/icebloom/index/verify"
 	"github.com/icebloom/icebloom/puffin"
 )
 
@@ -256,7 +257,7 @@ func TestCorruptionMatrix(t *testing.T) {
 			})
 		}},
 		{"shifted directory offset", func(t *testing.T, fx *corruptionFixture, tg target) {
-			off, length, _ := index.DirectoryPlace(tg.sf)
+			off, length, _ := segment.DirectoryPlace(tg.sf)
 			fx.setStatistics(t, tg.sf, func(sf *table.StatisticsFile) { setDirectoryPlace(sf, off-32, length) })
 		}},
 		{"shifted group offset", func(t *testing.T, fx *corruptionFixture, tg target) {
@@ -280,7 +281,7 @@ func TestCorruptionMatrix(t *testing.T) {
 			})
 		}},
 		{"edited directory bytes", func(t *testing.T, fx *corruptionFixture, tg target) {
-			off, _, _ := index.DirectoryPlace(tg.sf)
+			off, _, _ := segment.DirectoryPlace(tg.sf)
 			tg.editFile(t, func(b []byte) []byte {
 				b[off+20] ^= 0x40
 				return b
@@ -312,7 +313,7 @@ func TestCorruptionMatrix(t *testing.T) {
 				if len(res.IndexErrors) == 0 {
 					t.Errorf("the lookup reported no index error (%d candidates)", len(res.Candidates))
 				}
-				rep, err := indexer.Verify(ctx, fx.cat, fx.ident, indexer.VerifyOptions{Sample: 2, Seed: 1})
+				rep, err := verify.Table(ctx, fx.cat, fx.ident, verify.Options{Sample: 2, Seed: 1})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -331,7 +332,7 @@ func TestCorruptionMatrix(t *testing.T) {
 func TestVerifyCleanIndex(t *testing.T) {
 	fx := newCorruptionFixture(t)
 	catalogtest.Append(t, fx.table(t), eventsRecord(t, fx.table(t).Schema(), randomRows(newRand(), 10)))
-	rep, err := indexer.Verify(ctx, fx.cat, fx.ident, indexer.VerifyOptions{Sample: 100})
+	rep, err := verify.Table(ctx, fx.cat, fx.ident, verify.Options{Sample: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +386,7 @@ func TestCompactionLeavesBrokenGroupsOut(t *testing.T) {
 	if !planKeeps(t, tbl, iceberg.EqualTo(iceberg.Reference("id"), tg.needle), tg.file) {
 		t.Fatalf("the lookup dropped %s", tg.file)
 	}
-	rep, err := indexer.Verify(ctx, fx.cat, fx.ident, indexer.VerifyOptions{Sample: 6})
+	rep, err := verify.Table(ctx, fx.cat, fx.ident, verify.Options{Sample: 6})
 	if err != nil || !rep.OK() {
 		t.Fatalf("verify after the repair: %v %+v", err, rep.Problems)
 	}
@@ -405,7 +406,7 @@ func TestSyncKeepsReadableForeignBlobsOfABrokenFile(t *testing.T) {
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 	sf := statisticsFiles(tbl)[0]
-	off, _, _ := index.DirectoryPlace(sf)
+	off, _, _ := segment.DirectoryPlace(sf)
 	local := strings.TrimPrefix(sf.StatisticsPath, "file://")
 	b, err := os.ReadFile(local)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/internal/testfixture"
 )
 
 // TestRunRefusesAStaleSegment: a run whose segment file was finished longer
@@ -19,7 +20,7 @@ import (
 // grace is at least twice that, may have deleted it), removes it, and
 // leaves table metadata unchanged.
 func TestRunRefusesAStaleSegment(t *testing.T) {
-	cat, tbl := icebergTable(t)
+	cat, tbl := testfixture.DictionaryTable(t)
 	base := time.Now()
 	calls := 0
 	clock = func() time.Time { // each reading 40 minutes after the last
@@ -77,7 +78,7 @@ func (c *vanishingCatalog) LoadTable(ctx context.Context, ident table.Identifier
 // that the file it committed is gone removes the reference at once and
 // fails saying so; the next sync indexes the files again.
 func TestRunRepairsAVanishedCommit(t *testing.T) {
-	inner, tbl := icebergTable(t)
+	inner, tbl := testfixture.DictionaryTable(t)
 	cat := &vanishingCatalog{Catalog: inner, t: t}
 	_, err := Build(context.Background(), cat, tbl.Identifier(), Options{Columns: []string{"id"}})
 	if err == nil || !strings.Contains(err.Error(), "vanished after the commit") {

@@ -17,6 +17,7 @@ import (
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/hashing"
+	"github.com/icebloom/icebloom/index/indexfile"
 	"github.com/icebloom/icebloom/index/segment"
 )
 
@@ -101,7 +102,7 @@ func linkTo(path string, size, footerSize int64, dir *segment.Result, run *Shard
 // table metadata records. ok is false for any other segment, whose filters
 // are copied.
 func linkable(seg index.Segment) (segment.Link, bool) {
-	off, length, ok := index.DirectoryPlace(seg.File)
+	off, length, ok := segment.DirectoryPlace(seg.File)
 	if !ok || seg.Dir == nil || len(seg.Dir.Links) > 0 || len(seg.Entries) > 0 || len(seg.Dir.Groups) == 0 {
 		return segment.Link{}, false
 	}
@@ -113,52 +114,16 @@ func linkable(seg index.Segment) (segment.Link, bool) {
 		DirectoryOffset: off, DirectoryLength: length, Fields: slices.Sorted(maps.Keys(fields))}, true
 }
 
-// PropShardRuns, on the directory's item in table metadata of a file that
-// links shard segments, gives the sharded runs they belong to as JSON,
-// {"run": {"committed": 3, "count": 4}}: shards of one run are recognisable
-// in the table metadata, without reading the index.
-const PropShardRuns = "shard-runs"
-
 // ShardsCommitted counts, by run, the distinct shards whose segments the
 // index links, and the shard count each run declared.
-func ShardsCommitted(ix *index.TableIndex) map[string]RunShards {
+func ShardsCommitted(ix *index.TableIndex) map[string]indexfile.RunShards {
 	var links []segment.Link
 	for _, seg := range ix.Segments() {
 		if seg.Link != nil {
 			links = append(links, *seg.Link)
 		}
 	}
-	return shardRuns(links)
-}
-
-// shardRuns counts the distinct shards of each run among links.
-func shardRuns(links []segment.Link) map[string]RunShards {
-	runs := map[string]RunShards{}
-	seen := map[string]map[int]bool{}
-	for i := range links {
-		l := &links[i]
-		if l.Run == "" {
-			continue
-		}
-		if seen[l.Run] == nil {
-			seen[l.Run] = map[int]bool{}
-		}
-		r := runs[l.Run]
-		r.Count = max(r.Count, l.Shards)
-		if !seen[l.Run][l.Shard] {
-			seen[l.Run][l.Shard] = true
-			r.Committed++
-		}
-		runs[l.Run] = r
-	}
-	return runs
-}
-
-// RunShards is how far a sharded run is: Committed of its Count shards
-// have their segments in the index.
-type RunShards struct {
-	Committed int `json:"committed"`
-	Count     int `json:"count"`
+	return indexfile.ShardRuns(links)
 }
 
 // ShardSummary reports a shard's run: the shard, and how many of its run's
@@ -174,15 +139,15 @@ type ShardSummary struct {
 // ensureLinked checks, after a shard's commit, that its segment file
 // still exists: the file committed links it, and gc, forced to a grace
 // shorter than MaxUncommittedAge allows, may have deleted it before.
-func (j *job) ensureLinked(own segmentFile) error {
-	f, err := j.fs.Open(own.path)
+func (j *job) ensureLinked(own indexfile.File) error {
+	f, err := j.fs.Open(own.Path)
 	if err == nil {
 		_, err = f.Stat()
 		f.Close()
 	}
 	if errors.Is(err, iofs.ErrNotExist) {
 		return fmt.Errorf("index file %s of %s vanished after the commit that linked it, deleted by gc with a grace period shorter than %s (forced) or by hand; the next sync repairs the index",
-			own.path, strings.Join(j.ident, "."), 2*MaxUncommittedAge)
+			own.Path, strings.Join(j.ident, "."), 2*MaxUncommittedAge)
 	}
 	return nil
 }
@@ -230,8 +195,8 @@ func (j *job) shardCommitOptions() []catalog.CommitOption {
 
 // carry links l into sw; a shard also remembers it for its later attempts
 // (job.carried).
-func (j *job) carry(sw *segmentWriter, l segment.Link) {
-	sw.link(l)
+func (j *job) carry(sw *indexfile.Writer, l segment.Link) {
+	sw.Link(l)
 	if j.o.Shard != nil && !slices.ContainsFunc(j.carried, func(c segment.Link) bool { return c.Path == l.Path }) {
 		j.carried = append(j.carried, l)
 	}
@@ -259,7 +224,7 @@ func (j *job) lostLinks(base *table.StatisticsFile) ([]segment.Link, error) {
 		}
 		seg, err := index.ReadSegment(j.fs, index.LinkedFile(table.StatisticsFile{}, l))
 		if err != nil {
-			return nil, &unreadableError{l.Path, err}
+			return nil, &indexfile.UnreadableError{Path: l.Path, Err: err}
 		}
 		if len(seg.Dir.Files) == 0 {
 			lost = append(lost, l) // an empty shard's: only its run's count says it ran
@@ -285,7 +250,7 @@ func (j *job) heldBy(base *table.StatisticsFile) (held map[filterKey]bool, linke
 	}
 	seg, err := index.ReadSegment(j.fs, *base)
 	if err != nil {
-		return nil, nil, &unreadableError{base.StatisticsPath, err}
+		return nil, nil, &indexfile.UnreadableError{Path: base.StatisticsPath, Err: err}
 	}
 	for f := range seg.Filters() {
 		held[filterKey{f.DataFile, f.DataFileSize, f.FieldID}] = true

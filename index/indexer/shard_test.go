@@ -2,7 +2,6 @@ package indexer_test
 
 import (
 	"context"
-	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"os"
 	"slices"
 	"strings"
@@ -10,12 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/icebloom/icebloom/catalog/catalogtest"
+
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/indexfile"
 	"github.com/icebloom/icebloom/index/lookup"
+	"github.com/icebloom/icebloom/index/verify"
 	"github.com/icebloom/icebloom/maintenance"
 )
 
@@ -126,16 +129,16 @@ func TestShardedBuild(t *testing.T) {
 	}
 	// The table metadata tells the run and its shards without the index.
 	dirItem := stats[0].BlobMetadata[len(stats[0].BlobMetadata)-1]
-	if got := dirItem.Properties[indexer.PropShardRuns]; got != `{"run-1":{"committed":4,"count":4}}` || dirItem.Properties["links"] != "4" {
+	if got := dirItem.Properties[indexfile.PropShardRuns]; got != `{"run-1":{"committed":4,"count":4}}` || dirItem.Properties["links"] != "4" {
 		t.Fatalf("directory item properties %v", dirItem.Properties)
 	}
 	ix := loadIndex(t, tbl)
-	if runs := indexer.ShardsCommitted(ix); runs["run-1"] != (indexer.RunShards{Committed: 4, Count: 4}) {
+	if runs := indexer.ShardsCommitted(ix); runs["run-1"] != (indexfile.RunShards{Committed: 4, Count: 4}) {
 		t.Fatalf("runs %+v", runs)
 	}
 	coveredOnce(t, tbl, 1)
 	lookupsKeepTrueFiles(t, tbl, rowsByFile)
-	rep, err := indexer.Verify(ctx, cat, tbl.Identifier(), indexer.VerifyOptions{Sample: 16})
+	rep, err := verify.Table(ctx, cat, tbl.Identifier(), verify.Options{Sample: 16})
 	if err != nil || !rep.OK() || len(rep.Segments) != shards+1 || len(rep.Sampled) != 16 {
 		t.Fatalf("verify of the linked index: %+v, %v", rep, err)
 	}
@@ -332,7 +335,7 @@ func TestMissingShardSegment(t *testing.T) {
 			t.Fatalf("%d of the %d files of the missing segment kept", kept, len(gone))
 		}
 	}
-	if rep, err := indexer.Verify(ctx, cat, tbl.Identifier(), indexer.VerifyOptions{}); err != nil || rep.OK() {
+	if rep, err := verify.Table(ctx, cat, tbl.Identifier(), verify.Options{}); err != nil || rep.OK() {
 		t.Fatalf("verify of an index missing a linked segment: %+v, %v", rep, err)
 	}
 	sum, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}})

@@ -8,6 +8,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/filescan"
+	"github.com/icebloom/icebloom/index/indexfile"
 )
 
 // Sync indexes the live data files of the current snapshot that the index
@@ -51,24 +53,24 @@ func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 		return nil, err
 	}
 	j.keepEntries = true
-	files, err := liveDataFiles(j.fs, j.tbl.Metadata(), j.snap, j.shardFilter())
+	files, err := filescan.LiveFiles(j.fs, j.tbl.Metadata(), j.snap, j.shardFilter())
 	if err != nil {
 		return nil, err
 	}
 	ix := j.ix
 	for _, err := range j.ixErrs {
 		var se *index.SegmentError
-		if errors.As(err, &se) && brokenFile(&unreadableError{se.Path, se.Err}) {
+		if errors.As(err, &se) && indexfile.IsBroken(&indexfile.UnreadableError{Path: se.Path, Err: se.Err}) {
 			j.sum.brokenSegments++ // its files are indexed again below; a compaction removes it
 		}
 	}
-	var todo []dataFile
+	var todo []filescan.File
 	for _, f := range files {
-		if f.cols = j.missing(f); f.cols == nil || len(f.cols) > 0 {
+		if f.Columns = j.missing(f); f.Columns == nil || len(f.Columns) > 0 {
 			todo = append(todo, f)
 		}
 	}
-	j.has = func(df dataFile, fieldID int) bool { _, ok := ix.Lookup(df.path, df.size, fieldID); return ok }
+	j.has = func(df filescan.File, fieldID int) bool { _, ok := ix.Lookup(df.Path, df.Size, fieldID); return ok }
 	j.sum.FilesTotal, j.sum.FilesCovered = len(files), len(files)-len(todo)
 	if len(todo) == 0 && j.o.Shard == nil { // a shard commits even so: its run counts it
 		return j.finish(j.tbl), nil
@@ -80,10 +82,10 @@ func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 // filter of for the file, counting the others as covered in the summary:
 // nil when it has none (the file is read whole), empty when the file is
 // covered. A column added to the index is so read only for itself.
-func (j *job) missing(f dataFile) []int {
+func (j *job) missing(f filescan.File) []int {
 	var cols []int
 	for ci, c := range j.cols {
-		if _, ok := j.ix.Lookup(f.path, f.size, c.Field.ID); ok {
+		if _, ok := j.ix.Lookup(f.Path, f.Size, c.Field.ID); ok {
 			j.sum.PerColumn[ci].FilesCovered++
 		} else {
 			cols = append(cols, ci)

@@ -16,6 +16,7 @@ import (
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/lookup"
+	"github.com/icebloom/icebloom/index/verify"
 	"github.com/icebloom/icebloom/puffin"
 )
 
@@ -178,7 +179,7 @@ func TestVerifySampleFindsMissingValues(t *testing.T) {
 		}
 		return bits
 	})
-	rep, err := indexer.Verify(ctx, cat, ident, indexer.VerifyOptions{Sample: 2})
+	rep, err := verify.Table(ctx, cat, ident, verify.Options{Sample: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

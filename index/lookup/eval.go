@@ -46,14 +46,14 @@ var (
 // test is col = v or col IN (v1, …): no for a file when its applicable entry
 // says no for every value.
 type test struct {
-	idx     int // in filter.tests
+	idx     int // in predicate.tests
 	fieldID int
 	column  string
 	values  []iceberg.Literal // bound to the column's type
 }
 
-// filter is a bound filter compiled for the index.
-type filter struct {
+// predicate is a bound filter compiled for the index: what of it can prune.
+type predicate struct {
 	root  *node
 	tests []*test // those root uses: the columns the filter needs indexed
 }
@@ -61,12 +61,12 @@ type filter struct {
 // compile reduces a filter bound to schema to what the index can prune
 // with. AND keeps the children that can prune; OR prunes only if all its
 // children can.
-func compile(schema *iceberg.Schema, bound iceberg.BooleanExpression) (*filter, error) {
+func compile(schema *iceberg.Schema, bound iceberg.BooleanExpression) (*predicate, error) {
 	root, err := iceberg.VisitExpr(bound, compiler{schema})
 	if err != nil {
 		return nil, err
 	}
-	f := &filter{root: root}
+	f := &predicate{root: root}
 	var collect func(*node)
 	collect = func(n *node) {
 		if n.test != nil {
@@ -156,7 +156,7 @@ type fileCheck struct {
 // values that need a block, and whether a value already answered maybe
 // without one.
 type testCheck struct {
-	filter                   index.Filter
+	stored                   index.StoredFilter
 	prepared, indexed, maybe bool
 	probes                   []probe // carved from the run's probe arena
 }
@@ -204,7 +204,7 @@ func (fc *fileCheck) prepare(r *run, t *test) {
 		tc.maybe = true
 		return
 	}
-	flt := &tc.filter
+	flt := &tc.stored
 	probes := r.arena.take(len(t.values))[:0]
 	for i, hv := range r.hashes(t, flt.ValueType) {
 		if hv.err != nil {

@@ -24,7 +24,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -34,6 +34,7 @@ import (
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/hashing"
 	"github.com/icebloom/icebloom/index/sbbf"
+	"github.com/icebloom/icebloom/index/where"
 	"github.com/icebloom/icebloom/puffin"
 )
 
@@ -47,8 +48,18 @@ type column struct {
 	append  func(array.Builder, any)
 }
 
+// mustParse parses a filter of the test, failing the test on an error.
+func mustParse(t testing.TB, text string) iceberg.BooleanExpression {
+	t.Helper()
+	expr, err := where.Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return expr
+}
+
 // quoted writes text as a filter literal.
-func quoted(s string) string { return quote(iceberg.StringLiteral(s)) }
+func quoted(s string) string { return where.Quote(iceberg.StringLiteral(s)) }
 
 // columns have random values over wide ranges, so that the min/max of a
 // file of a few dozen rows spans almost all of them and statistics cannot
@@ -150,7 +161,7 @@ func newFixture(t testing.TB, cols []column, props iceberg.Properties) *fixture 
 		t.Fatal(err)
 	}
 	ident := table.Identifier{"db", "events"}
-	tbl, err := cat.CreateTable(ctx, ident, schemaOf(cols), catalog.WithProperties(props))
+	tbl, err := cat.CreateTable(ctx, ident, schemaOf(cols), icecatalog.WithProperties(props))
 	if err != nil {
 		t.Fatal(err)
 	}

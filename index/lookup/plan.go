@@ -17,6 +17,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/where"
 )
 
 // Options configure Plan.
@@ -72,7 +73,7 @@ type Result struct {
 // table's index proves cannot match: col = v prunes a file whose applicable
 // entry says no, col IN (…) one whose entry says no for every value, AND
 // prunes when either side does and OR when both do; nothing else prunes.
-// Filters from ParseWhere bind as Bind binds them.
+// Filters from where.Parse bind as where.Bind binds them.
 //
 // The index is consulted only for the files statistics leave, and only the
 // 32-byte blocks that the values fall in are read, nearby ones together.
@@ -85,7 +86,7 @@ func Plan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpressio
 	if err != nil {
 		return nil, err
 	}
-	bound, err := Bind(schema, filter, o.CaseSensitive)
+	bound, err := where.Bind(schema, filter, o.CaseSensitive)
 	if err != nil {
 		return nil, fmt.Errorf("lookup: %w", err)
 	}
@@ -192,7 +193,7 @@ func (r *run) report(err error) { r.errs = append(r.errs, err) }
 
 // files returns one check per data file of tasks (a large file may be split
 // into several tasks) and the index of each file's check by path.
-func (r *run) files(f *filter, tasks []table.FileScanTask) ([]fileCheck, map[string]int) {
+func (r *run) files(f *predicate, tasks []table.FileScanTask) ([]fileCheck, map[string]int) {
 	byPath := make(map[string]int, len(tasks))
 	files := make([]fileCheck, 0, len(tasks))
 	for _, t := range tasks {
@@ -213,7 +214,7 @@ func (r *run) files(f *filter, tasks []table.FileScanTask) ([]fileCheck, map[str
 // match. It works in rounds: each file says which blocks it needs next, all
 // of them are read together, and the files still undecided go on; an AND
 // reads its other tests only for files its cheapest test could not prune.
-func (r *run) prune(ctx context.Context, f *filter, files []fileCheck) error {
+func (r *run) prune(ctx context.Context, f *predicate, files []fileCheck) error {
 	pending := make([]*fileCheck, len(files))
 	for i := range files {
 		pending[i] = &files[i]
@@ -243,7 +244,7 @@ func (r *run) prune(ctx context.Context, f *filter, files []fileCheck) error {
 
 // match finds each file's applicable filter for each test's column, one
 // pass over each segment's files (index.TableIndex.Match).
-func (r *run) match(f *filter, files []fileCheck, byPath map[string]int) {
+func (r *run) match(f *predicate, files []fileCheck, byPath map[string]int) {
 	sizes := make([]int64, len(files))
 	for i := range files {
 		sizes[i] = files[i].size
@@ -256,10 +257,10 @@ func (r *run) match(f *filter, files []fileCheck, byPath map[string]int) {
 		}
 		testsOf[t.fieldID] = append(testsOf[t.fieldID], t.idx)
 	}
-	r.ix.Match(byPath, sizes, fields, func(i int, flt index.Filter) {
+	r.ix.Match(byPath, sizes, fields, func(i int, flt index.StoredFilter) {
 		for _, ti := range testsOf[flt.FieldID] {
 			if tc := &files[i].checks[ti]; !tc.indexed { // the first segment's wins
-				tc.filter, tc.indexed = flt, true
+				tc.stored, tc.indexed = flt, true
 			}
 		}
 	})
@@ -267,7 +268,7 @@ func (r *run) match(f *filter, files []fileCheck, byPath map[string]int) {
 
 // indexed reports whether a data file has an applicable filter for every
 // column of the filter's tests.
-func (r *run) indexed(f *filter, fc *fileCheck) bool {
+func (r *run) indexed(f *predicate, fc *fileCheck) bool {
 	for _, t := range f.tests {
 		if !fc.checks[t.idx].indexed {
 			return false

@@ -17,6 +17,7 @@ import (
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/hashing"
 	"github.com/icebloom/icebloom/index/sbbf"
+	"github.com/icebloom/icebloom/index/where"
 	"github.com/icebloom/icebloom/puffin"
 )
 
@@ -496,7 +497,7 @@ func TestBlockReads(t *testing.T) {
 		for _, df := range fx.files {
 			e, _ := ix.Lookup(df.path, df.size, c+1)
 			for _, v := range values {
-				bound, err := Bind(fx.tbl.Schema(), fx.where(c, v), true)
+				bound, err := where.Bind(fx.tbl.Schema(), fx.where(c, v), true)
 				if err != nil {
 					t.Fatal(err)
 				}

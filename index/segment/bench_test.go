@@ -15,15 +15,15 @@ import (
 
 // benchFilters are n one-block filters of one column, as tiny data files
 // make.
-func benchFilters(n int) []Filter {
+func benchFilters(n int) []FilterInput {
 	rng := rand.New(rand.NewPCG(1, 1))
-	out := make([]Filter, n)
+	out := make([]FilterInput, n)
 	for i := range out {
 		f := sbbf.New(1)
 		for range 20 {
 			f.Insert(rng.Uint64())
 		}
-		out[i] = Filter{File: File{Path: fmt.Sprintf("s3://bucket/warehouse/db/t/data/%08d-%016x.parquet", i, rng.Uint64()), Size: 1000},
+		out[i] = FilterInput{File: File{Path: fmt.Sprintf("s3://bucket/warehouse/db/t/data/%08d-%016x.parquet", i, rng.Uint64()), Size: 1000},
 			FieldID: 1, ValueType: iceberg.PrimitiveTypes.Int64, FPP: 0.01, NDV: 20, Bits: f.Bytes()}
 	}
 	return out

@@ -47,7 +47,7 @@ func TestFormatFooterProperties(t *testing.T) {
 	}{{0.01, "0.01"}, {0.0001, "0.0001"}, {0.00001, "1e-05"}, {1.0 / 3, "0.3333333333333333"}} {
 		file, res := writeSegment(t, WriterOptions{}, func(w *Writer) error {
 			for _, p := range []string{"s3://b/t/data/a.parquet", "s3://b/t/data/b.parquet"} {
-				if err := w.Add(Filter{File: File{p, 10}, FieldID: 3, ValueType: iceberg.PrimitiveTypes.Int64, FPP: c.fpp,
+				if err := w.Add(FilterInput{File: File{p, 10}, FieldID: 3, ValueType: iceberg.PrimitiveTypes.Int64, FPP: c.fpp,
 					NDV: 1, Bits: make([]byte, 2*sbbf.BlockBytes)}); err != nil {
 					return err
 				}

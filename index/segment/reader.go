@@ -3,6 +3,9 @@ package segment
 import (
 	"fmt"
 	"io"
+	"strconv"
+
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/puffin"
 )
@@ -37,4 +40,35 @@ func FindDirectory(pr *puffin.Reader) (off, length int64, ok bool) {
 		}
 	}
 	return 0, 0, false
+}
+
+// DirectoryPlace returns where table metadata says a v2 segment's directory
+// lies (PropDirectoryOffset), ok false when it does not say.
+func DirectoryPlace(sf table.StatisticsFile) (off, length int64, ok bool) {
+	for _, b := range sf.BlobMetadata {
+		if puffin.BlobType(b.Type) != DirectoryBlobType {
+			continue
+		}
+		off, err1 := strconv.ParseInt(b.Properties[PropDirectoryOffset], 10, 64)
+		length, err2 := strconv.ParseInt(b.Properties[PropDirectoryLength], 10, 64)
+		return off, length, err1 == nil && err2 == nil
+	}
+	return 0, 0, false
+}
+
+// ReadPlacedDirectory reads the directory of the v2 segment sf with one
+// read, at the place its table-metadata entry records (DirectoryPlace),
+// without reading the Puffin footer; ok is false, and nothing is read, when
+// the entry does not record one. A place that overlaps the footer is an
+// error.
+func ReadPlacedDirectory(r io.ReaderAt, sf table.StatisticsFile) (dir *Directory, ok bool, err error) {
+	off, length, ok := DirectoryPlace(sf)
+	if !ok {
+		return nil, false, nil
+	}
+	if off+length > sf.FileSizeInBytes-sf.FileFooterSizeInBytes {
+		return nil, true, fmt.Errorf("directory of %d bytes at %d overlaps the footer", length, off)
+	}
+	dir, err = ReadDirectory(r, off, length)
+	return dir, true, err
 }

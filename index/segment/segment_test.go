@@ -18,7 +18,7 @@ import (
 
 // built is a test filter with the hashes inserted in it.
 type built struct {
-	Filter
+	FilterInput
 	hashes []uint64
 }
 
@@ -33,7 +33,7 @@ func makeFilters(t *testing.T, rng *rand.Rand, n, field int, blocks func(i int) 
 			f.Insert(h)
 			hs = append(hs, h)
 		}
-		out = append(out, built{Filter{
+		out = append(out, built{FilterInput{
 			File:    File{Path: fmt.Sprintf("s3://b/t/data/%05d-%d.parquet", rng.IntN(100000), i), Size: int64(1000 + i)},
 			FieldID: field, ValueType: iceberg.PrimitiveTypes.Int64, FPP: 0.01, NDV: int64(len(hs)),
 			Bits: bytes.Clone(f.Bytes()),
@@ -105,7 +105,7 @@ func TestWriterRoundTrip(t *testing.T) {
 	filters = append(filters, makeFilters(t, rng, 300, 2, func(i int) int { return 40 })...)
 	file, res := writeSegment(t, WriterOptions{MemoryBudget: 64 << 10}, func(w *Writer) error {
 		for _, f := range filters {
-			if err := w.Add(f.Filter); err != nil {
+			if err := w.Add(f.FilterInput); err != nil {
 				return err
 			}
 		}
@@ -135,7 +135,7 @@ func TestMergeKeepsChosenMembers(t *testing.T) {
 	write := func(fs []built) ([]byte, Result) {
 		return writeSegment(t, WriterOptions{}, func(w *Writer) error {
 			for _, f := range fs {
-				if err := w.Add(f.Filter); err != nil {
+				if err := w.Add(f.FilterInput); err != nil {
 					return err
 				}
 			}
@@ -200,7 +200,7 @@ func TestDirectoryCorruption(t *testing.T) {
 	fs := makeFilters(t, rng, 50, 7, func(int) int { return 2 })
 	_, res := writeSegment(t, WriterOptions{}, func(w *Writer) error {
 		for _, f := range fs {
-			if err := w.Add(f.Filter); err != nil {
+			if err := w.Add(f.FilterInput); err != nil {
 				return err
 			}
 		}
@@ -273,7 +273,7 @@ func TestWriterMemoryBudget(t *testing.T) {
 	var peak int64
 	file, res := writeSegment(t, WriterOptions{MemoryBudget: budget}, func(w *Writer) error {
 		for _, f := range filters {
-			if err := w.Add(f.Filter); err != nil {
+			if err := w.Add(f.FilterInput); err != nil {
 				return err
 			}
 			peak = max(peak, w.buffered)

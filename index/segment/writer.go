@@ -92,8 +92,8 @@ func NewWriter(pw *puffin.Writer, o WriterOptions) *Writer {
 	return &Writer{pw: pw, o: o, files: map[File]int{}, classes: map[class]*pending{}, members: map[int]int{}}
 }
 
-// Filter is one data file's filter for one column.
-type Filter struct {
+// FilterInput is one data file's filter for one column.
+type FilterInput struct {
 	File      File
 	FieldID   int
 	ValueType iceberg.PrimitiveType
@@ -104,7 +104,7 @@ type Filter struct {
 
 // Add buffers a filter into its class, writing groups as the class fills one
 // or the buffers pass the memory budget.
-func (w *Writer) Add(f Filter) error {
+func (w *Writer) Add(f FilterInput) error {
 	if w.err != nil {
 		return w.err
 	}

@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index/lookup"
 	"github.com/icebloom/icebloom/index/rowscan"
+	"github.com/icebloom/icebloom/index/where"
 )
 
 // Result is what one scan read.
@@ -29,10 +30,10 @@ type Result struct {
 }
 
 // Count loads the table ident of cat, plans the filter where (the WHERE
-// language of lookup.ParseWhere) with the index or, with noIndex, keeps
+// language of where.Parse) with the index or, with noIndex, keeps
 // every file min/max statistics leave (as scan --no-index), and reads the
 // planned files as scan does (index/rowscan).
-func Count(ctx context.Context, cat icecat.Catalog, ident table.Identifier, where string, noIndex bool) (Result, error) {
+func Count(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, where string, noIndex bool) (Result, error) {
 	start := time.Now()
 	name := strings.Join(ident, ".")
 	tbl, _, res, err := Plan(ctx, cat, ident, where)
@@ -61,11 +62,11 @@ func Count(ctx context.Context, cat icecat.Catalog, ident table.Identifier, wher
 	return out, nil
 }
 
-// Plan parses where (the WHERE language of lookup.ParseWhere), loads the
+// Plan parses whereText (the WHERE language of where.Parse), loads the
 // table ident of cat and plans the filter with the index, as a scan starts.
-func Plan(ctx context.Context, cat icecat.Catalog, ident table.Identifier, where string) (*table.Table, iceberg.BooleanExpression, *lookup.Result, error) {
+func Plan(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, whereText string) (*table.Table, iceberg.BooleanExpression, *lookup.Result, error) {
 	name := strings.Join(ident, ".")
-	filter, err := lookup.ParseWhere(where)
+	filter, err := where.Parse(whereText)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("--where: %w", err)
 	}
@@ -75,7 +76,7 @@ func Plan(ctx context.Context, cat icecat.Catalog, ident table.Identifier, where
 	}
 	res, err := lookup.Plan(ctx, tbl, filter, lookup.Options{})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("plan %s on %s: %w", where, name, err)
+		return nil, nil, nil, fmt.Errorf("plan %s on %s: %w", whereText, name, err)
 	}
 	return tbl, filter, res, nil
 }

@@ -1,5 +1,6 @@
-// Package testfixture locates the project's test fixtures and reads the
-// Parquet bloom filters stored in them, for tests of several packages.
+// Package testfixture locates the project's test fixtures, reads the
+// Parquet bloom filters stored in them and makes the tables that tests of
+// several packages read, for tests only.
 package testfixture
 
 import (

@@ -20,7 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
@@ -216,8 +216,8 @@ func shellQuote(s string) string {
 // rows each, with random, high-cardinality columns — min/max statistics cannot prune them — and returns a user id
 // that one of its files holds and one, within the same range, that none
 // holds.
-func Create(ctx context.Context, cat icecat.Catalog, files, rows int) (needle, absent int64, err error) {
-	if err := cat.CreateNamespace(ctx, table.Identifier{"demo"}, nil); err != nil && !errors.Is(err, icecat.ErrNamespaceAlreadyExists) {
+func Create(ctx context.Context, cat icecatalog.Catalog, files, rows int) (needle, absent int64, err error) {
+	if err := cat.CreateNamespace(ctx, table.Identifier{"demo"}, nil); err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
 		return 0, 0, fmt.Errorf("create namespace demo: %w", err)
 	}
 	if old, err := cat.LoadTable(ctx, Table); err == nil {
@@ -240,7 +240,7 @@ func Create(ctx context.Context, cat icecat.Catalog, files, rows int) (needle, a
 	for _, col := range []string{"user_id", "email", "order_id"} {
 		props[indexer.PropBloomEnabledPrefix+col] = "true"
 	}
-	tbl, err := cat.CreateTable(ctx, Table, sc, icecat.WithProperties(props))
+	tbl, err := cat.CreateTable(ctx, Table, sc, icecatalog.WithProperties(props))
 	if err != nil {
 		return 0, 0, fmt.Errorf("create demo.events: %w", err)
 	}
@@ -301,7 +301,7 @@ func appendRecord(ctx context.Context, tbl *table.Table, rec arrow.RecordBatch) 
 // Look plans and scans the filter where on the demo table of cat with and
 // without the index, and reads each candidate alone to tell the files that hold the value from
 // false positives.
-func Look(ctx context.Context, cat icecat.Catalog, where string) (Lookup, error) {
+func Look(ctx context.Context, cat icecatalog.Catalog, where string) (Lookup, error) {
 	name := TableName
 	tbl, filter, res, err := scanrows.Plan(ctx, cat, Table, where)
 	if err != nil {

@@ -1,4 +1,4 @@
-package lookup
+package where
 
 import (
 	"encoding/hex"
@@ -20,7 +20,7 @@ import (
 
 // Bind binds expr to schema as iceberg.BindExpr does, with errors that name
 // the column and the value: "user_id: cannot use 'abc' as long" rather than
-// iceberg-go's cast errors. Predicates made by ParseWhere also convert their
+// iceberg-go's cast errors. Predicates made by Parse also convert their
 // literals more strictly than iceberg-go (see predicate.Bind); other
 // unbound predicates bind as iceberg-go binds them, their errors prefixed
 // with the column.
@@ -73,7 +73,7 @@ func termName(t iceberg.UnboundTerm) string {
 }
 
 // predicate is an unbound comparison of a column with literals, as
-// ParseWhere writes them: op is one of the literal operations (=, !=, <, …)
+// Parse writes them: op is one of the literal operations (=, !=, <, …)
 // with one literal, a set operation (IN, NOT IN) with several, or IS NULL
 // or IS NOT NULL with none.
 //
@@ -205,11 +205,12 @@ type UnknownColumnError struct {
 	Column string // as the filter names it
 }
 
+// Error names the column: "nope: no such column".
 func (e *UnknownColumnError) Error() string { return e.Column + ": no such column" }
 
-// quote writes a literal as the filter would: text in single quotes,
+// Quote writes a literal as the filter would: text in single quotes,
 // binary as X'…', typed literals with their type.
-func quote(lit iceberg.Literal) string {
+func Quote(lit iceberg.Literal) string {
 	switch v := lit.(type) {
 	case iceberg.StringLiteral:
 		return "'" + strings.ReplaceAll(string(v), "'", "''") + "'"
@@ -229,9 +230,9 @@ var errNotConvertible = errors.New("not convertible")
 // why when conversion said more than that.
 func bindError(col string, lit iceberg.Literal, typ iceberg.Type, why error) error {
 	if why == errNotConvertible {
-		return fmt.Errorf("%s: cannot use %s as %s", col, quote(lit), typ)
+		return fmt.Errorf("%s: cannot use %s as %s", col, Quote(lit), typ)
 	}
-	return fmt.Errorf("%s: cannot use %s as %s: %w", col, quote(lit), typ, why)
+	return fmt.Errorf("%s: cannot use %s as %s: %w", col, Quote(lit), typ, why)
 }
 
 // converted is a literal converted to a column's type: exact when the type

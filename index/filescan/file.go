@@ -1,4 +1,4 @@
-package indexer
+package filescan
 
 import (
 	"context"
@@ -22,29 +22,29 @@ import (
 // call, small enough for the buffers to stay in cache.
 const batchSize = 4096
 
-// filterOf is one column's filter built from one data file, or why the
+// ColumnFilter is one column's filter built from one data file, or why the
 // column could not be indexed.
-type filterOf struct {
-	col    int // index into the build's columns
-	ndv    int64
-	filter sbbf.Filter
-	// err is set when the column could not be read: there is no filter,
+type ColumnFilter struct {
+	Col    int // index into the scanner's columns
+	NDV    int64
+	Filter sbbf.Filter
+	// Err is set when the column could not be read: there is no filter,
 	// and the file stays uncovered for the column (never pruned by it)
 	// while its other columns are indexed. It names the column and the
 	// cause; the caller knows the file.
-	err error
+	Err error
 }
 
-// fileIndexer builds the filters of data files, one file at a time. Each
+// Scanner builds the filters of data files, one file at a time. Each
 // worker has its own, so the value and hash buffers are reused from file to
 // file and never shared.
-type fileIndexer struct {
+type Scanner struct {
 	fs          icebergio.IO
 	cols        []Column
 	nameMapping iceberg.NameMapping
 	maxBytes    int
 	// noDictShortcut decodes every data page even when the dictionary
-	// page alone would do (knobs.DisableDictionaryShortcut).
+	// page alone would do (Config.NoDictShortcut).
 	noDictShortcut bool
 
 	// insertHook, for tests, replaces the insertion of a column's hashes
@@ -56,13 +56,13 @@ type fileIndexer struct {
 	// instead, and ReadBatch calls of the normal path.
 	dictChunks, dictFallbacks, readBatches int
 
-	// onDistinct, when set, is given each column's distinct hashes (by
+	// OnDistinct, when set, is given each column's distinct hashes (by
 	// index into cols) before its filter is built: verify checks them
 	// against the stored filter.
-	onDistinct func(col int, unique []uint64)
+	OnDistinct func(col int, unique []uint64)
 
-	filters  *filterPool               // the job's, shared by its workers; nil: none
-	props    *parquet.ReaderProperties // of a page buffer pool of its own (ReaderProperties)
+	filters  *FilterPool               // the job's, shared by its workers; nil: none
+	props    *parquet.ReaderProperties // of a page buffer pool of its own (readerProperties)
 	chunk    []byte                    // the fetched column chunk (chunkReader)
 	file     *chunkReader              // the data file being read
 	hashes   []uint64                  // hashes not yet in distinct
@@ -78,33 +78,37 @@ type fileIndexer struct {
 	flba     []parquet.FixedLenByteArray
 }
 
-func newFileIndexer(fs icebergio.IO, cols []Column, nm iceberg.NameMapping, maxBytes int, noDictShortcut bool) *fileIndexer {
-	return &fileIndexer{
+// NewScanner returns a Scanner of cols in the files of fs, with filters of
+// at most maxBytes; nm tells apart the columns of files without field ids;
+// noDictShortcut decodes every data page even where the dictionary page
+// alone would do.
+func NewScanner(fs icebergio.IO, cols []Column, nm iceberg.NameMapping, maxBytes int, noDictShortcut bool) *Scanner {
+	return &Scanner{
 		fs: fs, cols: cols, nameMapping: nm, maxBytes: maxBytes, noDictShortcut: noDictShortcut,
 		defs: make([]int16, batchSize), props: readerProperties(),
 	}
 }
 
-// index reads the indexed columns of one data file (those df.cols lists,
+// Scan reads the indexed columns of one data file (those df.Columns lists,
 // when set) and returns a filter per column read, in the order of x.cols.
 // Only those columns' chunks are read.
 //
 // Columns fail one by one: a column whose chunks cannot be decoded, whose
-// decoder panics, or whose filter comes out corrupt gets a filterOf with err
+// decoder panics, or whose filter comes out corrupt gets a ColumnFilter with err
 // set and no filter, and the other columns are still read. The error is the file's only when the file
 // cannot be read at all: it cannot be opened, its footer is bad, its columns
 // cannot be told apart, or ctx is done. A decoder that panics while the file
 // is opened makes a file error too; a data file is untrusted input, and a
 // panic reading it must not end the run (as arrow-go's pqarrow reader turns
 // its decoders' panics into errors).
-func (x *fileIndexer) index(ctx context.Context, df dataFile) (out []filterOf, err error) {
+func (x *Scanner) Scan(ctx context.Context, df File) (out []ColumnFilter, err error) {
 	return x.indexRead(ctx, &readAhead{df: df})
 }
 
 // indexRead is index of the data file ra was read ahead for: its footer
 // and column chunks come from ra's memory when they were read ahead, from
 // the file otherwise, so what was read ahead decides speed, never results.
-func (x *fileIndexer) indexRead(ctx context.Context, ra *readAhead) (out []filterOf, err error) {
+func (x *Scanner) indexRead(ctx context.Context, ra *readAhead) (out []ColumnFilter, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = nil, recovered(p)
@@ -115,7 +119,7 @@ func (x *fileIndexer) indexRead(ctx context.Context, ra *readAhead) (out []filte
 		if ra.openErr != nil {
 			return nil, ra.openErr
 		}
-		if f, err = x.fs.Open(df.path); err != nil {
+		if f, err = x.fs.Open(df.Path); err != nil {
 			return nil, err
 		}
 		defer f.Close()
@@ -137,9 +141,9 @@ func (x *fileIndexer) indexRead(ctx context.Context, ra *readAhead) (out []filte
 	if err != nil {
 		return nil, err
 	}
-	out = make([]filterOf, 0, len(x.cols))
+	out = make([]ColumnFilter, 0, len(x.cols))
 	for ci := range x.cols {
-		if df.cols != nil && !slices.Contains(df.cols, ci) {
+		if df.Columns != nil && !slices.Contains(df.Columns, ci) {
 			continue // covered already: its chunks are not read
 		}
 		if err := ctx.Err(); err != nil {
@@ -153,30 +157,30 @@ func (x *fileIndexer) indexRead(ctx context.Context, ra *readAhead) (out []filte
 // indexColumn builds the filter of column ci of the open data file, or
 // returns why it cannot: a read error, a panic of the decoder, or a filter
 // that came out corrupt.
-func (x *fileIndexer) indexColumn(rdr *file.Reader, leaves map[int]int, ci int, df dataFile) (fo filterOf) {
+func (x *Scanner) indexColumn(rdr *file.Reader, leaves map[int]int, ci int, df File) (fo ColumnFilter) {
 	col := x.cols[ci]
 	defer func() {
 		if p := recover(); p != nil {
-			fo = filterOf{col: ci, err: fmt.Errorf("column %s: %w", col.Name, recovered(p))}
+			fo = ColumnFilter{Col: ci, Err: fmt.Errorf("column %s: %w", col.Name, recovered(p))}
 		}
 	}()
 	x.hashes = x.hashes[:0]
 	x.distinct.reset()
 	if leaf, ok := leaves[col.Field.ID]; ok {
 		if err := x.readColumn(rdr, leaf, col); err != nil {
-			return filterOf{col: ci, err: fmt.Errorf("column %s: %w", col.Name, err)}
+			return ColumnFilter{Col: ci, Err: fmt.Errorf("column %s: %w", col.Name, err)}
 		}
 	} else if err := x.missingColumn(col, df); err != nil {
-		return filterOf{col: ci, err: fmt.Errorf("column %s (not in the file): %w", col.Name, err)}
+		return ColumnFilter{Col: ci, Err: fmt.Errorf("column %s (not in the file): %w", col.Name, err)}
 	}
 	x.flush()
 	unique := x.distinct.hashes()
-	if x.onDistinct != nil {
-		x.onDistinct(ci, unique)
+	if x.OnDistinct != nil {
+		x.OnDistinct(ci, unique)
 	}
 	blocks, err := sbbf.NumBlocks(uint64(len(unique)), col.FPP, x.maxBytes)
 	if err != nil {
-		return filterOf{col: ci, err: fmt.Errorf("column %s: %w", col.Name, err)}
+		return ColumnFilter{Col: ci, Err: fmt.Errorf("column %s: %w", col.Name, err)}
 	}
 	if c := segment.SizeClass(blocks); c*sbbf.BlockBytes <= x.maxBytes {
 		blocks = c // filters of one size class share a group
@@ -187,14 +191,14 @@ func (x *fileIndexer) indexColumn(rdr *file.Reader, leaves map[int]int, ci int, 
 		// A correct build cannot make this; a filter with no bit set
 		// would prune every lookup of the column, so it is never written
 		// (nor its bitset reused, in case another holds it too).
-		return filterOf{col: ci, err: fmt.Errorf("column %s: corrupt filter: no bit set for %d distinct values", col.Name, len(unique))}
+		return ColumnFilter{Col: ci, Err: fmt.Errorf("column %s: corrupt filter: no bit set for %d distinct values", col.Name, len(unique))}
 	}
-	return filterOf{col: ci, ndv: int64(len(unique)), filter: filter}
+	return ColumnFilter{Col: ci, NDV: int64(len(unique)), Filter: filter}
 }
 
 // insert adds the hashes to the filter: sbbf.Filter.InsertMany, unless a
 // test replaces it.
-func (x *fileIndexer) insert(f sbbf.Filter, hs []uint64) {
+func (x *Scanner) insert(f sbbf.Filter, hs []uint64) {
 	if x.insertHook != nil {
 		x.insertHook(f, hs)
 		return
@@ -277,7 +281,7 @@ func mappedID(fields []iceberg.MappedField, path []string) (int, bool) {
 // row group after row group: those of the chunk's dictionary when that is
 // known to hold every value of the chunk (see dictionaryOnly), else those of
 // every decoded value.
-func (x *fileIndexer) readColumn(rdr *file.Reader, leaf int, col Column) error {
+func (x *Scanner) readColumn(rdr *file.Reader, leaf int, col Column) error {
 	descr := rdr.MetaData().Schema.Column(leaf)
 	hc, err := hashing.NewColumn(col.Type, descr)
 	if err != nil {
@@ -315,7 +319,7 @@ func (x *fileIndexer) readColumn(rdr *file.Reader, leaf int, col Column) error {
 // when the shortcut is enabled and the chunk's metadata allows it, and
 // reports whether it did. A failure is not an error: the caller decodes the
 // chunk, which reports any real damage.
-func (x *fileIndexer) tryDictionary(rg *file.RowGroupReader, md *metadata.ColumnChunkMetaData, leaf int, descr *schema.Column, hc *hashing.Column) bool {
+func (x *Scanner) tryDictionary(rg *file.RowGroupReader, md *metadata.ColumnChunkMetaData, leaf int, descr *schema.Column, hc *hashing.Column) bool {
 	if x.noDictShortcut || !dictionaryOnly(md) {
 		return false
 	}
@@ -332,7 +336,7 @@ func (x *fileIndexer) tryDictionary(rg *file.RowGroupReader, md *metadata.Column
 // ReadBatchInPage, whose byte array values alias the page buffer: they are
 // hashed before the next read, so the copy of every value that ReadBatch
 // makes (and the garbage collection it causes) is not needed.
-func (x *fileIndexer) readChunk(cr file.ColumnChunkReader, hc *hashing.Column) error {
+func (x *Scanner) readChunk(cr file.ColumnChunkReader, hc *hashing.Column) error {
 	switch r := cr.(type) {
 	case *file.BooleanColumnChunkReader:
 		return drain(x, r.ReadBatchInPage, hc.Bools, &x.bools)
@@ -357,7 +361,7 @@ func (x *fileIndexer) readChunk(cr file.ColumnChunkReader, hc *hashing.Column) e
 // drain reads a column chunk to its end in batches and hashes the non-null
 // values. The hashes of each batch go into the distinct set, so memory
 // follows the file's distinct values rather than its row count.
-func drain[T any](x *fileIndexer,
+func drain[T any](x *Scanner,
 	read func(int64, []T, []int16, []int16) (int64, int, error),
 	hash func([]uint64, []T) ([]uint64, error),
 	buf *[]T,
@@ -385,7 +389,7 @@ func drain[T any](x *fileIndexer,
 // flush moves the pending hashes into the distinct set. Counting distinct
 // hashes is counting distinct values: two values share a 64-bit hash with
 // negligible probability, and if they do the filter is the same either way.
-func (x *fileIndexer) flush() {
+func (x *Scanner) flush() {
 	x.distinct.addAll(x.hashes)
 	x.hashes = x.hashes[:0]
 }
@@ -394,8 +398,8 @@ func (x *fileIndexer) flush() {
 // an identity partition column from the file's partition value, and a
 // column added to the table after the file was written with the field's
 // initial default (format v3), or else NULL, which is never inserted.
-func (x *fileIndexer) missingColumn(col Column, df dataFile) error {
-	value, isPartition := df.identity[col.Field.ID]
+func (x *Scanner) missingColumn(col Column, df File) error {
+	value, isPartition := df.Identity[col.Field.ID]
 	if !isPartition {
 		value = col.Field.InitialDefault
 	}

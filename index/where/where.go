@@ -1,4 +1,4 @@
-package lookup
+package where
 
 import (
 	"encoding/hex"
@@ -15,7 +15,7 @@ import (
 	"github.com/apache/iceberg-go"
 )
 
-// ParseWhere parses the filter of the lookup command, SQL as people write
+// Parse parses the filter of the lookup command, SQL as people write
 // it after WHERE:
 //
 //	filter    = or
@@ -54,7 +54,7 @@ import (
 // names the column and the value that does not fit. A syntax error names the
 // position (in characters, from 1; line and column when the filter has
 // several lines) and what was found there.
-func ParseWhere(s string) (iceberg.BooleanExpression, error) {
+func Parse(s string) (iceberg.BooleanExpression, error) {
 	p := parser{lex: lexer{src: s, multiline: strings.ContainsAny(s, "\n\r"), line: 1}}
 	p.next()
 	expr := p.or()
@@ -91,9 +91,9 @@ func (t token) describe() string {
 	case tokEOF:
 		return "the end of the filter"
 	case tokString:
-		return fmt.Sprintf("string %s", quote(iceberg.StringLiteral(t.text)))
+		return fmt.Sprintf("string %s", Quote(iceberg.StringLiteral(t.text)))
 	case tokBinary:
-		return fmt.Sprintf("X%s", quote(iceberg.StringLiteral(t.text)))
+		return fmt.Sprintf("X%s", Quote(iceberg.StringLiteral(t.text)))
 	case tokQuotedName:
 		return fmt.Sprintf("name %q", t.text)
 	}
@@ -260,14 +260,14 @@ type parser struct {
 	lex    lexer
 	tok    token
 	err    error
-	values int // literals read so far, at most MaxWhereValues
+	values int // literals read so far, at most MaxValues
 }
 
-// MaxWhereValues bounds the literals of one filter (the values of its IN
+// MaxValues bounds the literals of one filter (the values of its IN
 // lists and comparisons): planning and binding grow with them, and a
 // filter of 2,000,000 values once took 435 s and 2.3 GB before an answer.
 // A longer list is split into several lookups.
-const MaxWhereValues = 100_000
+const MaxValues = 100_000
 
 func (p *parser) next() {
 	if p.err != nil {
@@ -384,7 +384,7 @@ func (p *parser) primary() iceberg.BooleanExpression {
 	case p.keyword("between"):
 		p.next()
 		lo, ok := p.literal()
-		if !ok || !p.expect("and", "BETWEEN "+quote(lo)) {
+		if !ok || !p.expect("and", "BETWEEN "+Quote(lo)) {
 			return nil
 		}
 		hi, ok := p.literal()
@@ -454,9 +454,9 @@ func (p *parser) list() ([]iceberg.Literal, bool) {
 
 func (p *parser) literal() (iceberg.Literal, bool) {
 	tok := p.tok
-	if p.values++; p.values > MaxWhereValues {
+	if p.values++; p.values > MaxValues {
 		if p.err == nil {
-			p.err = fmt.Errorf("%s: more than %d values in the filter (the limit, lookup.MaxWhereValues): split it into several lookups", tok.at, MaxWhereValues)
+			p.err = fmt.Errorf("%s: more than %d values in the filter (the limit, where.MaxValues): split it into several lookups", tok.at, MaxValues)
 		}
 		return nil, false
 	}
@@ -559,7 +559,7 @@ func (l typedLiteral) check() error {
 
 // String writes the literal as the filter does.
 func (l typedLiteral) String() string {
-	return l.keyword() + " " + quote(iceberg.StringLiteral(l.text))
+	return l.keyword() + " " + Quote(iceberg.StringLiteral(l.text))
 }
 
 // Type returns the type the literal was written with.

@@ -1,4 +1,4 @@
-package indexer
+package filescan
 
 import (
 	"math/bits"
@@ -86,25 +86,25 @@ func (p *bufferPool) Free(b []byte) {
 // because without them arrow-go reads every column chunk whole into a
 // freshly made slice (about a build's worth of garbage per build), while a
 // buffered stream reads through a buffer of at most 16 KiB, from the chunk
-// a chunkReader fetched into memory it reuses. Tools that measure against
-// the build's reading (the bench command's floor) read with them too. The
-// properties are for one goroutine's readers at a time.
+// a chunkReader fetched into memory it reuses. The bench's floor, which
+// measures against the build's reading, reads with them too (benchread.go).
+// The properties are for one goroutine's readers at a time.
 func readerProperties() *parquet.ReaderProperties {
 	props := parquet.NewReaderProperties(&bufferPool{})
 	props.BufferedStreamEnabled = true
 	return props
 }
 
-// filterPool recycles the bitsets of filters once they are written to the
+// FilterPool recycles the bitsets of filters once they are written to the
 // segment. A build makes one per data file and column; without reuse they
 // are about a third of what it allocates, and collecting that garbage takes
 // CPU from the workers. Workers take bitsets, the collector returns them;
 // a nil pool allocates every filter.
-type filterPool struct{ free sync.Pool } // of *[]byte
+type FilterPool struct{ free sync.Pool } // of *[]byte
 
 // get returns an empty filter of numBlocks blocks (at least one, as
 // sbbf.New), reusing a returned bitset large enough.
-func (p *filterPool) get(numBlocks int) sbbf.Filter {
+func (p *FilterPool) get(numBlocks int) sbbf.Filter {
 	if p != nil {
 		size := max(numBlocks, 1) * sbbf.BlockBytes
 		if b, ok := p.free.Get().(*[]byte); ok && cap(*b) >= size {
@@ -118,8 +118,8 @@ func (p *filterPool) get(numBlocks int) sbbf.Filter {
 	return sbbf.New(numBlocks)
 }
 
-// put returns the bitset of a filter no one uses any more.
-func (p *filterPool) put(f sbbf.Filter) {
+// Put returns the bitset of a filter no one uses any more.
+func (p *FilterPool) Put(f sbbf.Filter) {
 	if p != nil {
 		b := f.Bytes()
 		p.free.Put(&b)

@@ -1,4 +1,13 @@
-package indexer
+// Package verify checks a table's icebloom index as a reader relies on it
+// (Table): the checksums of every segment, that footers and directories
+// agree, which live data files each indexed column covers, and, for a
+// sample of covered files, that re-reading the data file finds every
+// distinct value in its filter. It reads the data files with index/filescan
+// as a build does.
+//
+// It only reads and reports: it changes no file and commits nothing;
+// repairing what it finds is a sync's or a rebuild's job (index/indexer).
+package verify
 
 import (
 	"context"
@@ -15,14 +24,16 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/filescan"
+	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/sbbf"
 	"github.com/icebloom/icebloom/index/segment"
 	"github.com/icebloom/icebloom/puffin"
 )
 
-// VerifyOptions configure Verify.
-type VerifyOptions struct {
-	// Sample is how many covered live data files Verify re-reads to check
+// Options configure Table.
+type Options struct {
+	// Sample is how many covered live data files Table re-reads to check
 	// that their filters hold every value of the file.
 	Sample int
 	// Seed chooses the sample; 0 chooses one at random, which the report
@@ -30,10 +41,10 @@ type VerifyOptions struct {
 	Seed uint64
 }
 
-// VerifyReport is what Verify found. Problems lists every problem, each
+// Report is what Table found. Problems lists every problem, each
 // naming its file (and column); an index without problems may still leave
 // live files uncovered, which Columns reports.
-type VerifyReport struct {
+type Report struct {
 	SnapshotID int64            `json:"snapshot_id"`
 	Segments   []SegmentReport  `json:"segments"`
 	Columns    []CoverageReport `json:"columns"`
@@ -42,8 +53,8 @@ type VerifyReport struct {
 	Problems   []string         `json:"problems"`
 }
 
-// OK reports whether Verify found no problem.
-func (r *VerifyReport) OK() bool { return len(r.Problems) == 0 }
+// OK reports whether Table found no problem.
+func (r *Report) OK() bool { return len(r.Problems) == 0 }
 
 // SegmentReport is the check of one statistics file holding index filters,
 // or of a segment file one links.
@@ -87,19 +98,19 @@ type SampleReport struct {
 // maxListedUncovered bounds the uncovered files a report lists by name.
 const maxListedUncovered = 20
 
-// Verify checks a table's index as a reader relies on it: every checksum of
+// Table checks a table's index as a reader relies on it: every checksum of
 // every segment (the directory and every chunk of every group), that
 // footers and directories agree, which live data files each indexed column
 // covers, and, for a sample of covered data files, that re-reading the file
 // finds every distinct value in its filter (no false negative). It changes
 // nothing.
-func Verify(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o VerifyOptions) (*VerifyReport, error) {
+func Table(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*Report, error) {
 	name := strings.Join(ident, ".")
 	tbl, err := catalog.LoadTable(ctx, cat, ident)
 	if err != nil {
 		return nil, fmt.Errorf("load table %s: %w", name, err)
 	}
-	rep := &VerifyReport{Segments: []SegmentReport{}, Columns: []CoverageReport{}, Sampled: []SampleReport{}, Problems: []string{}, Seed: o.Seed}
+	rep := &Report{Segments: []SegmentReport{}, Columns: []CoverageReport{}, Sampled: []SampleReport{}, Problems: []string{}, Seed: o.Seed}
 	if rep.Seed == 0 {
 		rep.Seed = rand.Uint64()
 	}
@@ -131,7 +142,7 @@ func Verify(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 	}
 	rep.SnapshotID = snap.SnapshotID
 	ix, _ := index.Load(ctx, fs, meta, nil) // its problems are the segments' above
-	live, err := liveDataFiles(fs, meta, snap, nil)
+	live, err := filescan.LiveFiles(fs, meta, snap, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -149,16 +160,16 @@ func Verify(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 			cr.Name = n
 		}
 		for i, df := range live {
-			if _, ok := ix.Lookup(df.path, df.size, id); ok {
+			if _, ok := ix.Lookup(df.Path, df.Size, id); ok {
 				cr.Covered++
 				anyCovered[i] = true
 			} else if cr.Uncovered++; len(cr.UncoveredFiles) < maxListedUncovered {
-				cr.UncoveredFiles = append(cr.UncoveredFiles, df.path)
+				cr.UncoveredFiles = append(cr.UncoveredFiles, df.Path)
 			}
 		}
 		rep.Columns = append(rep.Columns, cr)
 	}
-	var covered []dataFile
+	var covered []filescan.File
 	for i, df := range live {
 		if anyCovered[i] {
 			covered = append(covered, df)
@@ -220,7 +231,7 @@ func checkSegment(fs icebergio.IO, sf table.StatisticsFile) SegmentReport {
 		return sr
 	}
 	sr.Format = 2
-	if mOff, mLen, ok := index.DirectoryPlace(sf); ok && (mOff != off || mLen != length) {
+	if mOff, mLen, ok := segment.DirectoryPlace(sf); ok && (mOff != off || mLen != length) {
 		problem("table metadata places the directory at %d (%d bytes), the footer at %d (%d bytes)", mOff, mLen, off, length)
 	}
 	dir, err := segment.ReadDirectory(f, off, length)
@@ -248,21 +259,21 @@ func checkSegment(fs icebergio.IO, sf table.StatisticsFile) SegmentReport {
 // and checks every distinct value against the file's filter. A filter
 // hashed as another type than the column's current one (built before a
 // type promotion) is not re-derived.
-func sampleFile(ctx context.Context, fs icebergio.IO, tbl *table.Table, ix *index.TableIndex, ids []int, df dataFile) SampleReport {
-	sr := SampleReport{File: df.path, Columns: []string{}, Problems: []string{}}
-	var cols []Column
-	var filters []index.Filter
+func sampleFile(ctx context.Context, fs icebergio.IO, tbl *table.Table, ix *index.TableIndex, ids []int, df filescan.File) SampleReport {
+	sr := SampleReport{File: df.Path, Columns: []string{}, Problems: []string{}}
+	var cols []filescan.Column
+	var filters []index.StoredFilter
 	for _, id := range ids {
-		flt, ok := ix.Lookup(df.path, df.size, id)
+		flt, ok := ix.Lookup(df.Path, df.Size, id)
 		if !ok {
 			continue
 		}
 		name, _ := tbl.Schema().FindColumnName(id)
-		resolved, err := ResolveColumns(tbl.Schema(), nil, []string{name}, flt.FPP)
+		resolved, err := indexer.ResolveColumns(tbl.Schema(), nil, []string{name}, flt.FPP)
 		if err != nil || !resolved[0].Type.Equals(flt.ValueType) {
 			continue
 		}
-		cols = append(cols, resolved[0])
+		cols = append(cols, resolved[0].Column)
 		filters = append(filters, flt)
 		sr.Columns = append(sr.Columns, name)
 	}
@@ -276,12 +287,12 @@ func sampleFile(ctx context.Context, fs icebergio.IO, tbl *table.Table, ix *inde
 			stored[i], err = sbbf.FromBytes(bits)
 		}
 		if err != nil {
-			sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s, column %s: %v", df.path, sr.Columns[i], err))
+			sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s, column %s: %v", df.Path, sr.Columns[i], err))
 			return sr
 		}
 	}
-	x := newFileIndexer(fs, cols, tbl.Metadata().NameMapping(), defaultMaxFilterBytes, false)
-	x.onDistinct = func(ci int, unique []uint64) {
+	x := filescan.NewScanner(fs, cols, tbl.Metadata().NameMapping(), indexer.DefaultMaxFilterBytes, false)
+	x.OnDistinct = func(ci int, unique []uint64) {
 		sr.Values += int64(len(unique))
 		missing := 0
 		for _, h := range unique {
@@ -291,27 +302,27 @@ func sampleFile(ctx context.Context, fs icebergio.IO, tbl *table.Table, ix *inde
 		}
 		if missing > 0 {
 			sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s, column %s: %d of its %d distinct values are not in its filter (in %s)",
-				df.path, sr.Columns[ci], missing, len(unique), filters[ci].Path))
+				df.Path, sr.Columns[ci], missing, len(unique), filters[ci].Path))
 		}
 		if int64(len(unique)) != filters[ci].NDV {
 			sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s, column %s: %d distinct values, the index records %d (in %s)",
-				df.path, sr.Columns[ci], len(unique), filters[ci].NDV, filters[ci].Path))
+				df.Path, sr.Columns[ci], len(unique), filters[ci].NDV, filters[ci].Path))
 		}
 	}
-	filtersRead, err := x.index(ctx, df)
+	filtersRead, err := x.Scan(ctx, df)
 	if err != nil {
-		sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s: re-read for verification: %v", df.path, err))
+		sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s: re-read for verification: %v", df.Path, err))
 	}
 	for _, fo := range filtersRead {
-		if fo.err != nil {
-			sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s: re-read for verification: %v", df.path, fo.err))
+		if fo.Err != nil {
+			sr.Problems = append(sr.Problems, fmt.Sprintf("data file %s: re-read for verification: %v", df.Path, fo.Err))
 		}
 	}
 	return sr
 }
 
 // readFilterAt reads a filter's bitset from its statistics file.
-func readFilterAt(fs icebergio.IO, flt index.Filter) ([]byte, error) {
+func readFilterAt(fs icebergio.IO, flt index.StoredFilter) ([]byte, error) {
 	f, err := fs.Open(flt.Path)
 	if err != nil {
 		return nil, err

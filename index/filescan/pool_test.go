@@ -1,4 +1,4 @@
-package indexer
+package filescan
 
 import (
 	"bytes"
@@ -47,12 +47,12 @@ func TestBufferPool(t *testing.T) {
 // (a filter must never carry bits of another file's), and only when large
 // enough.
 func TestFilterPool(t *testing.T) {
-	var p filterPool
+	var p FilterPool
 	reused := false
 	for range 100 { // sync.Pool may drop what it is given (it does at random under -race)
 		f := p.get(4)
 		f.InsertMany([]uint64{1, 2, 3, 0xdeadbeefcafe})
-		p.put(f)
+		p.Put(f)
 		g := p.get(3)
 		if len(g.Bytes()) != 3*sbbf.BlockBytes || !bytes.Equal(g.Bytes(), make([]byte, 3*sbbf.BlockBytes)) {
 			t.Fatalf("get(3): %d bytes, not all zero", len(g.Bytes()))
@@ -66,13 +66,13 @@ func TestFilterPool(t *testing.T) {
 		t.Error("a returned bitset was never reused")
 	}
 	small := p.get(1)
-	p.put(small)
+	p.Put(small)
 	if big := p.get(64); len(big.Bytes()) != 64*sbbf.BlockBytes {
 		t.Errorf("get(64) after a 1-block bitset came back: %d bytes", len(big.Bytes()))
 	}
-	var none *filterPool // no pool: plain sbbf.New
+	var none *FilterPool // no pool: plain sbbf.New
 	if f := none.get(2); len(f.Bytes()) != 2*sbbf.BlockBytes {
 		t.Errorf("nil pool: %d bytes", len(f.Bytes()))
 	}
-	none.put(small)
+	none.Put(small)
 }

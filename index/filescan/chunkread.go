@@ -1,4 +1,4 @@
-package indexer
+package filescan
 
 import (
 	"io"
@@ -18,7 +18,7 @@ const maxFetch = 32 << 20
 // column chunk (or only its dictionary page) is read, Fetch reads its byte
 // range with one ReadAt into a buffer reused from chunk to chunk, and
 // arrow-go's reads inside that range are served from memory. Without it a
-// buffered stream (ReaderProperties) makes one read per buffer's worth
+// buffered stream (readerProperties) makes one read per buffer's worth
 // (16 KiB), which on an object store is one GET each; without buffered
 // streams arrow-go makes a fresh slice of every chunk. Reads outside the
 // fetched range (the footer, a chunk whose metadata is off) go to the file,

@@ -1,58 +1,16 @@
 package indexer
 
 import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/table"
-	"math/rand/v2"
-	"time"
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
-
-	"fmt"
-	"testing"
-
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/schema"
-	"github.com/apache/iceberg-go"
-	icebergio "github.com/apache/iceberg-go/io"
 )
-
-// BenchmarkReadFilesLocal reads and hashes 200 small local files (a unique
-// id and a string column, 2,000 rows each) with two workers, reading ahead
-// (defaultRequestsInFlight) and with each worker reading its own files: on
-// a local disk, reading ahead must cost nothing.
-func BenchmarkReadFilesLocal(b *testing.B) {
-	tcs := []testColumn{
-		{primitive(b, "id", 1, parquet.Types.Int64, nil, -1), iceberg.PrimitiveTypes.Int64,
-			func(i int) any { return int64(i)*2654435761 + 17 }},
-		{primitive(b, "s", 2, parquet.Types.ByteArray, schema.StringLogicalType{}, -1), iceberg.PrimitiveTypes.String,
-			func(i int) any { return parquet.ByteArray(fmt.Sprintf("user-%016x", uint64(i)*0x9e3779b97f4a7c15)) }},
-	}
-	cols := buildColumns(tcs)
-	var files []dataFile
-	for range 200 {
-		path := writeColumns(b, tcs, 1, 2000)
-		files = append(files, dataFile{path: path, size: fileSize(b, path)})
-	}
-	for _, bc := range []struct {
-		name  string
-		ahead int64
-	}{{"ahead", prefetchBytesOf(256 << 20)}, {"workers", 0}} {
-		b.Run(bc.name, func(b *testing.B) {
-			rc := readConfig{fs: icebergio.LocalFS{}, cols: cols, maxFilterBytes: defaultMaxFilterBytes,
-				parallel: 2, requests: defaultRequestsInFlight, prefetchBytes: bc.ahead}
-			for b.Loop() {
-				for r := range readFiles(b.Context(), files, rc) {
-					if r.err != nil {
-						b.Fatal(r.err)
-					}
-				}
-			}
-			b.ReportMetric(float64(len(files)*b.N)/b.Elapsed().Seconds(), "files/s")
-		})
-	}
-}
 
 // BenchmarkBuildS3 builds the index of a table of 100 data files (2,000
 // rows each) on the in-process S3 server answering each request after

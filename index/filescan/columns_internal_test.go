@@ -1,4 +1,4 @@
-package indexer
+package filescan
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 )
 
 // TestIndexReadsOnlyTheMissingColumns: a data file the index covers for
-// some columns (dataFile.cols set, as a sync sets it) is read only for the
+// some columns (File.cols set, as a sync sets it) is read only for the
 // others: no read touches the chunks of a covered column, and the filters
 // of the columns read are those of a read of every column.
 func TestIndexReadsOnlyTheMissingColumns(t *testing.T) {
@@ -22,19 +22,19 @@ func TestIndexReadsOnlyTheMissingColumns(t *testing.T) {
 
 	want := []int{1} // one column of several: the others are covered
 	rec := &readRecordingIO{}
-	x := newFileIndexer(rec, cols, nil, defaultMaxFilterBytes, true)
-	got, err := x.index(t.Context(), dataFile{path: path, cols: want})
+	x := NewScanner(rec, cols, nil, testMaxFilterBytes, true)
+	got, err := x.Scan(t.Context(), File{Path: path, Columns: want})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].col != 1 || got[0].err != nil {
+	if len(got) != 1 || got[0].Col != 1 || got[0].Err != nil {
 		cols := make([]int, len(got))
 		for i, f := range got {
-			cols[i] = f.col
+			cols[i] = f.Col
 		}
 		t.Fatalf("filters of columns %v, want one of column 1", cols)
 	}
-	if got[0].ndv != all[1].ndv || !bytes.Equal(got[0].filter.Bytes(), all[1].filter.Bytes()) {
+	if got[0].NDV != all[1].NDV || !bytes.Equal(got[0].Filter.Bytes(), all[1].Filter.Bytes()) {
 		t.Error("the filter of the column read alone differs from a read of every column")
 	}
 	for i, r := range chunks {

@@ -1,4 +1,4 @@
-package indexer
+package filescan
 
 import (
 	"math/rand/v2"

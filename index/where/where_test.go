@@ -1,4 +1,4 @@
-package lookup
+package where
 
 import (
 	"math/big"
@@ -80,13 +80,13 @@ func TestParseWhere(t *testing.T) {
 		{"x = 1 AND x IN (X'01')", iceberg.NewAnd(iceberg.EqualTo(ref("x"), int64(1)), eq("x", iceberg.BinaryLiteral{1})).String()},
 		{"id IN (1,\n 2)\r\n", "In(term=Reference(name='id'), {[1 2]})"},
 	} {
-		got, err := ParseWhere(tc.in)
+		got, err := Parse(tc.in)
 		if err != nil {
-			t.Errorf("ParseWhere(%q): %v", tc.in, err)
+			t.Errorf("Parse(%q): %v", tc.in, err)
 			continue
 		}
 		if got.String() != tc.want {
-			t.Errorf("ParseWhere(%q) = %s, want %s", tc.in, got, tc.want)
+			t.Errorf("Parse(%q) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
 
@@ -137,9 +137,9 @@ func TestParseWhere(t *testing.T) {
 		{"id IN (1,\r\n  2 3)", `line 2, column 5: expected , or ), found "3"`},
 		{"a = 1 OR\n\tb = 'x", "line 2, column 6: unterminated '"},
 	} {
-		_, err := ParseWhere(tc.in)
+		_, err := Parse(tc.in)
 		if err == nil || err.Error() != tc.want {
-			t.Errorf("ParseWhere(%q) error %v, want %s", tc.in, err, tc.want)
+			t.Errorf("Parse(%q) error %v, want %s", tc.in, err, tc.want)
 		}
 	}
 }
@@ -147,7 +147,16 @@ func TestParseWhere(t *testing.T) {
 // TestBind binds literals as the column's type, exactly, and names column
 // and value when one does not fit.
 func TestBind(t *testing.T) {
-	schema := schemaOf(append(columns[:len(columns):len(columns)], qty))
+	// The columns of index/lookup's fixture tables, and qty, an int.
+	schema := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64},
+		iceberg.NestedField{ID: 2, Name: "email", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 3, Name: "uid", Type: iceberg.PrimitiveTypes.UUID},
+		iceberg.NestedField{ID: 4, Name: "amount", Type: iceberg.DecimalTypeOf(12, 2)},
+		iceberg.NestedField{ID: 5, Name: "day", Type: iceberg.PrimitiveTypes.Date},
+		iceberg.NestedField{ID: 6, Name: "ts", Type: iceberg.PrimitiveTypes.Timestamp},
+		iceberg.NestedField{ID: 7, Name: "score", Type: iceberg.PrimitiveTypes.Float64},
+		iceberg.NestedField{ID: 8, Name: "qty", Type: iceberg.PrimitiveTypes.Int32})
 	for _, tc := range []struct{ where, want string }{
 		{"id = 12", "BoundEqual(term=BoundReference(field=1: id: optional long, accessor=Accessor(position=0, inner=<nil>)), literal=12)"},
 		{"id = 12.00", "literal=12)"},
@@ -210,7 +219,7 @@ func TestBind(t *testing.T) {
 		t.Errorf("amount IN (1, 2.5) bound to %s, want 1.00 and 2.50", bound)
 	}
 
-	// Predicates not made by ParseWhere bind as iceberg-go binds them, with
+	// Predicates not made by Parse bind as iceberg-go binds them, with
 	// the column named.
 	if _, err := Bind(schema, iceberg.EqualTo(iceberg.Reference("id"), "abc"), false); err == nil || !strings.HasPrefix(err.Error(), "id: ") {
 		t.Errorf("iceberg-go predicate: error %v, want one naming id", err)
@@ -441,7 +450,7 @@ func (v fieldIDs) VisitBound(p iceberg.BoundPredicate) bool {
 
 func mustParse(t testing.TB, where string) iceberg.BooleanExpression {
 	t.Helper()
-	expr, err := ParseWhere(where)
+	expr, err := Parse(where)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package indexer
+package filescan
 
 import (
 	"errors"
@@ -111,8 +111,8 @@ func TestChunkReaderOneReadPerChunk(t *testing.T) {
 				}
 			}
 			rec := &readRecordingIO{}
-			x := newFileIndexer(rec, cols, nil, defaultMaxFilterBytes, !tc.shortcut)
-			got, err := x.index(t.Context(), dataFile{path: path})
+			x := NewScanner(rec, cols, nil, testMaxFilterBytes, !tc.shortcut)
+			got, err := x.Scan(t.Context(), File{Path: path})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,8 +123,8 @@ func TestChunkReaderOneReadPerChunk(t *testing.T) {
 				}
 			}
 			for i, f := range got {
-				if d := distinct(tcs[i], rowGroups*rows); f.ndv != d {
-					t.Errorf("column %s: ndv %d, want %d", cols[i].Name, f.ndv, d)
+				if d := distinct(tcs[i], rowGroups*rows); f.NDV != d {
+					t.Errorf("column %s: ndv %d, want %d", cols[i].Name, f.NDV, d)
 				}
 			}
 		})
@@ -147,8 +147,8 @@ func TestChunkReaderFetchFailure(t *testing.T) {
 	_, want := indexWith(t, path, cols, false)
 
 	rec := &readRecordingIO{fail: func(r byteRange) bool { return whole[r] }}
-	x := newFileIndexer(rec, cols, nil, defaultMaxFilterBytes, true)
-	got, err := x.index(t.Context(), dataFile{path: path})
+	x := NewScanner(rec, cols, nil, testMaxFilterBytes, true)
+	got, err := x.Scan(t.Context(), File{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}

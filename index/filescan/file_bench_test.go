@@ -1,4 +1,4 @@
-package indexer
+package filescan
 
 import (
 	"fmt"
@@ -31,7 +31,7 @@ func BenchmarkIndexFile(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := x.index(b.Context(), dataFile{path: path}); err != nil {
+				if _, err := x.Scan(b.Context(), File{Path: path}); err != nil {
 					b.Fatal(err)
 				}
 			}

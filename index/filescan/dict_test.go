@@ -1,4 +1,4 @@
-package indexer
+package filescan
 
 import (
 	"bytes"
@@ -8,19 +8,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/decimal128"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
-	"github.com/apache/iceberg-go/table"
 
-	"github.com/icebloom/icebloom/catalog/catalogtest"
-	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/internal/testfixture"
 )
 
 // testColumn is a column of a generated Parquet file: its node, the Iceberg
@@ -170,17 +164,17 @@ func buildColumns(cols []testColumn) []Column {
 	for i, c := range cols {
 		out[i] = Column{
 			Field: iceberg.NestedField{ID: int(c.node.FieldID()), Name: c.node.Name(), Type: c.typ},
-			Name:  c.node.Name(), Type: c.typ, FPP: DefaultFPP,
+			Name:  c.node.Name(), Type: c.typ, FPP: testFPP,
 		}
 	}
 	return out
 }
 
 // indexWith indexes the file's columns with or without the shortcut.
-func indexWith(t testing.TB, path string, cols []Column, shortcut bool) (*fileIndexer, []filterOf) {
+func indexWith(t testing.TB, path string, cols []Column, shortcut bool) (*Scanner, []ColumnFilter) {
 	t.Helper()
-	x := newFileIndexer(icebergio.LocalFS{}, cols, nil, defaultMaxFilterBytes, !shortcut)
-	out, err := x.index(context.Background(), dataFile{path: path})
+	x := NewScanner(icebergio.LocalFS{}, cols, nil, testMaxFilterBytes, !shortcut)
+	out, err := x.Scan(context.Background(), File{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,12 +182,12 @@ func indexWith(t testing.TB, path string, cols []Column, shortcut bool) (*fileIn
 }
 
 // sameFilters fails unless both builds gave byte-identical filters.
-func sameFilters(t *testing.T, cols []Column, a, b []filterOf) {
+func sameFilters(t *testing.T, cols []Column, a, b []ColumnFilter) {
 	t.Helper()
 	for i := range a {
-		if a[i].ndv != b[i].ndv || !bytes.Equal(a[i].filter.Bytes(), b[i].filter.Bytes()) {
+		if a[i].NDV != b[i].NDV || !bytes.Equal(a[i].Filter.Bytes(), b[i].Filter.Bytes()) {
 			t.Errorf("column %s: shortcut ndv %d, decoded ndv %d, filters equal %v", cols[i].Name,
-				a[i].ndv, b[i].ndv, bytes.Equal(a[i].filter.Bytes(), b[i].filter.Bytes()))
+				a[i].NDV, b[i].NDV, bytes.Equal(a[i].Filter.Bytes(), b[i].Filter.Bytes()))
 		}
 	}
 }
@@ -209,8 +203,8 @@ func TestDictionaryShortcutMatchesDecoding(t *testing.T) {
 	dec, decoded := indexWith(t, path, cols, false)
 	sameFilters(t, cols, withShortcut, decoded)
 	for i, c := range tcs {
-		if want := distinct(c, rowGroups*rows); decoded[i].ndv != want {
-			t.Errorf("column %s: ndv %d, want %d", cols[i].Name, decoded[i].ndv, want)
+		if want := distinct(c, rowGroups*rows); decoded[i].NDV != want {
+			t.Errorf("column %s: ndv %d, want %d", cols[i].Name, decoded[i].NDV, want)
 		}
 	}
 	// The shortcut really skipped the data pages: no ReadBatch at all.
@@ -254,8 +248,8 @@ func TestDictionaryFallbackToPlainIsDecoded(t *testing.T) {
 	x, withShortcut := indexWith(t, path, cols, true)
 	_, decoded := indexWith(t, path, cols, false)
 	sameFilters(t, cols, withShortcut, decoded)
-	if want := distinct(tcs[0], rowGroups*rows); withShortcut[0].ndv != want {
-		t.Errorf("ndv %d, want %d", withShortcut[0].ndv, want)
+	if want := distinct(tcs[0], rowGroups*rows); withShortcut[0].NDV != want {
+		t.Errorf("ndv %d, want %d", withShortcut[0].NDV, want)
 	}
 	if x.dictChunks != 0 || x.readBatches == 0 {
 		t.Errorf("%d chunks from dictionaries, %d ReadBatch calls: the chunks must be decoded", x.dictChunks, x.readBatches)
@@ -282,50 +276,15 @@ func TestPlainDecodingRefusesShortPages(t *testing.T) {
 	}
 }
 
-// icebergTable is a table whose files iceberg-go writes (through pqarrow,
-// dictionary encoding on by default) with low-cardinality columns.
-func icebergTable(t *testing.T) (*catalogtest.Catalog, *table.Table) {
-	sc := iceberg.NewSchema(0,
-		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-		iceberg.NestedField{ID: 2, Name: "tag", Type: iceberg.PrimitiveTypes.String},
-		iceberg.NestedField{ID: 3, Name: "n", Type: iceberg.PrimitiveTypes.Int32},
-		iceberg.NestedField{ID: 4, Name: "amount", Type: iceberg.DecimalTypeOf(12, 2)},
-		iceberg.NestedField{ID: 5, Name: "day", Type: iceberg.PrimitiveTypes.Date},
-	)
-	cat := catalogtest.NewCatalog(t)
-	tbl := cat.NewTable(t, "dict", sc, iceberg.Properties{})
-	as, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for f := range 2 {
-		b := array.NewRecordBuilder(memory.DefaultAllocator, as)
-		for i := range 5000 {
-			b.Field(0).(*array.Int64Builder).Append(int64(f*5000 + i)) // unique: may fall back to PLAIN
-			if i%10 == 0 {
-				for c := 1; c < 5; c++ {
-					b.Field(c).AppendNull()
-				}
-				continue
-			}
-			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("tag-%d", i%20))
-			b.Field(2).(*array.Int32Builder).Append(int32(i % 17))
-			b.Field(3).(*array.Decimal128Builder).Append(decimal128.FromI64(int64(i%8) * 125))
-			b.Field(4).(*array.Date32Builder).Append(arrow.Date32(19000 + i%31))
-		}
-		rec := b.NewRecordBatch()
-		b.Release()
-		tbl = catalogtest.Append(t, tbl, rec)
-		rec.Release()
-	}
-	return cat, tbl
-}
-
 func TestDictionaryShortcutOnIcebergFiles(t *testing.T) {
-	_, tbl := icebergTable(t)
-	cols, err := ResolveColumns(tbl.Schema(), nil, []string{"id", "tag", "n", "amount", "day"}, 0)
-	if err != nil {
-		t.Fatal(err)
+	_, tbl := testfixture.DictionaryTable(t)
+	var cols []Column
+	for _, name := range []string{"id", "tag", "n", "amount", "day"} {
+		f, ok := tbl.Schema().FindFieldByName(name)
+		if !ok {
+			t.Fatalf("no column %s", name)
+		}
+		cols = append(cols, Column{Field: f, Name: name, Type: f.Type.(iceberg.PrimitiveType), FPP: testFPP})
 	}
 	tasks, err := tbl.Scan().PlanFiles(context.Background())
 	if err != nil {
@@ -336,10 +295,10 @@ func TestDictionaryShortcutOnIcebergFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, task := range tasks {
-		df := dataFile{path: task.File.FilePath()}
-		run := func(shortcut bool) (*fileIndexer, []filterOf) {
-			x := newFileIndexer(fs, cols, nil, defaultMaxFilterBytes, !shortcut)
-			out, err := x.index(context.Background(), df)
+		df := File{Path: task.File.FilePath()}
+		run := func(shortcut bool) (*Scanner, []ColumnFilter) {
+			x := NewScanner(fs, cols, nil, testMaxFilterBytes, !shortcut)
+			out, err := x.Scan(context.Background(), df)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -349,69 +308,9 @@ func TestDictionaryShortcutOnIcebergFiles(t *testing.T) {
 		_, decoded := run(false)
 		sameFilters(t, cols, withShortcut, decoded)
 		t.Logf("%s: %d chunks from dictionaries, %d shortcut failures, %d ReadBatch calls",
-			filepath.Base(df.path), x.dictChunks, x.dictFallbacks, x.readBatches)
+			filepath.Base(df.Path), x.dictChunks, x.dictFallbacks, x.readBatches)
 		if x.dictChunks < 4 { // tag, n, amount, day at least
 			t.Errorf("only %d chunks took the shortcut", x.dictChunks)
-		}
-	}
-}
-
-// blobsOf reads every blob of the current snapshot's statistics file.
-func blobsOf(t *testing.T, tbl *table.Table) map[string][]byte {
-	t.Helper()
-	fs, err := tbl.FS(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix, errs := index.Load(context.Background(), fs, tbl.Metadata(), nil)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	out := map[string][]byte{}
-	for _, seg := range ix.Segments() {
-		if seg.File.SnapshotID != tbl.CurrentSnapshot().SnapshotID {
-			continue
-		}
-		f, err := fs.Open(seg.File.StatisticsPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		for flt := range seg.Filters() {
-			raw, err := index.ReadFilter(f, flt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[fmt.Sprint(flt.DataFile, flt.FieldID, flt.NDV, flt.ValueType)] = raw
-		}
-	}
-	if len(out) == 0 {
-		t.Fatal("no filter for the current snapshot")
-	}
-	return out
-}
-
-func TestBuildWithoutDictionaryShortcutSameEntries(t *testing.T) {
-	cat, _ := icebergTable(t)
-	ident := table.Identifier{"db", "dict"}
-	cols := []string{"id", "tag", "n", "amount", "day"}
-	var blobs []map[string][]byte
-	for _, disable := range []bool{false, true} {
-		if _, err := Build(context.Background(), cat, ident, Options{Columns: cols, knobs: knobs{DisableDictionaryShortcut: disable}}); err != nil {
-			t.Fatal(err)
-		}
-		loaded, err := cat.LoadTable(context.Background(), ident)
-		if err != nil {
-			t.Fatal(err)
-		}
-		blobs = append(blobs, blobsOf(t, loaded))
-	}
-	if len(blobs[0]) != len(blobs[1]) || len(blobs[0]) < 2*len(cols) {
-		t.Fatalf("%d blobs with the shortcut, %d without", len(blobs[0]), len(blobs[1]))
-	}
-	for k, b := range blobs[0] {
-		if !bytes.Equal(b, blobs[1][k]) {
-			t.Errorf("blob %s differs", k)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package indexer
+package filescan
 
 import (
 	"encoding/binary"
@@ -79,7 +79,7 @@ func isDictEncoding(e parquet.Encoding) bool {
 // row group, read through the page reader: only the first page (the
 // dictionary page) is read and decompressed. On error x.hashes is left as it
 // was, for the caller to decode the chunk instead.
-func (x *fileIndexer) hashDictionary(rg *file.RowGroupReader, leaf int, descr *schema.Column, hc *hashing.Column) (err error) {
+func (x *Scanner) hashDictionary(rg *file.RowGroupReader, leaf int, descr *schema.Column, hc *hashing.Column) (err error) {
 	pr, err := rg.GetColumnPageReader(leaf)
 	if err != nil {
 		return fmt.Errorf("page reader: %w", err)
@@ -134,7 +134,7 @@ func (x *fileIndexer) hashDictionary(rg *file.RowGroupReader, leaf int, descr *s
 
 // hashPlain decodes n values with next and hashes them, batchSize at a time
 // in buf. Byte array values point into the page, which outlives the call.
-func hashPlain[T any](x *fileIndexer, n int, next func() (T, error), hash func([]uint64, []T) ([]uint64, error), buf *[]T) error {
+func hashPlain[T any](x *Scanner, n int, next func() (T, error), hash func([]uint64, []T) ([]uint64, error), buf *[]T) error {
 	if len(*buf) < batchSize {
 		*buf = make([]T, batchSize)
 	}

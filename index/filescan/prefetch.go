@@ -1,4 +1,4 @@
-package indexer
+package filescan
 
 import (
 	"bytes"
@@ -36,12 +36,12 @@ import (
 // from the file as it always did, meeting (and reporting) any real error
 // itself. Every request of the run, the workers' own included, passes the
 // same gate, so no more than RequestsInFlight are ever in flight; and the
-// bytes held ahead are bounded (readConfig.prefetchBytes).
+// bytes held ahead are bounded (Config.prefetchBytes).
 
-// defaultRequestsInFlight is how many storage requests a run has in flight
+// DefaultRequestsInFlight is how many storage requests a run has in flight
 // at most by default: sized for object storage, where each costs a round
 // trip of milliseconds while its bytes take microseconds to hash.
-const defaultRequestsInFlight = 32
+const DefaultRequestsInFlight = 32
 
 const (
 	// footerReadSize is how much of a file's end the prefetcher reads in
@@ -59,19 +59,22 @@ const (
 
 var parquetMagic = []byte("PAR1")
 
-// readConfig is how a run reads its data files.
-type readConfig struct {
-	fs             icebergio.IO
-	cols           []Column
-	nameMapping    iceberg.NameMapping
-	maxFilterBytes int
-	noDictShortcut bool
-	filters        *filterPool // the filters' bitsets; nil: none reused
-	parallel       int         // CPU workers
-	requests       int         // storage requests in flight at most
-	// prefetchBytes bounds the bytes read ahead and held at once; 0 reads
+// Config is how a run reads its data files: from FS, the Columns (hashed
+// into filters of at most MaxFilterBytes), leaf columns told apart by field
+// id or else by the table's NameMapping; NoDictShortcut decodes every data
+// page even where the dictionary page alone would do.
+type Config struct {
+	FS             icebergio.IO
+	Columns        []Column
+	NameMapping    iceberg.NameMapping
+	MaxFilterBytes int
+	NoDictShortcut bool
+	Filters        *FilterPool // the filters' bitsets; nil: none reused
+	Parallel       int         // CPU workers
+	Requests       int         // storage requests in flight at most
+	// PrefetchBytes bounds the bytes read ahead and held at once; 0 reads
 	// nothing ahead: each worker reads its own file, as before prefetching.
-	prefetchBytes int64
+	PrefetchBytes int64
 	// stats, for tests, counts what was read ahead; nil: not counted.
 	stats *prefetchStats
 }
@@ -97,20 +100,29 @@ func (s *prefetchStats) hold(n int64) {
 	}
 }
 
-// prefetchBytesOf derives the bound of the bytes read ahead from a run's
+// PrefetchBytesOf derives the bound of the bytes read ahead from a run's
 // memory budget for filters: a quarter of it, at least 1 MiB.
-func prefetchBytesOf(budget int64) int64 { return max(budget/4, 1<<20) }
+func PrefetchBytesOf(budget int64) int64 { return max(budget/4, 1<<20) }
 
-// readFiles reads and hashes files with rc.parallel workers, reading ahead
+// Result is what reading one data file gave: the filters of its columns
+// read, or the error that kept the whole file from being read.
+type Result struct {
+	File    File
+	Filters []ColumnFilter
+	Err     error
+	Elapsed time.Duration // reading and hashing the file's columns
+}
+
+// ReadFiles reads and hashes files with rc.Parallel workers, reading ahead
 // as rc says, and sends one result per file (in no particular order) on
 // the channel it returns, which it closes when done. When ctx is done the
 // files not yet read are skipped.
-func readFiles(ctx context.Context, files []dataFile, rc readConfig) <-chan fileResult {
-	gate := make(requestGate, max(rc.requests, 1))
-	fs := gatedIO{IO: rc.fs, gate: gate, ctx: ctx}
+func ReadFiles(ctx context.Context, files []File, rc Config) <-chan Result {
+	gate := make(requestGate, max(rc.Requests, 1))
+	fs := gatedIO{IO: rc.FS, gate: gate, ctx: ctx}
 	p := newPrefetcher(fs, rc)
 
-	queue := make(chan dataFile)
+	queue := make(chan File)
 	go func() {
 		defer close(queue)
 		for _, df := range files {
@@ -128,7 +140,7 @@ func readFiles(ctx context.Context, files []dataFile, rc readConfig) <-chan file
 	// requests still hold).
 	fetchers := 1
 	if p.enabled() {
-		fetchers = max(2*rc.requests, rc.parallel)
+		fetchers = max(2*rc.Requests, rc.Parallel)
 	}
 	ready := make(chan *readAhead)
 	var fetching sync.WaitGroup
@@ -148,20 +160,20 @@ func readFiles(ctx context.Context, files []dataFile, rc readConfig) <-chan file
 	}
 	go func() { fetching.Wait(); close(ready) }()
 
-	results := make(chan fileResult, rc.parallel)
+	results := make(chan Result, rc.Parallel)
 	var workers sync.WaitGroup
-	for range rc.parallel {
+	for range rc.Parallel {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			ix := newFileIndexer(fs, rc.cols, rc.nameMapping, rc.maxFilterBytes, rc.noDictShortcut)
-			ix.filters = rc.filters
+			ix := NewScanner(fs, rc.Columns, rc.NameMapping, rc.MaxFilterBytes, rc.NoDictShortcut)
+			ix.filters = rc.Filters
 			for ra := range ready {
 				start := time.Now()
 				filters, err := ix.indexRead(ctx, ra)
 				elapsed := time.Since(start) + ra.readTime
 				ra.release()
-				results <- fileResult{file: ra.df, filters: filters, err: err, elapsed: elapsed}
+				results <- Result{File: ra.df, Filters: filters, Err: err, Elapsed: elapsed}
 			}
 		}()
 	}
@@ -173,7 +185,7 @@ func readFiles(ctx context.Context, files []dataFile, rc readConfig) <-chan file
 // file opened, its footer parsed and the bytes read ahead, or as much of
 // that as succeeded.
 type readAhead struct {
-	df dataFile
+	df File
 	// file is the data file opened by the prefetcher, closed by release;
 	// nil: the worker opens it (openErr: opening failed, the file's error).
 	file    icebergio.File
@@ -229,7 +241,7 @@ type prefetcher struct {
 	cols           []Column
 	nameMapping    iceberg.NameMapping
 	noDictShortcut bool
-	bufferSize     int64 // of the workers' streams (ReaderProperties)
+	bufferSize     int64 // of the workers' streams (readerProperties)
 
 	footerCap, chunkCap int64
 	footers, chunks     *semaphore.Weighted
@@ -237,15 +249,15 @@ type prefetcher struct {
 	stats               *prefetchStats
 }
 
-func newPrefetcher(fs icebergio.IO, rc readConfig) *prefetcher {
-	p := &prefetcher{fs: fs, cols: rc.cols, nameMapping: rc.nameMapping, noDictShortcut: rc.noDictShortcut,
+func newPrefetcher(fs icebergio.IO, rc Config) *prefetcher {
+	p := &prefetcher{fs: fs, cols: rc.Columns, nameMapping: rc.NameMapping, noDictShortcut: rc.NoDictShortcut,
 		bufferSize: readerProperties().BufferSize, stats: rc.stats}
-	if rc.prefetchBytes > 0 {
-		p.footerCap = rc.prefetchBytes / 4
-		p.chunkCap = rc.prefetchBytes - p.footerCap
+	if rc.PrefetchBytes > 0 {
+		p.footerCap = rc.PrefetchBytes / 4
+		p.chunkCap = rc.PrefetchBytes - p.footerCap
 		p.footers = semaphore.NewWeighted(p.footerCap)
 		p.chunks = semaphore.NewWeighted(p.chunkCap)
-		p.pool.max = rc.prefetchBytes // no more free than may be held
+		p.pool.max = rc.PrefetchBytes // no more free than may be held
 	}
 	return p
 }
@@ -255,7 +267,7 @@ func (p *prefetcher) enabled() bool { return p.footers != nil }
 // fetch reads df ahead: it opens the file, reads its end and parses the
 // footer, then reads the ranges of the indexed columns' chunks. Whatever
 // fails is left out, for the worker to read from the file.
-func (p *prefetcher) fetch(ctx context.Context, df dataFile) (ra *readAhead) {
+func (p *prefetcher) fetch(ctx context.Context, df File) (ra *readAhead) {
 	ra = &readAhead{df: df, p: p}
 	if !p.enabled() {
 		return ra
@@ -268,7 +280,7 @@ func (p *prefetcher) fetch(ctx context.Context, df dataFile) (ra *readAhead) {
 			ra.drop()
 		}
 	}()
-	ra.file, ra.openErr = p.fs.Open(df.path)
+	ra.file, ra.openErr = p.fs.Open(df.Path)
 	if ra.openErr != nil {
 		return ra
 	}
@@ -276,7 +288,7 @@ func (p *prefetcher) fetch(ctx context.Context, df dataFile) (ra *readAhead) {
 	if !ok {
 		return ra
 	}
-	p.readChunks(ctx, ra, p.plan(ra.meta, df.size-int64(len(tail.b))))
+	p.readChunks(ctx, ra, p.plan(ra.meta, df.Size-int64(len(tail.b))))
 	return ra
 }
 
@@ -288,7 +300,7 @@ func (p *prefetcher) fetch(ctx context.Context, df dataFile) (ra *readAhead) {
 // or encrypted file. The worker then reads the footer as arrow-go does and
 // meets the problem, if it is real, itself.
 func (p *prefetcher) readFooter(ctx context.Context, ra *readAhead) (span, bool) {
-	size := ra.df.size
+	size := ra.df.Size
 	if size <= footerTrailer {
 		return span{}, false
 	}
@@ -327,7 +339,7 @@ func (p *prefetcher) readEnd(ctx context.Context, ra *readAhead, n int64) (span,
 	}
 	ra.footerMem += alloc
 	p.stats.hold(alloc)
-	s := span{off: ra.df.size - n, b: p.pool.get(int(n))}
+	s := span{off: ra.df.Size - n, b: p.pool.get(int(n))}
 	if !p.read(ra, s) {
 		return s, false
 	}

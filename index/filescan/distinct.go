@@ -1,4 +1,4 @@
-package indexer
+package filescan
 
 // distinctSet is an exact set of 64-bit value hashes, the way the build
 // counts a file's distinct values: open addressing with linear probing,
