@@ -84,11 +84,6 @@ type kubeServeContainer struct {
 	} `yaml:"ports"`
 	ReadinessProbe *kubeProbe `yaml:"readinessProbe"`
 	LivenessProbe  *kubeProbe `yaml:"livenessProbe"`
-	VolumeMounts   []struct {
-		Name      string `yaml:"name"`
-		MountPath string `yaml:"mountPath"`
-		ReadOnly  bool   `yaml:"readOnly"`
-	} `yaml:"volumeMounts"`
 }
 
 type kubeProbe struct {
