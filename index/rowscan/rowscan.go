@@ -10,7 +10,9 @@
 // boolean <, <= and >= fail with "not implemented" (no kernel); and every
 // comparison of a string field inside a struct silently finds no rows
 // (an int field there came out right, but struct fields are left out of
-// the push-down as a whole). rowscan
+// the push-down as a whole). Its row-group pruning also takes a row group
+// with as many NULLs as values of an optional column for all NULL and
+// skips it for =, IN, ranges and IS NOT NULL (prunesAllNull). rowscan
 // therefore splits the bound filter: what iceberg-go evaluates correctly is
 // pushed down (so its row-group statistics still prune), and the rest is
 // evaluated here, row by row, with iceberg-go's own expression evaluator

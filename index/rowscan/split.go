@@ -118,9 +118,13 @@ func (s splitter) VisitBound(p iceberg.BoundPredicate) part {
 
 // pushable says which predicates iceberg-go's reader gets right, as
 // measured (see the package comment): none on a field inside a struct, no
-// null test of a decimal, no ordering of booleans.
+// null test of a decimal, no ordering of booleans, and on an optional
+// column none that its row-group pruning skips an "all-NULL" row group for.
 func pushable(p iceberg.BoundPredicate) bool {
 	if len(p.Ref().PosPath()) > 1 {
+		return false
+	}
+	if !p.Ref().Field().Required && prunesAllNull(p.Op()) {
 		return false
 	}
 	switch p.Ref().Field().Type.(type) {
@@ -133,4 +137,22 @@ func pushable(p iceberg.BoundPredicate) bool {
 		}
 	}
 	return true
+}
+
+// prunesAllNull says whether iceberg-go v0.7.0's row-group pruning skips a
+// row group for op when it takes the column for all NULL
+// (inclusiveMetricsEval.containsNullsOnly in table/evaluators.go). It
+// takes arrow-go's Statistics.NumValues, the count of non-NULL values, for
+// Iceberg's value count, which counts NULLs too: a row group with as many
+// NULLs as values of an optional column looks all NULL, and its matching
+// rows were never read (TestScanHalfNullRowGroup in cmd/icebloom). Such
+// predicates are evaluated here; file-level pruning, from the manifests'
+// own counts, is unaffected.
+func prunesAllNull(op iceberg.Operation) bool {
+	switch op {
+	case iceberg.OpEQ, iceberg.OpIn, iceberg.OpLT, iceberg.OpLTEQ, iceberg.OpGT, iceberg.OpGTEQ,
+		iceberg.OpNotNull, iceberg.OpIsNan, iceberg.OpStartsWith:
+		return true
+	}
+	return false
 }
