@@ -158,6 +158,9 @@ type compaction struct {
 	// resolved them (nil until then), as a later pass (after a commit that
 	// dropped them) could not.
 	drop map[int]string
+	// manifests are the live data files of each manifest decoded so far,
+	// by its path (heldDataFiles).
+	manifests map[string][]fileKey
 }
 
 // once plans and commits one compaction of the segments table metadata
@@ -219,7 +222,7 @@ func (c *compaction) once(ctx context.Context, cat icecatalog.Catalog, ident tab
 			retained = append(retained, s)
 		}
 	}
-	held, err := heldDataFiles(fs, retained)
+	held, err := c.heldDataFiles(fs, retained)
 	if err != nil {
 		return nil, err
 	}
@@ -468,20 +471,43 @@ type fileKey struct {
 }
 
 // heldDataFiles returns the data files the snapshots hold, each with a
-// number of its own (0, 1, …), reading each manifest once however many
-// snapshots share it.
-func heldDataFiles(fs icebergio.IO, snaps []table.Snapshot) (map[fileKey]int32, error) {
+// number of its own (0, 1, …), decoding each manifest once however many
+// snapshots share it — and once per compaction, however many passes it
+// takes (a pass per broken group found, per commit raced): the live files
+// of every manifest decoded are kept by path in c.manifests, manifests
+// being immutable.
+func (c *compaction) heldDataFiles(fs icebergio.IO, snaps []table.Snapshot) (map[fileKey]int32, error) {
+	if c.manifests == nil {
+		c.manifests = map[string][]fileKey{}
+	}
 	held := map[fileKey]int32{}
 	seen := map[string]bool{}
 	for _, snap := range snaps {
-		err := filescan.EachDataFile(fs, &snap, seen, func(df iceberg.DataFile) {
-			key := fileKey{df.FilePath(), df.FileSizeBytes()}
-			if _, ok := held[key]; !ok {
-				held[key] = int32(len(held))
-			}
-		})
+		manifests, err := snap.Manifests(fs)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
+		}
+		for _, m := range manifests {
+			path := m.FilePath()
+			if m.ManifestContent() != iceberg.ManifestContentData || seen[path] {
+				continue
+			}
+			seen[path] = true
+			files, ok := c.manifests[path]
+			if !ok {
+				err := filescan.ManifestDataFiles(fs, m, func(df iceberg.DataFile) {
+					files = append(files, fileKey{df.FilePath(), df.FileSizeBytes()})
+				})
+				if err != nil {
+					return nil, err
+				}
+				c.manifests[path] = files
+			}
+			for _, key := range files {
+				if _, ok := held[key]; !ok {
+					held[key] = int32(len(held))
+				}
+			}
 		}
 	}
 	return held, nil
