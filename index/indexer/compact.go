@@ -89,6 +89,10 @@ type DroppedColumn struct {
 // matches the table: a statistics file it merges changed meanwhile.
 var errStatisticsMoved = errors.New("the table's statistics files changed during compaction")
 
+// errReplan makes a compaction plan again, having found the one segment
+// of an index damaged (compaction.checked).
+var errReplan = errors.New("plan the compaction again")
+
 // Compact merges the index's segments into one segment of the current
 // snapshot by copying blob bytes, never re-hashing; drops entries of data
 // files no retained snapshot holds, and duplicate entries; and removes the
@@ -103,11 +107,19 @@ var errStatisticsMoved = errors.New("the table's statistics files changed during
 // and its commit is read back and merged in by another pass, so no run's
 // entries are lost.
 func Compact(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions) (*CompactSummary, error) {
+	return (&compaction{broken: map[groupRef]bool{}}).run(ctx, cat, ident, o)
+}
+
+// run is Compact, with what c holds already (Repair's broken groups).
+func (c *compaction) run(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions) (*CompactSummary, error) {
 	start := time.Now()
-	c := &compaction{broken: map[groupRef]bool{}}
 	for attempt := 0; attempt < maxOverwrites; attempt++ {
 		sum, err := c.once(ctx, cat, ident, o)
 		if errors.Is(err, errStatisticsMoved) {
+			continue
+		}
+		if errors.Is(err, errReplan) {
+			attempt-- // not a conflict: it happens once per Compact
 			continue
 		}
 		var se *segment.SourceError
@@ -158,6 +170,12 @@ type compaction struct {
 	// resolved them (nil until then), as a later pass (after a commit that
 	// dropped them) could not.
 	drop map[int]string
+	// force rewrites the index even when it is one v2 segment of the
+	// current snapshot, all of it needed: it is damaged (Repair).
+	force bool
+	// checked is set once the one segment of such an index has been
+	// checked for damage (index.CheckSegment).
+	checked bool
 	// manifests are the live data files of each manifest decoded so far,
 	// by its path (heldDataFiles).
 	manifests map[string][]fileKey
@@ -253,9 +271,20 @@ func (c *compaction) once(ctx context.Context, cat icecatalog.Catalog, ident tab
 	}
 	sum.DroppedColumns = droppedColumns(segments, keep, c.drop)
 	if len(c.lost) == 0 && len(c.broken) == 0 && len(broken) == 0 && !v1 && !linking && sum.EntriesDropped == 0 && len(segments) <= 1 &&
-		(len(segments) == 0 || segments[0].File.SnapshotID == snap.SnapshotID) {
+		(len(segments) == 0 || segments[0].File.SnapshotID == snap.SnapshotID) && !c.force {
+		if len(segments) == 0 || c.checked {
+			sum.SegmentsAfter = sum.SegmentsBefore
+			return sum, nil // already one v2 segment of the current snapshot, all of it needed
+		}
+		// Nothing to merge: the segment is rewritten only if it is damaged
+		// (a broken group, footer or tail), which one streaming read of it
+		// tells — as a merge would have read all of it.
+		c.checked = true
+		if c.seed(fs, segments[0].File) {
+			return nil, errReplan // plan again, rewriting it without its broken groups
+		}
 		sum.SegmentsAfter = sum.SegmentsBefore
-		return sum, nil // already one v2 segment of the current snapshot, all of it needed
+		return sum, nil
 	}
 
 	planned := map[int64]string{}
@@ -412,6 +441,16 @@ func (j *job) writeCompacted(segments []index.Segment, listed int, broken []tabl
 			continue
 		}
 		rewritten, err := j.foreignOnlyCopy(seg.File)
+		if err != nil && indexfile.IsBroken(err) {
+			// Its footer is damaged: the other tools' blobs cannot be
+			// found, its filters were read from its directory above.
+			change.Remove = append(change.Remove, seg.File.SnapshotID)
+			if j.o.Logger != nil {
+				j.o.Logger.Warn("other tools' blobs of a damaged index file are lost",
+					"table", strings.Join(j.ident, "."), "statistics_file", seg.File.StatisticsPath, "blob_types", blobTypes(seg.File))
+			}
+			continue
+		}
 		if err != nil {
 			return fail(err)
 		}
