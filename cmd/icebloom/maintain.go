@@ -287,6 +287,10 @@ func (c *MaintainCmd) print(e *env, out MaintainOutput) {
 		if r.Compact != nil {
 			e.printf(", compacted %s into %d", plural(r.Compact.SegmentsBefore, "segment"), r.Compact.SegmentsAfter)
 		}
+		if r.Repair != nil && r.Repair.Compacted != nil {
+			e.printf(", repaired %s (%s indexed again)", plural(len(r.Repair.Damaged), "damaged index file"),
+				plural(len(r.Repair.Compacted.BrokenGroups), "broken group"))
+		}
 		if r.Expire != nil {
 			e.printf(", expired %s", plural(len(r.Expire.SnapshotsExpired), "snapshot"))
 		}
