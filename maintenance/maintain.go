@@ -28,6 +28,11 @@ type MaintainOptions struct {
 	Expire *ExpireOptions
 	// GC configures the deletion of orphan index files.
 	GC GCOptions
+	// NoRepair skips the repair (indexer.Repair) that starts each table's
+	// run: a streaming read of every byte of its index, checking every
+	// checksum, which costs the index's size in reads (small next to the
+	// data a build reads, but every run).
+	NoRepair bool
 	// Verify, when set, verifies each table's index last
 	// (indexer.Verify); a problem fails the table's run.
 	Verify *verify.Options
@@ -151,8 +156,10 @@ func MaintainTable(ctx context.Context, cat icecatalog.Catalog, ident table.Iden
 	if tbl.CurrentSnapshot() != nil {
 		// Damage verify would report is repaired first, so the sync
 		// indexes again the files of the groups the repair left out.
-		if r.Repair, err = indexer.Repair(ctx, cat, ident, indexer.CompactOptions{Logger: o.Index.Logger, MemoryBudget: o.Index.MemoryBudget}); err != nil {
-			return fail(err)
+		if !o.NoRepair {
+			if r.Repair, err = indexer.Repair(ctx, cat, ident, indexer.CompactOptions{Logger: o.Index.Logger, MemoryBudget: o.Index.MemoryBudget}); err != nil {
+				return fail(err)
+			}
 		}
 		idx := o.Index
 		idx.Columns, idx.FPP, idx.CompactAbove = nil, 0, o.CompactAbove

@@ -124,6 +124,7 @@ type MaintainCmd struct {
 	requestsFlag
 	Every        *gcAge `arg:"--every" placeholder:"DUR" help:"keep running, once every DUR (more than 0s)"`
 	VerifySample *int   `arg:"--verify-sample" placeholder:"N" help:"verify each table's index last (as icebloom verify), re-reading N sampled data files; a problem fails the table"`
+	NoRepair     bool   `arg:"--no-repair" help:"skip the checksum pass over each table's whole index that finds and rewrites damaged index files (it reads every index byte once)"`
 }
 
 // MaintainOutput is the JSON output of one maintenance round.
@@ -139,7 +140,7 @@ func (c *MaintainCmd) run(ctx context.Context, e *env) error {
 		c.failedBeforeTables(e, e.now())
 		return err
 	}
-	o := maintenance.MaintainOptions{Index: indexer.Options{RequestsInFlight: c.requests(), Logger: e.log}}
+	o := maintenance.MaintainOptions{Index: indexer.Options{RequestsInFlight: c.requests(), Logger: e.log}, NoRepair: c.NoRepair}
 	if c.Parallel != nil {
 		o.Index.Parallel = *c.Parallel
 	}
