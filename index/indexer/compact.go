@@ -100,7 +100,10 @@ var errReplan = errors.New("plan the compaction again")
 // statistics file that also holds other tools' blobs. The number of
 // segments and what table metadata lists for the index stay bounded however
 // many syncs ran. A segment that cannot be read is left as it is. With
-// nothing to merge or drop, nothing is committed.
+// nothing to merge or drop — one v2 segment of the current snapshot, all of
+// it needed — the segment is read once as a stream to check its checksums
+// (index.CheckSegment, as Repair does), and nothing is committed unless it
+// is damaged: then it is rewritten without the groups that fail them.
 //
 // Like a sync, a compaction checks after committing what its commit
 // replaced: a segment another run registered between the compaction's plan
