@@ -35,7 +35,7 @@ type SegmentCheck struct {
 func (c *SegmentCheck) Damaged() bool { return len(c.Problems) > 0 }
 
 // CheckSegment reads a statistics file holding index filters whole, as a
-// stream, and checks every byte a reader relies on (docs/format.md §5): the
+// stream, and checks every byte a reader relies on (docs/format.md §2.2–§2.3, §7): the
 // Puffin footer at the sizes sf records, the directory at the place the
 // footer gives and the one table metadata gives, that footer and directory
 // agree, and every chunk of every group against its checksum (format 2);
