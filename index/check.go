@@ -35,13 +35,13 @@ type SegmentCheck struct {
 func (c *SegmentCheck) Damaged() bool { return len(c.Problems) > 0 }
 
 // CheckSegment reads a statistics file holding index filters whole, as a
-// stream, and checks every byte a reader relies on (docs/format.md §2.2–§2.3, §7): the
-// Puffin footer at the sizes sf records, the directory at the place the
-// footer gives and the one table metadata gives, that footer and directory
-// agree, and every chunk of every group against its checksum (format 2);
-// every filter's bytes (format 1, which has no checksums). It changes
-// nothing. A repair rewrites a damaged file from its directory as table
-// metadata places it (what Load reads), leaving out BrokenGroups.
+// stream, and checks every byte a reader relies on (docs/format.md §2.2,
+// §2.3, §7): the Puffin footer at the sizes sf records, the directory at
+// the place the footer gives and the one table metadata gives, that footer
+// and directory agree, and every chunk of every group against its checksum
+// (format 2); every filter's bytes (format 1, which has no checksums). It
+// changes nothing. A repair rewrites a damaged file from its directory as
+// table metadata places it (what Load reads), leaving out BrokenGroups.
 func CheckSegment(fs icebergio.IO, sf table.StatisticsFile) SegmentCheck {
 	c := SegmentCheck{}
 	problem := func(format string, args ...any) {
