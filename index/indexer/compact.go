@@ -14,6 +14,7 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
@@ -260,7 +261,7 @@ func (c *compaction) once(ctx context.Context, cat icecatalog.Catalog, ident tab
 			retained = append(retained, s)
 		}
 	}
-	held, err := c.heldDataFiles(fs, retained)
+	held, err := c.heldDataFiles(ctx, fs, retained)
 	if err != nil {
 		return nil, err
 	}
@@ -534,43 +535,81 @@ type fileKey struct {
 // snapshots share it — and once per compaction, however many passes it
 // takes (a pass per broken group found, per commit raced): the live files
 // of every manifest decoded are kept by path in c.manifests, manifests
-// being immutable.
-func (c *compaction) heldDataFiles(fs icebergio.IO, snaps []table.Snapshot) (map[fileKey]int32, error) {
+// being immutable. The snapshots' manifest lists, then the manifests not
+// decoded yet, are read walkConcurrency at a time: on object storage a
+// table of many snapshots or manifests costs round trips, not their sum.
+func (c *compaction) heldDataFiles(ctx context.Context, fs icebergio.IO, snaps []table.Snapshot) (map[fileKey]int32, error) {
 	if c.manifests == nil {
 		c.manifests = map[string][]fileKey{}
 	}
-	held := map[fileKey]int32{}
+	lists := make([][]iceberg.ManifestFile, len(snaps))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(walkConcurrency)
+	for i := range snaps {
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			var err error
+			if lists[i], err = snaps[i].Manifests(fs); err != nil {
+				return fmt.Errorf("read manifest list of snapshot %d: %w", snaps[i].SnapshotID, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	// The distinct data manifests, in the order the snapshots list them,
+	// which numbers the files the same way every time.
+	var order []iceberg.ManifestFile
 	seen := map[string]bool{}
-	for _, snap := range snaps {
-		manifests, err := snap.Manifests(fs)
-		if err != nil {
-			return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
+	for _, list := range lists {
+		for _, m := range list {
+			if m.ManifestContent() == iceberg.ManifestContentData && !seen[m.FilePath()] {
+				seen[m.FilePath()] = true
+				order = append(order, m)
+			}
 		}
-		for _, m := range manifests {
-			path := m.FilePath()
-			if m.ManifestContent() != iceberg.ManifestContentData || seen[path] {
-				continue
+	}
+	decoded := make([][]fileKey, len(order))
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(walkConcurrency)
+	for i, m := range order {
+		if files, ok := c.manifests[m.FilePath()]; ok {
+			decoded[i] = files
+			continue
+		}
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
 			}
-			seen[path] = true
-			files, ok := c.manifests[path]
-			if !ok {
-				err := filescan.ManifestDataFiles(fs, m, func(df iceberg.DataFile) {
-					files = append(files, fileKey{df.FilePath(), df.FileSizeBytes()})
-				})
-				if err != nil {
-					return nil, err
-				}
-				c.manifests[path] = files
-			}
-			for _, key := range files {
-				if _, ok := held[key]; !ok {
-					held[key] = int32(len(held))
-				}
+			files := []fileKey{}
+			err := filescan.ManifestDataFiles(fs, m, func(df iceberg.DataFile) {
+				files = append(files, fileKey{df.FilePath(), df.FileSizeBytes()})
+			})
+			decoded[i] = files
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	held := map[fileKey]int32{}
+	for i, m := range order {
+		c.manifests[m.FilePath()] = decoded[i]
+		for _, key := range decoded[i] {
+			if _, ok := held[key]; !ok {
+				held[key] = int32(len(held))
 			}
 		}
 	}
 	return held, nil
 }
+
+// walkConcurrency bounds how many manifest lists or manifests a
+// compaction reads at once.
+const walkConcurrency = 16
 
 // chooseFilters decides which filters a compaction keeps, by segment and
 // place in Segment.Filters: the first filter of each data file and field
