@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index/indexer"
@@ -115,7 +115,7 @@ func (c *ServeCmd) startSyncer(e *env, o *serve.Options) (stop func(), err error
 	}
 	opts := e.options
 	opts.Type, opts.URI, opts.Token, opts.Credential = "rest", c.Upstream, token, ""
-	sync := serve.NewSyncFunc(func(ctx context.Context) (icecat.Catalog, error) { return catalog.Open(ctx, opts) },
+	sync := serve.NewSyncFunc(func(ctx context.Context) (icecatalog.Catalog, error) { return catalog.Open(ctx, opts) },
 		indexer.Options{Logger: e.log}, e.log)
 	return startCommitSyncer(sync, c, e, o), nil
 }
