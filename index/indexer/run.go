@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	iofs "io/fs"
 	"regexp"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/segment"
 )
 
@@ -395,4 +397,107 @@ func RunFiles(tbl *table.Table, fs icebergio.IO, cutoff time.Time) (keep map[str
 	}
 	slices.Sort(stale)
 	return keep, stale, nil
+}
+
+// RunStatus is how far a sharded run is, as `icebloom inspect` shows it.
+type RunStatus struct {
+	Run        string `json:"run"`
+	Shards     int    `json:"shards"`
+	SnapshotID int64  `json:"snapshot_id"`
+	// ShardsCommitted counts the shards whose segment files are complete
+	// (their markers written); MissingShards are the others.
+	ShardsCommitted int   `json:"shards_committed"`
+	MissingShards   []int `json:"missing_shards"`
+	// Complete is set once the run's linking commit landed; Live while it
+	// is not and a shard touched its lease within RunLease.
+	Complete bool `json:"complete"`
+	Live     bool `json:"live"`
+	// FilesCovered counts the live data files the run's shard segments
+	// hold filters of that the index covers (linked, or since merged).
+	FilesCovered int `json:"files_covered_by_run"`
+	// MissingShardFiles counts the live data files of the missing shards,
+	// and CoveredOtherwise those of them the index covers all the same
+	// (a sync after the lease expired, another run).
+	MissingShardFiles int `json:"missing_shard_files"`
+	CoveredOtherwise  int `json:"missing_shard_files_covered_otherwise"`
+}
+
+// Runs reports the table's sharded runs whose directories hold a record,
+// measured against the live data files live and the index ix: a file
+// counts as covered when ix has a filter of it for each of fields.
+func Runs(tbl *table.Table, fs icebergio.IO, ix *index.TableIndex, live []segment.File, fields []int) ([]RunStatus, error) {
+	root, err := runsRootOf(tbl)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := walkRuns(fs, root, "")
+	if err != nil {
+		return nil, err
+	}
+	covered := func(f segment.File) bool {
+		for _, id := range fields {
+			if _, ok := ix.Lookup(f.Path, f.Size, id); !ok {
+				return false
+			}
+		}
+		return len(fields) > 0
+	}
+	isLive := map[segment.File]bool{}
+	for _, f := range live {
+		isLive[f] = true
+	}
+	now := clock()
+	var out []RunStatus
+	for _, name := range slices.Sorted(maps.Keys(runs)) {
+		st := runs[name]
+		if st.record == nil {
+			continue
+		}
+		if err := st.readRecords(fs); err != nil {
+			return nil, err
+		}
+		rs := RunStatus{Run: st.record.Run, Shards: st.record.Shards, SnapshotID: st.record.SnapshotID,
+			Complete: st.linked != nil, Live: st.live(now), MissingShards: []int{}}
+		done := st.markers[rs.Shards]
+		rs.ShardsCommitted = len(done)
+		for i := range rs.Shards {
+			path, ok := done[i]
+			if !ok {
+				rs.MissingShards = append(rs.MissingShards, i)
+				continue
+			}
+			var m shardMarker
+			if err := readJSON(fs, path, &m); err != nil {
+				return nil, fmt.Errorf("sharded run %s: %w", name, err)
+			}
+			if m.Files == 0 {
+				continue
+			}
+			seg, err := index.ReadSegment(fs, index.LinkedFile(table.StatisticsFile{SnapshotID: m.SnapshotID}, m.Segment))
+			if err != nil {
+				continue // deleted by gc, or corrupt: it covers nothing
+			}
+			for _, f := range seg.Dir.Files {
+				if isLive[f] && covered(f) {
+					rs.FilesCovered++
+				}
+			}
+		}
+		if len(rs.MissingShards) > 0 && rs.Shards > 0 {
+			missing := map[int]bool{}
+			for _, i := range rs.MissingShards {
+				missing[i] = true
+			}
+			for _, f := range live {
+				if missing[ShardOf(f.Path, rs.Shards)] {
+					rs.MissingShardFiles++
+					if covered(f) {
+						rs.CoveredOtherwise++
+					}
+				}
+			}
+		}
+		out = append(out, rs)
+	}
+	return out, nil
 }

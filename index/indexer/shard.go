@@ -197,12 +197,12 @@ func (j *job) openRun(snapshotID int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := st.checkCount(sh.Run, sh.Count); err != nil {
+		return 0, err
+	}
 	if st.linked != nil {
 		return 0, fmt.Errorf("run %s of %s: its %d shards were linked at %s (%s, %w); start another run with another --run-id, or sync",
 			sh.Run, strings.Join(j.ident, "."), st.linked.Shards, st.linked.Linked.Format(time.RFC3339), st.linked.StatisticsPath, ErrRunComplete)
-	}
-	if err := st.checkCount(sh.Run, sh.Count); err != nil {
-		return 0, err
 	}
 	if st.record != nil {
 		snapshotID = st.record.SnapshotID
