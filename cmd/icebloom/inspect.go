@@ -12,8 +12,8 @@ import (
 	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
-	"github.com/icebloom/icebloom/index/segment"
 	"github.com/icebloom/icebloom/index/sbbf"
+	"github.com/icebloom/icebloom/index/segment"
 	"github.com/icebloom/icebloom/puffin"
 )
 
