@@ -157,6 +157,12 @@ func (c *BenchCmd) runScale(ctx context.Context, e *env) error {
 				return fmt.Errorf("scale %d, shards %s: %w", n, c.Shards, err)
 			}
 			out.Runs = append(out.Runs, run)
+			// The largest count once more, shard after shard: per shard, the
+			// linked index's cold load and the merge.
+			if run, err = s.shardedOneByOne(ctx, cat, n, slices.Max(counts)); err != nil {
+				return fmt.Errorf("scale %d, %d shards one by one: %w", n, slices.Max(counts), err)
+			}
+			out.Runs = append(out.Runs, run)
 		}
 	}
 	if c.S3Files > 0 {
