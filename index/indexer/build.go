@@ -88,8 +88,10 @@ type Options struct {
 	// commits retried after conflicting with other commits.
 	Logger *slog.Logger
 	// Shard, when set, makes the run one shard of a sharded run: it
-	// indexes only its shard's data files and commits a link to its
-	// segment, keeping every other entry of the index.
+	// indexes only its shard's data files into a segment of its own and
+	// commits nothing, unless it finds every shard of its run complete: it
+	// then makes the run's one commit linking them all (Shard), keeping
+	// every other entry of the index.
 	Shard *Shard
 }
 
