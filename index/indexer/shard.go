@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"strconv"
@@ -318,15 +319,22 @@ func (j *job) linkRun(ctx context.Context, markers []shardMarker) (*table.Table,
 				return catalog.StatisticsChange{}, nil, fmt.Errorf("snapshot %d was expired while run %s indexed it", j.snap.SnapshotID, run)
 			}
 			meta := tbl.Metadata()
-			base := j.base(meta)
-			if override != nil && j.current(meta) == overridden {
-				base = override
+			base, view := j.base(meta), meta
+			restoring := override != nil && j.current(meta) == overridden
+			if restoring {
+				// Plan as if the file ours replaced were still there.
+				base, view = override, replacedView(meta, *override)
 			}
-			links, copies, err := j.planLinks(ctx, meta, segs)
+			links, copies, err := j.planLinks(ctx, view, segs)
 			if err != nil {
 				return catalog.StatisticsChange{}, nil, err
 			}
 			if len(links) == 0 && len(copies) == 0 {
+				if restoring {
+					// What ours replaced covers the run already (another
+					// shard's linking file): put it back, losing nothing of it.
+					return catalog.StatisticsChange{Set: []table.StatisticsFile{*override}}, nil, nil
+				}
 				nothing = true
 				return catalog.StatisticsChange{}, nil, nil // linked already
 			}
@@ -365,6 +373,13 @@ func (j *job) linkRun(ctx context.Context, markers []shardMarker) (*table.Table,
 				j.sum.Shard.LinkedBefore = true
 			}
 			return tbl, j.markLinked(j.current(tbl.Metadata()))
+		}
+		if committed.Path == "" { // the replaced file put back
+			if j.current(tbl.Metadata()) == override.StatisticsPath {
+				j.fs.Remove(overridden) // ours, which no metadata lists now
+			}
+			j.sum.StatisticsPath = override.StatisticsPath
+			return tbl, j.markLinked(override.StatisticsPath)
 		}
 		removed, err := ensureCommitted(ctx, j.cat, j.ident, j.fs, j.o.Logger, tbl, committed.Path)
 		j.sum.BrokenFiles = append(j.sum.BrokenFiles, removed...)
@@ -474,3 +489,25 @@ type filterKey struct {
 	size  int64
 	field int
 }
+
+// replacedView is meta with the statistics file of sf's snapshot replaced
+// by sf: the table as it was before a commit replaced sf unseen.
+func replacedView(meta table.Metadata, sf table.StatisticsFile) table.Metadata {
+	var stats []table.StatisticsFile
+	for s := range meta.Statistics() {
+		if s.SnapshotID == sf.SnapshotID {
+			s = sf
+		}
+		stats = append(stats, s)
+	}
+	return statisticsView{meta, stats}
+}
+
+// statisticsView is table metadata with other statistics files.
+type statisticsView struct {
+	table.Metadata
+	stats []table.StatisticsFile
+}
+
+// Statistics returns the view's statistics files.
+func (v statisticsView) Statistics() iter.Seq[table.StatisticsFile] { return slices.Values(v.stats) }

@@ -429,9 +429,9 @@ func (c *commitHooks) CommitTable(ctx2 context.Context, ident table.Identifier, 
 // TestRunLinkedOnce: two shards find their run complete at once (here: a
 // rerun of the last shard links the run between the first finder's load
 // and its commit, which replaces the rerun's file unseen). The first
-// finder's commit is merged back onto the rerun's: every live file is
-// covered exactly once, whichever segment of shard 2 each commit saw, and
-// the index links every shard.
+// finder finds, planning on the file it replaced, that it linked the run
+// already, and puts it back: every live file is covered exactly once,
+// whichever segment of shard 2 each commit saw.
 func TestRunLinkedOnce(t *testing.T) {
 	cat, tbl, rowsByFile := eventsTable(t, 12, 20, nil)
 	shard := func(c icecatalog.Catalog, i int) (*indexer.Summary, error) {
@@ -457,6 +457,11 @@ func TestRunLinkedOnce(t *testing.T) {
 		t.Fatalf("%d commits, rerun %+v, first %+v: the race did not happen", hooked.n, rerun, sum.Shard)
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	// The first finder's commit replaced the rerun's file, which linked
+	// the run already: it put that file back rather than lose it.
+	if stats := statisticsFiles(tbl); len(stats) != 1 || stats[0].StatisticsPath != rerun.StatisticsPath || sum.StatisticsPath != rerun.StatisticsPath {
+		t.Fatalf("statistics %+v, want the rerun's file %s put back", stats, rerun.StatisticsPath)
+	}
 	coveredOnce(t, tbl, 1)
 	lookupsKeepTrueFiles(t, tbl, rowsByFile)
 	// And a shard of the run after that is refused: the run is complete.
