@@ -201,6 +201,11 @@ func testShards(t *testing.T, sc shardCatalog) {
 		in.Runs[0].Complete || !slices.Equal(in.Runs[0].MissingShards, []int{3}) || len(in.Segments) != 0 {
 		t.Fatalf("after three shards inspect says %+v, segments %+v", in.Runs, in.Segments)
 	}
+	text, _, _ := icebloom(t, append(append([]string{}, sc.flags...), "inspect", name)...)
+	if !strings.Contains(text, "sharded run first (snapshot ") || !strings.Contains(text, "3 of 4 shards committed, live") ||
+		!strings.Contains(text, "missing shards 3: 0 of their ") {
+		t.Fatalf("inspect's text after three shards:\n%s", text)
+	}
 	killed := shards("build", "first", 3)[0]
 	killed.Process.Kill() // at once, before it writes its segment: a pod lost early
 	killed.Wait()
