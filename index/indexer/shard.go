@@ -375,9 +375,8 @@ func (j *job) linkRun(ctx context.Context, markers []shardMarker) (*table.Table,
 			return tbl, j.markLinked(j.current(tbl.Metadata()))
 		}
 		if committed.Path == "" { // the replaced file put back
-			if j.current(tbl.Metadata()) == override.StatisticsPath {
-				j.fs.Remove(overridden) // ours, which no metadata lists now
-			}
+			// Ours stays for readers of the metadata that listed it; gc
+			// removes it after its grace period.
 			j.sum.StatisticsPath = override.StatisticsPath
 			return tbl, j.markLinked(override.StatisticsPath)
 		}
