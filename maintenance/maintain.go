@@ -1,6 +1,7 @@
 package maintenance
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,7 +25,8 @@ type MaintainOptions struct {
 	// CompactAbove compacts the index when the sync leaves more segments
 	// than this; 0 means indexer.DefaultCompactAbove.
 	CompactAbove int
-	// Expire, when set, expires snapshots (folding their segments first).
+	// Expire, when set, expires snapshots (folding their segments first;
+	// the fold gets Index's memory budget unless Expire names its own).
 	Expire *ExpireOptions
 	// GC configures the deletion of orphan index files.
 	GC GCOptions
@@ -164,7 +166,9 @@ func MaintainTable(ctx context.Context, cat icecatalog.Catalog, ident table.Iden
 	}
 	r.Compact = r.Sync.Compacted
 	if o.Expire != nil {
-		if r.Expire, err = Expire(ctx, cat, ident, *o.Expire); err != nil {
+		exp := *o.Expire
+		exp.MemoryBudget = cmp.Or(exp.MemoryBudget, o.Index.MemoryBudget)
+		if r.Expire, err = Expire(ctx, cat, ident, exp); err != nil {
 			return fail(err)
 		}
 	}

@@ -1,3 +1,5 @@
+//go:build icebloom_bench
+
 package main
 
 import (
@@ -263,13 +265,15 @@ func atLeast(v, limit float64, unit string) (string, *bool) {
 	return fmt.Sprintf(">= %g%s", limit, unit), &ok
 }
 
-// build runs indexer.Build on the benchmark table and times it.
-func (b *bencher) build(ctx context.Context, o indexer.Options) (*indexer.Summary, time.Duration, error) {
+// build runs indexer.Build on the benchmark table with the knobs k and
+// times it.
+func (b *bencher) build(ctx context.Context, o indexer.Options, k indexer.Knobs) (*indexer.Summary, time.Duration, error) {
 	if o.FPP == 0 {
 		o.FPP = b.c.FPP
 	}
 	o.FailFast = true
-	o.ExactColumns = true // each measurement's columns alone, not those earlier builds left in the index
+	k.ExactColumns = true // each measurement's columns alone, not those earlier builds left in the index
+	o = o.WithKnobs(k)
 	start := time.Now()
 	sum, err := indexer.Build(ctx, b.cat, benchTable, o)
 	if err != nil {
@@ -357,22 +361,23 @@ func (b *bencher) dictionaryShortcut(ctx context.Context) error {
 	// Workers read their own files (no reading ahead), so Parallel 1 is
 	// one goroutine reading and hashing: the CPU paths are compared, not
 	// how busy storage is kept (bench --s3-floor).
-	with := indexer.Options{Columns: []string{benchCatCol}, Parallel: 1, DisablePrefetch: true}
+	o := indexer.Options{Columns: []string{benchCatCol}, Parallel: 1}
+	with := indexer.Knobs{DisablePrefetch: true}
 	without := with
 	without.DisableDictionaryShortcut = true
 	var readWith, readWithout, tWith, tWithout []time.Duration
-	for _, o := range []indexer.Options{without, with} { // warm-up, untimed
-		if _, _, err := b.build(ctx, o); err != nil {
+	for _, k := range []indexer.Knobs{without, with} { // warm-up, untimed
+		if _, _, err := b.build(ctx, o, k); err != nil {
 			return err
 		}
 	}
 	for range b.c.Repeat {
-		sum, d, err := b.build(ctx, without)
+		sum, d, err := b.build(ctx, o, without)
 		if err != nil {
 			return err
 		}
 		tWithout, readWithout = append(tWithout, d), append(readWithout, sum.ReadTime)
-		if sum, d, err = b.build(ctx, with); err != nil {
+		if sum, d, err = b.build(ctx, o, with); err != nil {
 			return err
 		}
 		tWith, readWith = append(tWith, d), append(readWith, sum.ReadTime)
@@ -400,7 +405,7 @@ func (b *bencher) buildVsFloor(ctx context.Context) error {
 	var floor, floor2, hashFloor, p1, p2, p1Files []time.Duration
 	// The builds' workers read their own files, one goroutine each, as the
 	// floor's do: reading ahead would add goroutines reading for them.
-	if _, _, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: 1, DisablePrefetch: true}); err != nil { // warm-up, untimed
+	if _, _, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: 1}, indexer.Knobs{DisablePrefetch: true}); err != nil { // warm-up, untimed
 		return err
 	}
 	for range b.c.Repeat {
@@ -416,7 +421,7 @@ func (b *bencher) buildVsFloor(ctx context.Context) error {
 			*f.into = append(*f.into, d)
 		}
 		for _, par := range []int{1, 2} {
-			sum, d, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: par, DisablePrefetch: true})
+			sum, d, err := b.build(ctx, indexer.Options{Columns: cols, Parallel: par}, indexer.Knobs{DisablePrefetch: true})
 			if err != nil {
 				return err
 			}
@@ -754,7 +759,7 @@ func (b *bencher) peakMemory(ctx context.Context) error {
 		maxNDV = max(maxNDV, en.NDV)
 	}
 	growth, err := heapPeak(func() error {
-		_, _, err := b.build(ctx, indexer.Options{Columns: []string{benchIDCol}, Parallel: 1})
+		_, _, err := b.build(ctx, indexer.Options{Columns: []string{benchIDCol}, Parallel: 1}, indexer.Knobs{})
 		return err
 	})
 	if err != nil {

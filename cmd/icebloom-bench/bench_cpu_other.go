@@ -1,4 +1,4 @@
-//go:build !unix
+//go:build icebloom_bench && !unix
 
 package main
 

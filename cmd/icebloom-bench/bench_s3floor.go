@@ -1,3 +1,5 @@
+//go:build icebloom_bench
+
 package main
 
 import (
@@ -152,8 +154,8 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 		}
 		return time.Since(start), last.Sub(first), processCPU() - cpu0, nil
 	}
-	ahead := indexer.Options{ForcePrefetch: true}                                 // the defaults on S3; forced locally
-	workers := indexer.Options{Parallel: runtime.NumCPU(), DisablePrefetch: true} // as before reading ahead
+	ahead := indexer.Options{}.WithKnobs(indexer.Knobs{ForcePrefetch: true})                               // the defaults on S3; forced locally
+	workers := indexer.Options{Parallel: runtime.NumCPU()}.WithKnobs(indexer.Knobs{DisablePrefetch: true}) // as before reading ahead
 
 	progress("warm-up builds (no delay)")
 	for _, o := range []indexer.Options{ahead, workers} {

@@ -1,3 +1,5 @@
+//go:build icebloom_bench
+
 package main
 
 import (

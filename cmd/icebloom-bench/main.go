@@ -1,3 +1,5 @@
+//go:build icebloom_bench
+
 // Command icebloom-bench generates Iceberg tables and measures icebloom's
 // index against its targets (docs/benchmarks.md): the build against the
 // floor of reading the same columns, the index's size and false-positive
@@ -5,7 +7,10 @@
 // format v2 on tables of many tiny data files; with --s3-floor, reading
 // ahead on object storage. It is a command of its own so that the shipped
 // icebloom binary carries neither the bench nor the in-process S3 server
-// and test catalog it runs on.
+// and test catalog it runs on. It builds only with -tags icebloom_bench
+// (go run -tags icebloom_bench ./cmd/icebloom-bench): the tag exports the
+// switches of a run it measures with (indexer.Knobs) and filescan's reading
+// for its floor, which are no public API of those packages.
 package main
 
 import (

@@ -87,6 +87,11 @@ func (c *InspectCmd) run(ctx context.Context, e *env) error {
 		return e.printJSON(out)
 	}
 	e.printf("snapshot %d: %s\n", out.SnapshotID, plural(out.LiveFiles, "live data file"))
+	if len(out.Segments) == 0 && len(out.IndexErrors) == 0 {
+		e.printf("%s\n", noIndex(c.Table))
+		printRuns(e, out.Runs) // a run in progress has committed nothing yet
+		return nil
+	}
 	e.printf("%s index entries\n", plural(len(out.Segments), "segment holds", "segments hold"))
 	for _, s := range out.Segments {
 		e.printf("  %s (snapshot %d, format v%d, %s): %s, %s of other tools, %s\n",
@@ -98,21 +103,7 @@ func (c *InspectCmd) run(ctx context.Context, e *env) error {
 			e.printf("    linked by %s\n", s.LinkedFrom)
 		}
 	}
-	for _, r := range out.Runs {
-		state := "incomplete"
-		switch {
-		case r.Complete:
-			state = "complete"
-		case r.Live:
-			state = "live"
-		}
-		e.printf("sharded run %s (snapshot %d): %d of %s committed, %s; %s covered by the run",
-			r.Run, r.SnapshotID, r.ShardsCommitted, plural(r.Shards, "shard"), state, plural(r.FilesCovered, "live file"))
-		if len(r.MissingShards) > 0 {
-			e.printf("; missing shards %s: %d of their %s covered otherwise", intsText(r.MissingShards), r.CoveredOtherwise, plural(r.MissingShardFiles, "live file"))
-		}
-		e.printf("\n")
-	}
+	printRuns(e, out.Runs)
 	for _, col := range out.Columns {
 		e.printf("column %s (field %d, hashed as %s): %s covered, %d not covered, %s of filters, ndv %d..%d (mean %.0f), fpp %s\n",
 			col.Name, col.FieldID, strings.Join(col.ValueTypes, ", "), plural(col.Covered, "file"), col.Uncovered,
@@ -242,4 +233,29 @@ func intsText(ns []int) string {
 		s[i] = fmt.Sprint(n)
 	}
 	return strings.Join(s, ", ")
+}
+
+// noIndex says that a table has no index and how to build one.
+func noIndex(table string) string {
+	return fmt.Sprintf("%s has no icebloom index: `icebloom build %s --columns COL` builds one (or `icebloom columns %s --enable COL` and then `icebloom sync %s`, as maintain does)",
+		table, table, table, table)
+}
+
+// printRuns prints inspect's line per sharded run.
+func printRuns(e *env, runs []indexer.RunStatus) {
+	for _, r := range runs {
+		state := "incomplete"
+		switch {
+		case r.Complete:
+			state = "complete"
+		case r.Live:
+			state = "live"
+		}
+		e.printf("sharded run %s (snapshot %d): %d of %s committed, %s; %s covered by the run",
+			r.Run, r.SnapshotID, r.ShardsCommitted, plural(r.Shards, "shard"), state, plural(r.FilesCovered, "live file"))
+		if len(r.MissingShards) > 0 {
+			e.printf("; missing shards %s: %d of their %s covered otherwise", intsText(r.MissingShards), r.CoveredOtherwise, plural(r.MissingShardFiles, "live file"))
+		}
+		e.printf("\n")
+	}
 }

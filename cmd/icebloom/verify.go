@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/icebloom/icebloom/cmd/internal/cli"
@@ -24,6 +25,9 @@ func (c *VerifyCmd) run(ctx context.Context, e *env) error {
 	rep, err := verify.Table(ctx, cat, ident, verify.Options{Sample: c.Sample, Seed: c.Seed})
 	if err != nil {
 		return err
+	}
+	if len(rep.Segments) == 0 && rep.OK() {
+		return errors.New(noIndex(c.Table)) // nothing verified is no pass
 	}
 	e.log.Info("index verified", "command", "verify", "table", c.Table, "segments", len(rep.Segments),
 		"sampled", len(rep.Sampled), "problems", len(rep.Problems), "seed", rep.Seed)

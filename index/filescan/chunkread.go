@@ -8,17 +8,17 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
 
-// maxFetch bounds the column chunk a ChunkReader reads whole into memory.
+// maxFetch bounds the column chunk a chunkReader reads whole into memory.
 // A larger chunk is read page by page from the file instead (one read per
 // page with buffered streams), so a worker's memory does not follow the
 // largest chunk of the table.
 const maxFetch = 32 << 20
 
-// ChunkReader is a Parquet data file as a build worker reads it: before a
+// chunkReader is a Parquet data file as a build worker reads it: before a
 // column chunk (or only its dictionary page) is read, Fetch reads its byte
 // range with one ReadAt into a buffer reused from chunk to chunk, and
 // arrow-go's reads inside that range are served from memory. Without it a
-// buffered stream (ReaderProperties) makes one read per buffer's worth
+// buffered stream (readerProperties) makes one read per buffer's worth
 // (16 KiB), which on an object store is one GET each; without buffered
 // streams arrow-go makes a fresh slice of every chunk. Reads outside the
 // fetched range (the footer, a chunk whose metadata is off) go to the file,
@@ -27,7 +27,7 @@ const maxFetch = 32 << 20
 // In a build the ranges are usually read ahead by the prefetcher
 // (prefetch.go) and held: Fetch of a held range reads nothing, and reads
 // inside any held range are served from it.
-type ChunkReader struct {
+type chunkReader struct {
 	file       parquet.ReaderAtSeeker
 	bufferSize int64   // of the buffered streams reading the chunks
 	buf        *[]byte // the worker's, kept across files
@@ -42,21 +42,21 @@ type span struct {
 	b   []byte
 }
 
-// NewChunkReader reads f for Parquet readers with props, through buf, which
+// newChunkReader reads f for Parquet readers with props, through buf, which
 // holds the fetched bytes and is grown as needed; the caller keeps it for
 // the next file.
-func NewChunkReader(f parquet.ReaderAtSeeker, props *parquet.ReaderProperties, buf *[]byte) *ChunkReader {
-	return &ChunkReader{file: f, bufferSize: props.BufferSize, buf: buf}
+func newChunkReader(f parquet.ReaderAtSeeker, props *parquet.ReaderProperties, buf *[]byte) *chunkReader {
+	return &chunkReader{file: f, bufferSize: props.BufferSize, buf: buf}
 }
 
 // hold makes c serve reads inside the spans (sorted by offset, not
 // overlapping) from them. The spans must stay unchanged while c is used.
-func (c *ChunkReader) hold(spans []span) { c.held = spans }
+func (c *chunkReader) hold(spans []span) { c.held = spans }
 
 // readHeld copies into p the held bytes from off and reports whether the
 // held spans (one, or adjacent ones) cover all of [off, off+len(p)); when
 // they do not, p is left as it was.
-func (c *ChunkReader) readHeld(p []byte, off int64) bool {
+func (c *chunkReader) readHeld(p []byte, off int64) bool {
 	if !c.isHeld(off, int64(len(p))) {
 		return false
 	}
@@ -69,12 +69,12 @@ func (c *ChunkReader) readHeld(p []byte, off int64) bool {
 
 // spanAt returns the index of the last held span starting at or before
 // off, -1 if none.
-func (c *ChunkReader) spanAt(off int64) int {
+func (c *chunkReader) spanAt(off int64) int {
 	return sort.Search(len(c.held), func(i int) bool { return c.held[i].off > off }) - 1
 }
 
 // ReadAt implements io.ReaderAt.
-func (c *ChunkReader) ReadAt(p []byte, off int64) (int, error) {
+func (c *chunkReader) ReadAt(p []byte, off int64) (int, error) {
 	if off >= c.start && off+int64(len(p)) <= c.start+int64(c.n) {
 		return copy(p, (*c.buf)[off-c.start:]), nil
 	}
@@ -85,12 +85,12 @@ func (c *ChunkReader) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // Seek implements io.Seeker, for the Parquet reader to find the file's size.
-func (c *ChunkReader) Seek(offset int64, whence int) (int64, error) {
+func (c *chunkReader) Seek(offset int64, whence int) (int64, error) {
 	return c.file.Seek(offset, whence)
 }
 
 // isHeld reports whether the held spans cover [off, off+n).
-func (c *ChunkReader) isHeld(off, n int64) bool {
+func (c *chunkReader) isHeld(off, n int64) bool {
 	i := c.spanAt(off)
 	for pos := off; pos < off+n; i++ {
 		if i < 0 || i == len(c.held) || c.held[i].off > pos || pos >= c.held[i].off+int64(len(c.held[i].b)) {
@@ -107,7 +107,7 @@ func (c *ChunkReader) isHeld(off, n int64) bool {
 // stream's first buffer. A chunk larger than maxFetch, or a range the file
 // does not hold, is not fetched: arrow-go then reads the file itself and
 // reports any damage. A range held already is not read again.
-func (c *ChunkReader) Fetch(md *metadata.ColumnChunkMetaData, dictionaryPage bool) {
+func (c *chunkReader) Fetch(md *metadata.ColumnChunkMetaData, dictionaryPage bool) {
 	c.n = 0
 	start, size, ok := fetchRange(md, dictionaryPage, c.bufferSize)
 	if !ok || c.isHeld(start, size) {

@@ -101,7 +101,7 @@ func TestChunkReaderOneReadPerChunk(t *testing.T) {
 				want = make([]byteRange, len(chunks))
 				partial := 0
 				for i, c := range chunks {
-					want[i] = byteRange{c.off, min(c.n, max(dicts[i].n, ReaderProperties().BufferSize))}
+					want[i] = byteRange{c.off, min(c.n, max(dicts[i].n, readerProperties().BufferSize))}
 					if want[i].n < c.n {
 						partial++
 					}
@@ -175,7 +175,7 @@ func TestChunkReaderReadsOutsideFetch(t *testing.T) {
 	}
 	defer f.Close()
 	var buf []byte
-	cr := NewChunkReader(f, ReaderProperties(), &buf)
+	cr := newChunkReader(f, readerProperties(), &buf)
 	rdr, err := file.NewParquetReader(cr)
 	if err != nil {
 		t.Fatal(err)

@@ -44,7 +44,7 @@ type Scanner struct {
 	nameMapping iceberg.NameMapping
 	maxBytes    int
 	// noDictShortcut decodes every data page even when the dictionary
-	// page alone would do (indexer.Options.DisableDictionaryShortcut).
+	// page alone would do (Config.NoDictShortcut).
 	noDictShortcut bool
 
 	// insertHook, for tests, replaces the insertion of a column's hashes
@@ -62,9 +62,9 @@ type Scanner struct {
 	OnDistinct func(col int, unique []uint64)
 
 	filters  *FilterPool               // the job's, shared by its workers; nil: none
-	props    *parquet.ReaderProperties // of a page buffer pool of its own (ReaderProperties)
-	chunk    []byte                    // the fetched column chunk (ChunkReader)
-	file     *ChunkReader              // the data file being read
+	props    *parquet.ReaderProperties // of a page buffer pool of its own (readerProperties)
+	chunk    []byte                    // the fetched column chunk (chunkReader)
+	file     *chunkReader              // the data file being read
 	hashes   []uint64                  // hashes not yet in distinct
 	distinct distinctSet
 	defs     []int16
@@ -85,7 +85,7 @@ type Scanner struct {
 func NewScanner(fs icebergio.IO, cols []Column, nm iceberg.NameMapping, maxBytes int, noDictShortcut bool) *Scanner {
 	return &Scanner{
 		fs: fs, cols: cols, nameMapping: nm, maxBytes: maxBytes, noDictShortcut: noDictShortcut,
-		defs: make([]int16, batchSize), props: ReaderProperties(),
+		defs: make([]int16, batchSize), props: readerProperties(),
 	}
 }
 
@@ -124,7 +124,7 @@ func (x *Scanner) indexRead(ctx context.Context, ra *readAhead) (out []ColumnFil
 		}
 		defer f.Close()
 	}
-	x.file = NewChunkReader(f, x.props, &x.chunk)
+	x.file = newChunkReader(f, x.props, &x.chunk)
 	x.file.hold(ra.spans)
 	defer x.file.hold(nil) // the spans go back to the prefetcher's pool
 	opts := []file.ReadOption{file.WithReadProps(x.props)}

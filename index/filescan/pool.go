@@ -80,16 +80,16 @@ func (p *bufferPool) Free(b []byte) {
 	}
 }
 
-// ReaderProperties returns Parquet reader properties as a build worker
+// readerProperties returns Parquet reader properties as a build worker
 // reads with: page buffers from a pool of their own, reused from one column
 // chunk to the next when the chunk reader is closed, and buffered streams,
 // because without them arrow-go reads every column chunk whole into a
 // freshly made slice (about a build's worth of garbage per build), while a
 // buffered stream reads through a buffer of at most 16 KiB, from the chunk
-// a ChunkReader fetched into memory it reuses. Tools that measure against
-// the build's reading (the bench command's floor) read with them too. The
-// properties are for one goroutine's readers at a time.
-func ReaderProperties() *parquet.ReaderProperties {
+// a chunkReader fetched into memory it reuses. The bench's floor, which
+// measures against the build's reading, reads with them too (benchread.go).
+// The properties are for one goroutine's readers at a time.
+func readerProperties() *parquet.ReaderProperties {
 	props := parquet.NewReaderProperties(&bufferPool{})
 	props.BufferedStreamEnabled = true
 	return props

@@ -26,7 +26,7 @@ import (
 // with as many workers as CPUs that is two requests in flight on a 2-core
 // pod. So the I/O is separated from the CPU: a prefetcher reads the next
 // files' footers and then the byte ranges of their indexed column chunks —
-// the exact ranges ChunkReader.Fetch would read, the dictionary page alone
+// the exact ranges chunkReader.Fetch would read, the dictionary page alone
 // where the dictionary shortcut applies — with up to RequestsInFlight
 // requests in flight across many files, and hands each file's bytes to the
 // CPU workers, which parse and hash from memory.
@@ -241,7 +241,7 @@ type prefetcher struct {
 	cols           []Column
 	nameMapping    iceberg.NameMapping
 	noDictShortcut bool
-	bufferSize     int64 // of the workers' streams (ReaderProperties)
+	bufferSize     int64 // of the workers' streams (readerProperties)
 
 	footerCap, chunkCap int64
 	footers, chunks     *semaphore.Weighted
@@ -251,7 +251,7 @@ type prefetcher struct {
 
 func newPrefetcher(fs icebergio.IO, rc Config) *prefetcher {
 	p := &prefetcher{fs: fs, cols: rc.Columns, nameMapping: rc.NameMapping, noDictShortcut: rc.NoDictShortcut,
-		bufferSize: ReaderProperties().BufferSize, stats: rc.stats}
+		bufferSize: readerProperties().BufferSize, stats: rc.stats}
 	if rc.PrefetchBytes > 0 {
 		p.footerCap = rc.PrefetchBytes / 4
 		p.chunkCap = rc.PrefetchBytes - p.footerCap
@@ -368,7 +368,7 @@ func (p *prefetcher) read(ra *readAhead, s span) bool {
 // readRange is a range of a file to read: [off, end).
 type readRange struct{ off, end int64 }
 
-// plan returns the byte ranges the worker's ChunkReader.Fetch calls will
+// plan returns the byte ranges the worker's chunkReader.Fetch calls will
 // read of the file whose footer is md, left of tailOff (the end read with
 // the footer holds the rest), merged where they touch, in file order.
 func (p *prefetcher) plan(md *metadata.FileMetaData, tailOff int64) []readRange {

@@ -49,33 +49,14 @@ type Options struct {
 	// (see index/filescan). 0 means filescan.DefaultRequestsInFlight; negative is an
 	// error.
 	RequestsInFlight int
-	// DisablePrefetch reads nothing ahead: each worker reads its own data
-	// file, a request at a time, as builds did before prefetching. For
-	// comparisons and benchmarks: it changes no result.
-	DisablePrefetch bool
-	// ForcePrefetch reads ahead on local storage too, where the default
-	// reads nothing ahead: local reads take microseconds, and reading ahead
-	// only adds its own work (measured 1.7x the CPU of a build, bench
-	// --s3-floor). For comparisons and benchmarks.
-	ForcePrefetch  bool
-	FailFast       bool // a data file or column that cannot be read fails the build instead of staying unindexed
-	MaxFilterBytes int  // 0: DefaultMaxFilterBytes
+	FailFast         bool // a data file or column that cannot be read fails the build instead of staying unindexed
+	MaxFilterBytes   int  // 0: DefaultMaxFilterBytes
 	// MemoryBudget bounds the bytes of filters a run holds before writing
 	// them into the segment; 0 means segment.DefaultMemoryBudget.
 	MemoryBudget int64
-	// ExactColumns indexes exactly Columns: not the columns the index
-	// holds, nor those table properties enable. For benchmarks and
-	// programs that choose every run's columns themselves.
-	ExactColumns bool
 	// CompactAbove makes Sync compact the index when it leaves more
 	// segments than this: 0 means DefaultCompactAbove, negative never.
 	CompactAbove int
-	// DisableDictionaryShortcut decodes every value of a column chunk even
-	// when all its data pages are dictionary-encoded and hashing the
-	// dictionary page alone would do. For comparisons and benchmarks: the
-	// shortcut changes no result (with a writer that keeps dictionary
-	// entries no row uses, it could only add false positives).
-	DisableDictionaryShortcut bool
 	// Progress, when set, is told how far the run is through the data
 	// files it reads: once before the first with FilesDone 0, then as each
 	// data file finishes, indexed or not. Calls are serialized — one at a
@@ -93,6 +74,32 @@ type Options struct {
 	// then makes the run's one commit linking them all (Shard), keeping
 	// every other entry of the index.
 	Shard *Shard
+	// knobs are what only the bench sets (benchknobs.go).
+	knobs knobs
+}
+
+// knobs are switches of a run that change no result and that only the
+// bench (cmd/icebloom-bench) sets, through Options.WithKnobs of
+// benchknobs.go, built only with -tags icebloom_bench: they are for
+// comparisons and measurements, no public API of the package.
+type knobs struct {
+	// DisablePrefetch reads nothing ahead: each worker reads its own data
+	// file, a request at a time, as builds did before prefetching.
+	DisablePrefetch bool
+	// ForcePrefetch reads ahead on local storage too, where the default
+	// reads nothing ahead: local reads take microseconds, and reading ahead
+	// only adds its own work (measured 1.7x the CPU of a build, bench
+	// --s3-floor).
+	ForcePrefetch bool
+	// ExactColumns indexes exactly Options.Columns: not the columns the
+	// index holds, nor those table properties enable.
+	ExactColumns bool
+	// DisableDictionaryShortcut decodes every value of a column chunk even
+	// when all its data pages are dictionary-encoded and hashing the
+	// dictionary page alone would do (the shortcut changes no result; with
+	// a writer that keeps dictionary entries no row uses, it could only add
+	// false positives).
+	DisableDictionaryShortcut bool
 }
 
 // Progress is how far a run is through the data files it reads.
@@ -504,11 +511,11 @@ func (j *job) writeIndex(ctx context.Context, files []filescan.File) (indexfile.
 }
 
 // readConfig is how the job reads its data files (Options.Parallel,
-// RequestsInFlight, DisablePrefetch, MemoryBudget).
+// RequestsInFlight, MemoryBudget, knobs.DisablePrefetch).
 func (j *job) readConfig() (filescan.Config, error) {
 	rc := filescan.Config{
 		FS: j.fs, Columns: scanColumns(j.cols), NameMapping: j.tbl.Metadata().NameMapping(),
-		MaxFilterBytes: j.o.MaxFilterBytes, NoDictShortcut: j.o.DisableDictionaryShortcut,
+		MaxFilterBytes: j.o.MaxFilterBytes, NoDictShortcut: j.o.knobs.DisableDictionaryShortcut,
 		Parallel: j.o.Parallel, Requests: j.o.RequestsInFlight,
 	}
 	if rc.Requests < 0 {
@@ -523,7 +530,7 @@ func (j *job) readConfig() (filescan.Config, error) {
 	if rc.MaxFilterBytes <= 0 {
 		rc.MaxFilterBytes = DefaultMaxFilterBytes
 	}
-	if !j.o.DisablePrefetch && (j.o.ForcePrefetch || !catalog.IsLocal(j.tbl.Location())) {
+	if !j.o.knobs.DisablePrefetch && (j.o.knobs.ForcePrefetch || !catalog.IsLocal(j.tbl.Location())) {
 		budget := j.o.MemoryBudget
 		if budget <= 0 {
 			budget = segment.DefaultMemoryBudget

@@ -444,7 +444,7 @@ type ColumnSummary struct {
 // report.
 func (j *job) chooseColumns(ctx context.Context) error {
 	choice, ix, errs, err := loadColumns(ctx, j.fs, j.tbl.Metadata(), j.o.Columns, j.o.FPP)
-	if j.o.ExactColumns {
+	if j.o.knobs.ExactColumns {
 		choice = &ColumnChoice{}
 		if len(j.o.Columns) == 0 {
 			err = fmt.Errorf("%w: ExactColumns with no column named", ErrNoColumns)

@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,6 +49,16 @@ type CompactOptions struct {
 	// dropped) and not one a table property enables, which the next sync
 	// would index again: that is an error naming it.
 	DropColumns []string
+}
+
+// compactOptions is the one hand-off from a run's options to the
+// compactions the run starts (a sync's above CompactAbove, a rebuild's, a
+// sharded run's merge): what a compaction shares with its run — the
+// logger, the memory budget — is carried here and nowhere else, so a new
+// shared option cannot be lost on one of the ways (the budget once was on
+// all but the sharded one).
+func (o Options) compactOptions() CompactOptions {
+	return CompactOptions{Logger: o.Logger, MemoryBudget: o.MemoryBudget}
 }
 
 // CompactSummary reports what Compact did.
@@ -103,6 +114,12 @@ var errStatisticsMoved = errors.New("the table's statistics files changed during
 // and its commit is read back and merged in by another pass, so no run's
 // entries are lost.
 func Compact(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions) (*CompactSummary, error) {
+	if o.Logger != nil {
+		// What the compaction was handed, for a reader of debug logs (and
+		// the tests of every way a compaction is started).
+		o.Logger.Debug("index compaction started", "table", strings.Join(ident, "."),
+			"memory_budget_bytes", cmp.Or(o.MemoryBudget, segment.DefaultMemoryBudget), "drop_columns", o.DropColumns)
+	}
 	start := time.Now()
 	c := &compaction{broken: map[groupRef]bool{}}
 	for attempt := 0; attempt < maxOverwrites; attempt++ {

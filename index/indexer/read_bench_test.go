@@ -29,7 +29,7 @@ func BenchmarkBuildS3(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		o    Options
-	}{{"ahead", Options{Parallel: 2}}, {"workers", Options{Parallel: 2, DisablePrefetch: true}}} {
+	}{{"ahead", Options{Parallel: 2}}, {"workers", Options{Parallel: 2, knobs: knobs{DisablePrefetch: true}}}} {
 		b.Run(bc.name, func(b *testing.B) {
 			bc.o.Columns, bc.o.FailFast = []string{"id", "tag"}, true
 			for b.Loop() {
@@ -70,7 +70,7 @@ func BenchmarkBuildLocal(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		o    Options
-	}{{"ahead", Options{Parallel: 2}}, {"workers", Options{Parallel: 2, DisablePrefetch: true}}} {
+	}{{"ahead", Options{Parallel: 2}}, {"workers", Options{Parallel: 2, knobs: knobs{DisablePrefetch: true}}}} {
 		b.Run(bc.name, func(b *testing.B) {
 			bc.o.Columns, bc.o.FailFast = []string{"id", "tag"}, true
 			for b.Loop() {

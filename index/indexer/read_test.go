@@ -66,7 +66,7 @@ func TestBuildWithoutDictionaryShortcutSameEntries(t *testing.T) {
 	cols := []string{"id", "tag", "n", "amount", "day"}
 	var blobs []map[string][]byte
 	for _, disable := range []bool{false, true} {
-		if _, err := Build(context.Background(), cat, ident, Options{Columns: cols, DisableDictionaryShortcut: disable}); err != nil {
+		if _, err := Build(context.Background(), cat, ident, Options{Columns: cols, knobs: knobs{DisableDictionaryShortcut: disable}}); err != nil {
 			t.Fatal(err)
 		}
 		loaded, err := cat.LoadTable(context.Background(), ident)
@@ -202,7 +202,7 @@ func TestPrefetchOnS3SameFilters(t *testing.T) {
 	for _, o := range []Options{
 		{Parallel: 2, RequestsInFlight: 1},
 		{Parallel: 2}, // DefaultRequestsInFlight
-		{Parallel: 2, DisablePrefetch: true},
+		{Parallel: 2, knobs: knobs{DisablePrefetch: true}},
 	} {
 		o.Columns, o.FailFast = prefetchColumns, true
 		s3.Reset()
@@ -269,7 +269,7 @@ func TestLocalReadsNothingAhead(t *testing.T) {
 	cat := catalogtest.NewCatalog(t)
 	tbl := catalogtest.AppendIDs(t, cat.NewTable(t, "ids", catalogtest.IDSchema, nil), 1, 2, 3)
 	for _, force := range []bool{false, true} {
-		j, err := newJob(t.Context(), cat, tbl.Identifier(), Options{Columns: []string{"id"}, ForcePrefetch: force})
+		j, err := newJob(t.Context(), cat, tbl.Identifier(), Options{Columns: []string{"id"}, knobs: knobs{ForcePrefetch: force}})
 		if err != nil {
 			t.Fatal(err)
 		}

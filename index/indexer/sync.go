@@ -41,7 +41,7 @@ func Sync(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o
 		limit = DefaultCompactAbove
 	}
 	if limit > 0 && (sum.Segments > limit || sum.v1Segments > 0 || sum.brokenSegments > 0) {
-		if sum.Compacted, err = Compact(ctx, cat, ident, CompactOptions{Logger: o.Logger}); err != nil {
+		if sum.Compacted, err = Compact(ctx, cat, ident, o.compactOptions()); err != nil {
 			return nil, err
 		}
 		sum.Segments = sum.Compacted.SegmentsAfter
@@ -134,7 +134,9 @@ func Rebuild(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier
 	if err != nil || sum.StatisticsPath == "" {
 		return sum, err
 	}
-	cs, err := Compact(ctx, cat, ident, CompactOptions{OnlyFrom: sum.StatisticsPath, Logger: o.Logger})
+	co := o.compactOptions()
+	co.OnlyFrom = sum.StatisticsPath
+	cs, err := Compact(ctx, cat, ident, co)
 	if err != nil {
 		return nil, err
 	}

@@ -406,7 +406,7 @@ func TestExactColumns(t *testing.T) {
 	if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}}); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"email"}, ExactColumns: true})
+	sum, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.WithExactColumns(indexer.Options{Columns: []string{"email"}}))
 	if err != nil || strings.Join(sum.Columns, ",") != "email" || sum.Blobs != 2 {
 		t.Fatalf("exact build of email: %+v, %v", sum, err)
 	}
@@ -463,20 +463,20 @@ func TestMergeBackSurvivesAThirdCommit(t *testing.T) {
 	// second alone, so the email filters it merges back are of a file it
 	// does not index itself.
 	cat, tbl, _ := eventsTable(t, 1, 50, nil)
-	if _, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, ExactColumns: true}); err != nil {
+	if _, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.WithExactColumns(indexer.Options{Columns: []string{"id"}})); err != nil {
 		t.Fatal(err)
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 	tbl = appendRows(t, tbl, 50)
 	syncOf := func(col string) func() {
 		return func() {
-			if _, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{col}, ExactColumns: true}); err != nil {
+			if _, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.WithExactColumns(indexer.Options{Columns: []string{col}})); err != nil {
 				t.Error(err)
 			}
 		}
 	}
 	hooked := &commitHooks{Catalog: cat, hooks: []func(){syncOf("email"), syncOf("uid")}}
-	if _, err := indexer.Sync(ctx, hooked, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, ExactColumns: true}); err != nil {
+	if _, err := indexer.Sync(ctx, hooked, tbl.Identifier(), indexer.WithExactColumns(indexer.Options{Columns: []string{"id"}})); err != nil {
 		t.Fatal(err)
 	}
 	if hooked.n < 3 {

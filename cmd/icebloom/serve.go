@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	icecatalog "github.com/apache/iceberg-go/catalog"
+
+	"github.com/icebloom/icebloom/catalog"
+	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/serve"
+)
+
+// ServeCmd is icebloom serve: an Iceberg REST catalog that plans scans with
+// the index (index/serve), as a proxy in front of a REST catalog
+// (--upstream) or over the catalog the global flags open.
+type ServeCmd struct {
+	Listen             string        `arg:"--listen" default:"127.0.0.1:8181" help:"address to listen on"`
+	Upstream           string        `arg:"--upstream" placeholder:"URL" help:"REST catalog to proxy; without it the catalog the global flags open is served, read-only"`
+	TLSCert            string        `arg:"--tls-cert" placeholder:"PATH" help:"TLS certificate (PEM); with --tls-key serves HTTPS"`
+	TLSKey             string        `arg:"--tls-key" placeholder:"PATH" help:"TLS private key (PEM)"`
+	BearerTokenFile    string        `arg:"--bearer-token-file" placeholder:"PATH" help:"catalog mode: file holding the bearer token every request must carry; required unless listening on loopback"`
+	MemoryBudgetMiB    int64         `arg:"--memory-budget-mib" default:"256" help:"memory for what is kept warm (plans, manifests), MiB; 0 keeps nothing"`
+	MaxPlansInFlight   int           `arg:"--max-plans-in-flight" default:"16" help:"plans computed at once; more get 429 with Retry-After"`
+	MaxRequestBytes    int64         `arg:"--max-request-bytes" default:"8388608" help:"largest request body; larger get 413"`
+	NoScanPlanningMode bool          `arg:"--no-scan-planning-mode" help:"do not add scan-planning-mode=server to indexed tables' load-table config"`
+	SyncOnCommit       bool          `arg:"--sync-on-commit" help:"proxy mode: sync a table's index after a commit through the proxy succeeds"`
+	SyncTokenFile      string        `arg:"--sync-token-file" placeholder:"PATH" help:"file holding icebloom's own upstream token for --sync-on-commit [default: $ICEBLOOM_SYNC_TOKEN]"`
+	SyncQuiet          time.Duration `arg:"--sync-quiet" default:"2s" help:"sync once a table had no commit for this long"`
+	SyncMaxDelay       time.Duration `arg:"--sync-max-delay" default:"30s" help:"sync at the latest this long after a table's first unsynced commit"`
+	SyncWorkers        int           `arg:"--sync-workers" default:"2" help:"syncs run at once"`
+}
+
+func (c *ServeCmd) run(ctx context.Context, e *env) error {
+	budget := c.MemoryBudgetMiB << 20
+	if budget <= 0 {
+		budget = -1 // --memory-budget-mib 0 keeps nothing warm
+	}
+	o := serve.Options{
+		MemoryBudget: budget, MaxPlansInFlight: c.MaxPlansInFlight, MaxRequestBytes: c.MaxRequestBytes,
+		NoScanPlanningMode: c.NoScanPlanningMode, Logger: e.log,
+	}
+	loopback := serve.LoopbackHosts(c.Listen) != nil
+	if c.Upstream != "" {
+		u, err := url.Parse(c.Upstream)
+		if err != nil {
+			return fmt.Errorf("--upstream: %w", err)
+		}
+		o.Upstream = u
+	} else {
+		if c.SyncOnCommit {
+			return errors.New("--sync-on-commit needs --upstream: only commits through the proxy are seen")
+		}
+		if c.BearerTokenFile == "" && !loopback {
+			return fmt.Errorf("--listen %s is not loopback: catalog mode needs --bearer-token-file", c.Listen)
+		}
+		cat, err := e.catalog(ctx)
+		if err != nil {
+			return err
+		}
+		o.Catalog = cat
+	}
+	if c.BearerTokenFile != "" {
+		if o.Upstream != nil {
+			return errors.New("--bearer-token-file is for catalog mode; in proxy mode the upstream checks credentials")
+		}
+		tok, err := readSecret(c.BearerTokenFile)
+		if err != nil {
+			return fmt.Errorf("--bearer-token-file: %w", err)
+		}
+		o.BearerToken = tok
+	}
+	if c.SyncOnCommit {
+		stop, err := c.startSyncer(e, &o)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	o.Hosts = serve.LoopbackHosts(ln.Addr().String()) // with the port chosen for :0
+	srv, err := serve.New(o)
+	if err != nil {
+		return err
+	}
+	scheme := "http"
+	if c.TLSCert != "" || c.TLSKey != "" {
+		scheme = "https"
+	}
+	fmt.Fprintf(e.stdout, "serving on %s://%s\n", scheme, ln.Addr())
+	return srv.Serve(ctx, ln, c.TLSCert, c.TLSKey)
+}
+
+// startSyncer starts the commit syncer of --sync-on-commit: syncs with the
+// service token over the upstream, never with a caller's credentials.
+func (c *ServeCmd) startSyncer(e *env, o *serve.Options) (stop func(), err error) {
+	token := os.Getenv("ICEBLOOM_SYNC_TOKEN")
+	if c.SyncTokenFile != "" {
+		if token, err = readSecret(c.SyncTokenFile); err != nil {
+			return nil, fmt.Errorf("--sync-token-file: %w", err)
+		}
+	}
+	if token == "" {
+		return nil, errors.New("--sync-on-commit needs icebloom's own upstream token: --sync-token-file or ICEBLOOM_SYNC_TOKEN")
+	}
+	opts := e.options
+	opts.Type, opts.URI, opts.Token, opts.Credential = "rest", c.Upstream, token, ""
+	sync := serve.NewSyncFunc(func(ctx context.Context) (icecatalog.Catalog, error) { return catalog.Open(ctx, opts) },
+		indexer.Options{Logger: e.log}, e.log)
+	return startCommitSyncer(sync, c, e, o), nil
+}
+
+// readSecret reads a token file, without its surrounding whitespace.
+func readSecret(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return tok, nil
+}

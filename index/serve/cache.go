@@ -1,0 +1,72 @@
+package serve
+
+import (
+	"container/list"
+	"sync"
+)
+
+// lruCache holds values within a byte budget, evicting the least recently
+// used first. A value larger than the whole budget is not kept.
+type lruCache[V any] struct {
+	mu      sync.Mutex
+	budget  int64
+	used    int64
+	order   *list.List // of *lruEntry[V], most recent first
+	entries map[string]*list.Element
+	evicted int64
+	hits    int64
+	misses  int64
+}
+
+type lruEntry[V any] struct {
+	key  string
+	val  V
+	size int64
+}
+
+func newLRU[V any](budget int64) *lruCache[V] {
+	return &lruCache[V]{budget: budget, order: list.New(), entries: map[string]*list.Element{}}
+}
+
+func (c *lruCache[V]) get(key string) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[key]; ok {
+		c.order.MoveToFront(el)
+		c.hits++
+		return el.Value.(*lruEntry[V]).val, true
+	}
+	c.misses++
+	var zero V
+	return zero, false
+}
+
+func (c *lruCache[V]) add(key string, val V, size int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if size > c.budget {
+		return
+	}
+	if el, ok := c.entries[key]; ok {
+		c.used -= el.Value.(*lruEntry[V]).size
+		c.order.Remove(el)
+		delete(c.entries, key)
+	}
+	for c.used+size > c.budget {
+		last := c.order.Back()
+		e := last.Value.(*lruEntry[V])
+		c.order.Remove(last)
+		delete(c.entries, e.key)
+		c.used -= e.size
+		c.evicted++
+	}
+	c.entries[key] = c.order.PushFront(&lruEntry[V]{key: key, val: val, size: size})
+	c.used += size
+}
+
+// stats returns the bytes held, entries, hits, misses and evictions.
+func (c *lruCache[V]) stats() (used int64, n int, hits, misses, evicted int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used, len(c.entries), c.hits, c.misses, c.evicted
+}

@@ -1,0 +1,338 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog/rest"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/catalog"
+	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/lookup"
+	"github.com/icebloom/icebloom/index/where"
+)
+
+// Loaded is a table as a catalog answered for it, with the storage
+// credentials the catalog vended along (passed on in plans unchanged).
+type Loaded struct {
+	Table       *table.Table
+	Credentials []rest.StorageCredential
+	// private says the table's file IO holds what the catalog vended to
+	// this caller (config or storage credentials): such a table object is
+	// never kept for another request, so no caller's credentials are
+	// stored.
+	private bool
+}
+
+// Loader loads a table for a planning request. In proxy mode it asks the
+// upstream catalog with the caller's own headers (from the context), so the
+// upstream decides who may plan; in catalog mode it asks the catalog.
+type Loader func(ctx context.Context, ident table.Identifier) (*Loaded, error)
+
+// DefaultTasksPerPage is the number of data files a plan answers inline and
+// in each plan task; a plan of more files comes in pages behind plan-tasks.
+const DefaultTasksPerPage = 1000
+
+// Planner plans scans of tables with iceberg-go, then lets the table's
+// icebloom index drop the data files it proves cannot match (lookup.Plan).
+// Its results are cached per table metadata location and request, within a
+// memory budget, so a repeated plan of an unchanged table is answered from
+// memory; a table's new metadata location is a new key, so a commit
+// invalidates what was planned before it. Planner is safe for concurrent
+// use and needs no HTTP: Plan is what the server's plan endpoint calls.
+type Planner struct {
+	load         Loader
+	footers      *index.FooterCache
+	results      *lruCache[*PlanResult]
+	tables       *lruCache[*table.Table]
+	manifests    *lruCache[[]byte]
+	tasksPerPage int
+	metrics      *metrics
+}
+
+// PlannerOptions configure NewPlanner.
+type PlannerOptions struct {
+	// MemoryBudget bounds the bytes kept: a quarter for plans (estimated
+	// by their encoded size), the rest for manifest files; 0 keeps none.
+	MemoryBudget int64
+	// TasksPerPage is the number of data files per page; 0 means
+	// DefaultTasksPerPage.
+	TasksPerPage int
+}
+
+// NewPlanner returns a planner loading tables with load.
+func NewPlanner(load Loader, o PlannerOptions) *Planner {
+	if o.TasksPerPage <= 0 {
+		o.TasksPerPage = DefaultTasksPerPage
+	}
+	return &Planner{
+		load:         load,
+		footers:      index.NewFooterCache(4096),
+		results:      newLRU[*PlanResult](o.MemoryBudget / 4),
+		manifests:    newLRU[[]byte](o.MemoryBudget - o.MemoryBudget/4),
+		tables:       newLRU[*table.Table](maxTables),
+		tasksPerPage: o.TasksPerPage,
+		metrics:      newMetrics(),
+	}
+}
+
+// PlanResult is a planned scan in the REST wire form: Pages[0] is answered
+// inline, each later page through a plan task.
+type PlanResult struct {
+	Pages       []rest.ScanTasks
+	Credentials []rest.StorageCredential
+	// TableUUID and MetadataLocation name the table version planned.
+	TableUUID, MetadataLocation string
+	SnapshotID                  int64
+	// FilesTotal is the snapshot's live data files, FilesAfterStats what
+	// partitions and statistics left, FilesPlanned what the index left.
+	FilesTotal, FilesAfterStats, FilesPlanned int
+	// Unindexed is the number of planned files the index could not speak
+	// for; IndexErrors the index's problems (their files were kept).
+	Unindexed   int
+	IndexErrors []string
+	// Cached says the result came from the cache.
+	Cached bool
+	size   int64
+}
+
+// RequestError is a planning request the server cannot plan: a bad filter,
+// an unknown column or snapshot. It is answered 400 BadRequestException.
+type RequestError struct{ Err error }
+
+func (e *RequestError) Error() string { return e.Err.Error() }
+func (e *RequestError) Unwrap() error { return e.Err }
+
+func badRequest(format string, args ...any) error {
+	return &RequestError{Err: fmt.Errorf(format, args...)}
+}
+
+// Plan plans the scan req asks for of the table ident.
+func (p *Planner) Plan(ctx context.Context, ident table.Identifier, req rest.PlanTableScanRequest) (*PlanResult, error) {
+	loaded, err := p.load(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	return p.PlanTable(ctx, loaded, req)
+}
+
+// maxTables is the number of table objects kept for reuse: each keeps
+// iceberg-go's cache of the manifest lists it read.
+const maxTables = 64
+
+// reuse returns the table object kept for the same metadata location, so
+// that iceberg-go's manifest-list cache of earlier plans serves this one,
+// or keeps loaded's table for the next. Either way the table reads its
+// manifests through the planner's manifest cache (manifestIO).
+func (p *Planner) reuse(loaded *Loaded) *table.Table {
+	tbl := loaded.Table
+	key := tbl.MetadataLocation()
+	keep := key != "" && !loaded.private
+	if keep {
+		if kept, ok := p.tables.get(key); ok {
+			return kept
+		}
+	}
+	cached := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), func(ctx context.Context) (icebergio.IO, error) {
+		fsys, err := catalog.TableIO(ctx, tbl)
+		if err != nil {
+			return nil, err
+		}
+		return &manifestIO{IO: fsys, cache: p.manifests}, nil
+	}, nil)
+	if keep {
+		p.tables.add(key, cached, 1)
+	}
+	return cached
+}
+
+// PlanTable plans the scan req asks for of a loaded table.
+func (p *Planner) PlanTable(ctx context.Context, loaded *Loaded, req rest.PlanTableScanRequest) (*PlanResult, error) {
+	start := time.Now()
+	tbl := p.reuse(loaded)
+	key, err := cacheKey(tbl, req)
+	if err != nil {
+		return nil, err
+	}
+	if res, ok := p.results.get(key); ok {
+		p.metrics.planned(res, true, time.Since(start))
+		out := *res
+		out.Cached, out.Credentials = true, loaded.Credentials
+		return &out, nil
+	}
+	res, err := p.plan(ctx, tbl, req)
+	if err != nil {
+		return nil, err
+	}
+	p.results.add(key, res, res.size)
+	p.metrics.planned(res, false, time.Since(start))
+	out := *res
+	out.Credentials = loaded.Credentials
+	return &out, nil
+}
+
+// cacheKey names a plan: the table's metadata location (a commit makes a
+// new one) and the request's fields that shape the plan.
+func cacheKey(tbl *table.Table, req rest.PlanTableScanRequest) (string, error) {
+	shape := struct {
+		UUID string
+		Req  rest.PlanTableScanRequest
+	}{tbl.Metadata().TableUUID().String(), req}
+	shape.Req.MinRowsRequested = nil // a hint that changes nothing planned
+	b, err := json.Marshal(shape)
+	if err != nil {
+		return "", fmt.Errorf("plan cache key: %w", err)
+	}
+	// A catalog that names no metadata location still changes the
+	// metadata's last-updated time with every commit.
+	return fmt.Sprintf("%s\x00%d\x00%s", tbl.MetadataLocation(), tbl.Metadata().LastUpdatedMillis(), b), nil
+}
+
+func (p *Planner) plan(ctx context.Context, tbl *table.Table, req rest.PlanTableScanRequest) (*PlanResult, error) {
+	caseSensitive := req.CaseSensitive == nil || *req.CaseSensitive // the spec's default
+	schema := tbl.Schema()
+	if req.SnapshotID != nil {
+		snap := tbl.SnapshotByID(*req.SnapshotID)
+		if snap == nil {
+			return nil, badRequest("table has no snapshot %d", *req.SnapshotID)
+		}
+		if req.UseSnapshotSchema != nil && *req.UseSnapshotSchema && snap.SchemaID != nil {
+			if s, ok := tbl.Schemas()[*snap.SchemaID]; ok {
+				schema = s
+			}
+		}
+	}
+	filter, err := parseFilter(req.Filter, schema, caseSensitive)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range req.Select {
+		if _, ok := findField(schema, name, caseSensitive); !ok {
+			return nil, badRequest("select: no column %q", name)
+		}
+	}
+	statsFields := map[int]bool{}
+	for _, name := range req.StatsFields {
+		f, ok := findField(schema, name, caseSensitive)
+		if !ok {
+			return nil, badRequest("stats-fields: no column %q", name)
+		}
+		statsFields[f.ID] = true
+	}
+
+	planned, err := lookup.Plan(ctx, tbl, filter, lookup.Options{
+		SnapshotID: req.SnapshotID, CaseSensitive: caseSensitive, Cache: p.footers,
+	})
+	if err != nil {
+		var unknown *where.UnknownColumnError
+		if errors.As(err, &unknown) || errors.Is(err, iceberg.ErrInvalidArgument) || errors.Is(err, iceberg.ErrType) {
+			return nil, &RequestError{Err: err}
+		}
+		return nil, fmt.Errorf("plan scan of %s: %w", tbl.Identifier(), err)
+	}
+	res := &PlanResult{
+		TableUUID:        tbl.Metadata().TableUUID().String(),
+		MetadataLocation: tbl.MetadataLocation(),
+		SnapshotID:       planned.SnapshotID,
+		FilesTotal:       planned.FilesTotal,
+		FilesAfterStats:  distinctFiles(planned.AfterStats),
+		Unindexed:        len(planned.Unindexed),
+	}
+	for _, e := range planned.IndexErrors {
+		res.IndexErrors = append(res.IndexErrors, e.Error())
+	}
+	pages := pageTasks(planned.Candidates, p.tasksPerPage)
+	for _, page := range pages {
+		env, err := envelope(tbl.Metadata(), page, statsFields)
+		if err != nil {
+			return nil, fmt.Errorf("encode plan of %s: %w", tbl.Identifier(), err)
+		}
+		res.FilesPlanned += len(env.FileScanTasks)
+		res.Pages = append(res.Pages, env)
+	}
+	if len(res.Pages) == 0 {
+		res.Pages = []rest.ScanTasks{{}}
+	}
+	if b, err := json.Marshal(res.Pages); err == nil {
+		res.size = int64(len(b)) + int64(len(res.MetadataLocation)) + 256
+	}
+	return res, nil
+}
+
+// parseFilter decodes the request's filter (the REST expression JSON) with
+// iceberg-go's parser, its literals typed by schema. A case-insensitive
+// request's names may not be the schema's, so it is parsed without a schema
+// then; lookup.Plan binds it to the columns either way.
+func parseFilter(raw json.RawMessage, schema *iceberg.Schema, caseSensitive bool) (iceberg.BooleanExpression, error) {
+	if len(strings.TrimSpace(string(raw))) == 0 || string(raw) == "null" {
+		return iceberg.AlwaysTrue{}, nil
+	}
+	expr, err := iceberg.ParseExpr(raw, schema)
+	if err != nil && !caseSensitive {
+		expr, err = iceberg.ParseExpr(raw, nil)
+	}
+	if err != nil {
+		return nil, badRequest("filter: %w", err)
+	}
+	return expr, nil
+}
+
+func findField(schema *iceberg.Schema, name string, caseSensitive bool) (iceberg.NestedField, bool) {
+	if caseSensitive {
+		return schema.FindFieldByName(name)
+	}
+	return schema.FindFieldByNameCaseInsensitive(name)
+}
+
+func distinctFiles(tasks []table.FileScanTask) int {
+	seen := make(map[string]struct{}, len(tasks))
+	for _, t := range tasks {
+		seen[t.File.FilePath()] = struct{}{}
+	}
+	return len(seen)
+}
+
+// pageTasks groups tasks by data file (keeping the splits of one file
+// together, in their first file's order) and cuts the files into pages of
+// at most per files.
+func pageTasks(tasks []table.FileScanTask, per int) [][]table.FileScanTask {
+	order := []string{}
+	byFile := map[string][]table.FileScanTask{}
+	for _, t := range tasks {
+		path := t.File.FilePath()
+		if _, ok := byFile[path]; !ok {
+			order = append(order, path)
+		}
+		byFile[path] = append(byFile[path], t)
+	}
+	var pages [][]table.FileScanTask
+	for chunk := range slices.Chunk(order, per) {
+		var page []table.FileScanTask
+		for _, path := range chunk {
+			page = append(page, byFile[path]...)
+		}
+		pages = append(pages, page)
+	}
+	return pages
+}
+
+// statusError is a response of the upstream catalog to pass on unchanged:
+// the caller's credentials were refused, the table does not exist, …
+type statusError struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("upstream catalog answered %d: %s", e.status, strings.TrimSpace(string(e.body)))
+}

@@ -1,0 +1,332 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog/rest"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/index"
+)
+
+// planningEndpoints are the endpoints the server answers itself, added to
+// the upstream's in GET /v1/config: all four, so that a client can poll,
+// page and cancel as well as plan.
+var planningEndpoints = []string{
+	"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan",
+	"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+	"DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+	"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks",
+}
+
+// specDefaultEndpoints are the endpoints a client assumes of a server whose
+// config lists none (the REST spec's defaults, as iceberg-go's client has
+// them): a config that lists the planning endpoints must list these too,
+// or the client would think them gone.
+var specDefaultEndpoints = []string{
+	"GET /v1/{prefix}/namespaces", "GET /v1/{prefix}/namespaces/{namespace}", "HEAD /v1/{prefix}/namespaces/{namespace}",
+	"POST /v1/{prefix}/namespaces", "POST /v1/{prefix}/namespaces/{namespace}/properties",
+	"DELETE /v1/{prefix}/namespaces/{namespace}",
+	"GET /v1/{prefix}/namespaces/{namespace}/tables", "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+	"HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+	"POST /v1/{prefix}/namespaces/{namespace}/tables", "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+	"DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}", "POST /v1/{prefix}/tables/rename",
+	"POST /v1/{prefix}/namespaces/{namespace}/register", "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+	"POST /v1/{prefix}/transactions/commit",
+}
+
+// maxUpstreamJSON bounds the upstream responses the server reads whole
+// (config, load table): table metadata of many snapshots can be large.
+const maxUpstreamJSON = 256 << 20
+
+type callerKey struct{}
+
+// caller is what the proxy's loader needs of the request it plans for: the
+// caller's headers, sent to the upstream as they came, and the path prefix.
+type caller struct {
+	header http.Header
+	prefix string
+}
+
+// WithHeader returns ctx carrying the headers (Authorization included) and
+// the REST path prefix with which the proxy's Planner loads tables from the
+// upstream; the server's handlers set them from each request.
+func WithHeader(ctx context.Context, h http.Header, prefix string) context.Context {
+	return context.WithValue(ctx, callerKey{}, &caller{header: h, prefix: prefix})
+}
+
+func (s *Server) callerContext(r *http.Request, rt route) context.Context {
+	return WithHeader(r.Context(), r.Header, rt.prefix)
+}
+
+// loadFromUpstream loads a table from the upstream with the caller's
+// headers. An answer other than 200 is passed on to the caller as it came
+// (statusError): the upstream's 401, 403 or 404 is the caller's.
+func (s *Server) loadFromUpstream(ctx context.Context, ident table.Identifier) (*Loaded, error) {
+	c, _ := ctx.Value(callerKey{}).(*caller)
+	if c == nil {
+		c = &caller{header: http.Header{}}
+	}
+	rt := route{prefix: c.prefix, nsRaw: url.PathEscape(strings.Join(ident[:len(ident)-1], "\x1f")), table: ident[len(ident)-1]}
+	u, err := url.Parse(strings.TrimSuffix(s.o.Upstream.String(), "/") + rt.tablePath())
+	if err != nil {
+		return nil, fmt.Errorf("table URL of %s: %w", ident, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header = c.header.Clone()
+	for _, h := range []string{"Content-Length", "Content-Type", "Content-Encoding", "Accept-Encoding", "Idempotency-Key",
+		"Expect", "Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"} {
+		req.Header.Del(h)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("load %s from the upstream catalog: %w", ident, err)
+	}
+	body, err := bufferBody(resp, maxUpstreamJSON)
+	if err != nil {
+		return nil, fmt.Errorf("load %s from the upstream catalog: %w", ident, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, &statusError{status: resp.StatusCode, header: resp.Header, body: body}
+	}
+	var lt struct {
+		MetadataLoc        string                   `json:"metadata-location"`
+		Metadata           json.RawMessage          `json:"metadata"`
+		Config             iceberg.Properties       `json:"config"`
+		StorageCredentials []rest.StorageCredential `json:"storage-credentials"`
+	}
+	if err := json.Unmarshal(body, &lt); err != nil {
+		return nil, fmt.Errorf("load %s from the upstream catalog: %w", ident, err)
+	}
+	private := len(lt.Config) > 0 || len(lt.StorageCredentials) > 0
+	if kept, ok := s.planner.tables.get(lt.MetadataLoc); ok && !private && lt.MetadataLoc != "" {
+		// A metadata location names one immutable metadata file: the
+		// table kept for it is this one, without parsing it again.
+		return &Loaded{Table: kept}, nil
+	}
+	meta, err := table.ParseMetadataBytes(lt.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("load %s from the upstream catalog: metadata: %w", ident, err)
+	}
+	props := iceberg.Properties{}
+	for k, v := range meta.Properties() {
+		props[k] = v
+	}
+	for k, v := range lt.Config {
+		props[k] = v
+	}
+	if cred := longestPrefix(lt.StorageCredentials, meta.Location()); cred != nil {
+		for k, v := range cred.Config {
+			props[k] = v
+		}
+	}
+	tbl := table.New(ident, meta, lt.MetadataLoc, iceio.LoadFSFunc(props, meta.Location()), nil)
+	return &Loaded{Table: tbl, Credentials: lt.StorageCredentials, private: private}, nil
+}
+
+// longestPrefix returns the vended credential for location, as clients
+// choose it: the one with the longest prefix of it.
+func longestPrefix(creds []rest.StorageCredential, location string) *rest.StorageCredential {
+	var best *rest.StorageCredential
+	for i := range creds {
+		c := &creds[i]
+		if strings.HasPrefix(location, c.Prefix) && (best == nil || len(c.Prefix) > len(best.Prefix)) {
+			best = c
+		}
+	}
+	return best
+}
+
+type proxyKey struct{}
+
+// proxied is what the proxy's response hook needs of the request.
+type proxied struct {
+	rt      route
+	method  string
+	commits []table.Identifier // the tables a commit request changes
+}
+
+func (s *Server) newProxy() *httputil.ReverseProxy {
+	up := s.o.Upstream
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(up) // pinned: every request goes to the upstream, whatever it names
+			if p, _ := pr.In.Context().Value(proxyKey{}).(*proxied); p != nil && rewrites(p) {
+				pr.Out.Header.Del("Accept-Encoding") // a body to rewrite comes uncompressed
+			}
+		},
+		Transport:      s.o.Transport,
+		ModifyResponse: s.modifyResponse,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				writeError(w, http.StatusRequestEntityTooLarge, "BadRequestException", fmt.Sprintf("request body is over the limit of %d bytes", tooBig.Limit))
+				return
+			}
+			s.log.Warn("upstream catalog request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+			writeError(w, http.StatusBadGateway, "ServiceUnavailableException", "the upstream catalog did not answer")
+		},
+	}
+}
+
+// rewrites reports whether the proxy changes the response of p.
+func rewrites(p *proxied) bool {
+	return p.method == http.MethodGet && (p.rt.kind == routeConfig || p.rt.kind == routeTable)
+}
+
+// forward passes a request to the upstream, noting the tables a commit
+// changes.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, rt route) {
+	p := &proxied{rt: rt, method: r.Method}
+	switch {
+	case rt.kind == routeTable && r.Method == http.MethodPost:
+		p.commits = []table.Identifier{rt.ident()}
+	case rt.kind == routeTransactions && r.Method == http.MethodPost:
+		body, ok := readBody(w, r)
+		if !ok {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		var tx struct {
+			TableChanges []struct {
+				Identifier struct {
+					Namespace []string `json:"namespace"`
+					Name      string   `json:"name"`
+				} `json:"identifier"`
+			} `json:"table-changes"`
+		}
+		if json.Unmarshal(body, &tx) == nil {
+			for _, c := range tx.TableChanges {
+				if c.Identifier.Name != "" {
+					p.commits = append(p.commits, append(slices.Clone(c.Identifier.Namespace), c.Identifier.Name))
+				}
+			}
+		}
+	}
+	s.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), proxyKey{}, p)))
+}
+
+// modifyResponse tells of successful commits, and rewrites the config and
+// load-table answers.
+func (s *Server) modifyResponse(resp *http.Response) error {
+	p, _ := resp.Request.Context().Value(proxyKey{}).(*proxied)
+	if p == nil {
+		return nil
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		for _, ident := range p.commits {
+			s.planner.metrics.commit()
+			if s.o.Committed != nil {
+				s.o.Committed(ident)
+			}
+		}
+	}
+	if !rewrites(p) || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Encoding") != "" {
+		return nil
+	}
+	body, err := bufferBody(resp, maxUpstreamJSON)
+	if err != nil {
+		return err
+	}
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(body, &doc) != nil {
+		return nil // not ours to fix: passed on as it came
+	}
+	changed := false
+	switch p.rt.kind {
+	case routeConfig:
+		changed = addEndpoints(doc)
+	case routeTable:
+		if !s.o.NoScanPlanningMode {
+			changed = optIn(doc)
+		}
+	}
+	if !changed {
+		return nil
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(out))
+	resp.ContentLength = int64(len(out))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(out)))
+	resp.Header.Del("Etag") // the body is no longer the upstream's
+	return nil
+}
+
+// addEndpoints adds the planning endpoints to a config response.
+func addEndpoints(doc map[string]json.RawMessage) bool {
+	var eps []string
+	if raw, ok := doc["endpoints"]; ok {
+		if json.Unmarshal(raw, &eps) != nil {
+			return false
+		}
+	}
+	if len(eps) == 0 {
+		eps = slices.Clone(specDefaultEndpoints)
+	}
+	for _, e := range planningEndpoints {
+		if !slices.Contains(eps, e) {
+			eps = append(eps, e)
+		}
+	}
+	raw, _ := json.Marshal(eps)
+	doc["endpoints"] = raw
+	return true
+}
+
+// optIn sets scan-planning-mode=server in a load-table response's config
+// when the table has an icebloom index: that is how a REST catalog tells
+// Java Iceberg (1.11) to plan the table's scans through it.
+func optIn(doc map[string]json.RawMessage) bool {
+	meta, err := table.ParseMetadataBytes(doc["metadata"])
+	if err != nil || !HasIndex(meta) {
+		return false
+	}
+	config := map[string]string{}
+	if raw, ok := doc["config"]; ok && json.Unmarshal(raw, &config) != nil {
+		return false
+	}
+	if config == nil {
+		config = map[string]string{}
+	}
+	config[ScanPlanningModeKey] = "server"
+	raw, _ := json.Marshal(config)
+	doc["config"] = raw
+	return true
+}
+
+// ScanPlanningModeKey is the load-table config key that opts a table into
+// server-side planning.
+const ScanPlanningModeKey = "scan-planning-mode"
+
+// HasIndex reports whether table metadata references an icebloom index.
+func HasIndex(meta table.Metadata) bool {
+	for sf := range meta.Statistics() {
+		if index.HoldsEntries(sf) || index.LinksSegments(sf) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,532 @@
+package serve_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/catalog/catalogtest"
+	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/serve"
+)
+
+const tablePath = "/v1/namespaces/db/tables/events"
+
+func do(t *testing.T, method, url, token, body string, header ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+func errorType(t *testing.T, body []byte) string {
+	t.Helper()
+	var m struct {
+		Error struct {
+			Type string `json:"type"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("not an ErrorModel: %s", body)
+	}
+	return m.Error.Type
+}
+
+// smallTable is a table of two indexed files and one unindexed file in the
+// REST test server's catalog.
+func smallTable(t *testing.T, cat *catalogtest.Catalog) {
+	t.Helper()
+	tbl := cat.NewTable(t, "events", catalogtest.IDSchema, nil)
+	tbl = catalogtest.AppendIDs(t, tbl, 1, 2, 3)
+	catalogtest.AppendIDs(t, tbl, 4, 5, 6)
+	if _, err := indexer.Build(context.Background(), cat, table.Identifier{"db", "events"}, indexer.Options{Columns: []string{"id"}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func proxy(t *testing.T, o serve.Options) (*catalogtest.RESTServer, string) {
+	up := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{})
+	smallTable(t, up.Catalog)
+	o.Upstream = mustURL(t, up.URL)
+	srv, err := serve.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return up, newHTTPServer(t, srv).URL
+}
+
+// TestProxyConfigAndOptIn: the config gains the four planning endpoints (and
+// keeps the upstream's), an indexed table's load answer says
+// scan-planning-mode=server, and --no-scan-planning-mode leaves it as it was.
+func TestProxyConfigAndOptIn(t *testing.T) {
+	up, base := proxy(t, serve.Options{})
+	resp, body := do(t, "GET", base+"/v1/config", up.Token, "")
+	var cfg struct{ Endpoints []string }
+	if resp.StatusCode != 200 || json.Unmarshal(body, &cfg) != nil {
+		t.Fatalf("config: %d %s", resp.StatusCode, body)
+	}
+	for _, want := range []string{"GET /v1/{prefix}/namespaces", "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan",
+		"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+		"DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+		"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks"} {
+		if !contains(cfg.Endpoints, want) {
+			t.Errorf("config endpoints %v lack %q", cfg.Endpoints, want)
+		}
+	}
+	resp, body = do(t, "GET", base+tablePath, up.Token, "")
+	if resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"scan-planning-mode":"server"`)) {
+		t.Fatalf("load table %d: config lacks scan-planning-mode=server: %.300s", resp.StatusCode, body)
+	}
+
+	_, base = proxy(t, serve.Options{NoScanPlanningMode: true})
+	if _, body = do(t, "GET", base+tablePath, up.Token, ""); bytes.Contains(body, []byte("scan-planning-mode")) {
+		t.Fatal("with NoScanPlanningMode the load answer still opts the table in")
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestProxyAuth: without a token, or with a wrong one, the config, load
+// table and plan requests get the upstream's own 401 (its body), and the
+// plan is not computed.
+func TestProxyAuth(t *testing.T) {
+	up, base := proxy(t, serve.Options{})
+	plan := `{"filter":{"type":"eq","term":"id","value":2}}`
+	for _, token := range []string{"", "wrong"} {
+		for _, c := range []struct{ method, path, body string }{
+			{"GET", "/v1/config", ""}, {"GET", tablePath, ""}, {"POST", tablePath + "/plan", plan},
+		} {
+			if c.path == "/v1/config" && token == "" {
+				continue // the test server answers config without a token
+			}
+			resp, body := do(t, c.method, base+c.path, token, c.body)
+			if resp.StatusCode != http.StatusUnauthorized || errorType(t, body) != "NotAuthorizedException" {
+				t.Errorf("%s %s with token %q: %d %s, want the upstream's 401", c.method, c.path, token, resp.StatusCode, body)
+			}
+		}
+	}
+	resp, body := do(t, "POST", base+tablePath+"/plan", up.Token, plan)
+	var res rest.PlanTableScanResponse
+	if resp.StatusCode != 200 || json.Unmarshal(body, &res) != nil || len(res.FileScanTasks) != 1 {
+		t.Fatalf("plan with the right token: %d %s, want one file (the index prunes the other)", resp.StatusCode, body)
+	}
+
+	// OAuth2 client credentials through the proxy: the token endpoint is
+	// the upstream's, and the token it issues plans.
+	cl, err := rest.NewCatalog(context.Background(), "oauth", base, rest.WithCredential(up.Credential))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cl.LoadTable(context.Background(), table.Identifier{"db", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, files := readIDs(t, tbl, iceberg.EqualTo(iceberg.Reference("id"), int64(5)), table.ScanPlanningRemote, nil)
+	if len(ids) != 1 || ids[0] != 5 || files != 1 {
+		t.Fatalf("read id 5 through the proxy with OAuth2: ids %v from %d files", ids, files)
+	}
+	if _, err := rest.NewCatalog(context.Background(), "oauth", base, rest.WithCredential("icebloom-test:wrong")); err == nil {
+		t.Fatal("a wrong client secret opened the catalog through the proxy")
+	}
+}
+
+// TestCatalogModeAuth: catalog mode with a token refuses requests without
+// it or with another, and serves them with it; writes are refused as
+// read-only.
+func TestCatalogModeAuth(t *testing.T) {
+	cat := catalogtest.NewCatalog(t)
+	smallTable(t, cat)
+	srv, err := serve.New(serve.Options{Catalog: cat.Catalog, BearerToken: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newHTTPServer(t, srv).URL
+	for _, token := range []string{"", "wrong"} {
+		for _, path := range []string{"/v1/config", tablePath} {
+			if resp, body := do(t, "GET", base+path, token, ""); resp.StatusCode != 401 || errorType(t, body) != "NotAuthorizedException" {
+				t.Errorf("GET %s with token %q: %d %s, want 401", path, token, resp.StatusCode, body)
+			}
+		}
+	}
+	if resp, body := do(t, "GET", base+tablePath, "s3cret", ""); resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"scan-planning-mode":"server"`)) {
+		t.Fatalf("load table: %d %.200s", resp.StatusCode, body)
+	}
+	if resp, body := do(t, "POST", base+tablePath, "s3cret", `{"updates":[]}`); resp.StatusCode != 405 || !strings.Contains(string(body), "read-only") {
+		t.Fatalf("a commit in catalog mode: %d %s, want 405 read-only", resp.StatusCode, body)
+	}
+	if _, err := serve.New(serve.Options{}); err == nil {
+		t.Fatal("New without an upstream or a catalog succeeded")
+	}
+}
+
+// rawRequest sends a request line and headers as written, for targets
+// net/http's client would not send.
+func rawRequest(t *testing.T, base, request string) int {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, request); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestNotAnOpenProxy: absolute-form targets, CONNECT, dot segments plain and
+// encoded, encoded slashes, paths outside /v1 and a foreign Host are
+// refused, and none reaches the upstream.
+func TestNotAnOpenProxy(t *testing.T) {
+	up := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{})
+	srv, err := serve.New(serve.Options{Upstream: mustURL(t, up.URL), Hosts: []string{"icebloom.test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newHTTPServer(t, srv).URL
+	host := "Host: icebloom.test\r\n"
+	for name, req := range map[string]string{
+		"absolute-form": "GET http://example.com/v1/config HTTP/1.1\r\n" + host + "\r\n",
+		"CONNECT":       "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+		"dot-dot":       "GET /v1/namespaces/../../admin HTTP/1.1\r\n" + host + "\r\n",
+		"encoded dots":  "GET /v1/namespaces/%2e%2e/%2E%2E/admin HTTP/1.1\r\n" + host + "\r\n",
+		"encoded slash": "GET /v1/namespaces/db%2F..%2Fx/tables HTTP/1.1\r\n" + host + "\r\n",
+		"outside /v1":   "GET /admin HTTP/1.1\r\n" + host + "\r\n",
+		"foreign host":  "GET /v1/config HTTP/1.1\r\nHost: example.com\r\n\r\n",
+	} {
+		if status := rawRequest(t, base, req); status < 400 || status >= 500 {
+			t.Errorf("%s: %d, want a refusal", name, status)
+		}
+	}
+	if n := len(up.Requests()); n != 0 {
+		t.Fatalf("%d requests reached the upstream: %+v", n, up.Requests())
+	}
+	if status := rawRequest(t, base, "GET /v1/config HTTP/1.1\r\n"+host+"\r\n"); status != 200 {
+		t.Fatalf("a plain config request: %d", status)
+	}
+}
+
+// TestLimits: a plan beyond MaxPlansInFlight gets 429 with Retry-After; a
+// body over MaxRequestBytes gets 413, proxied or planned.
+func TestLimits(t *testing.T) {
+	block := make(chan struct{})
+	var once sync.Once
+	entered := make(chan struct{})
+	up := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{})
+	smallTable(t, up.Catalog)
+	up.Fault = func(r *http.Request) int {
+		if r.Method == "GET" && r.URL.Path == tablePath && r.Header.Get("X-Hold") != "" {
+			once.Do(func() { close(entered) })
+			<-block
+		}
+		return 0
+	}
+	srv, err := serve.New(serve.Options{Upstream: mustURL(t, up.URL), MaxPlansInFlight: 1, MaxRequestBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newHTTPServer(t, srv).URL
+	done := make(chan int)
+	go func() {
+		req, _ := http.NewRequest("POST", base+tablePath+"/plan", strings.NewReader(`{}`))
+		req.Header.Set("Authorization", "Bearer "+up.Token)
+		req.Header.Set("X-Hold", "1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- -1
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	<-entered // the first plan holds the only slot
+	resp, body := do(t, "POST", base+tablePath+"/plan", up.Token, `{}`)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("a second plan: %d (Retry-After %q) %s, want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	close(block)
+	if status := <-done; status != 200 {
+		t.Fatalf("the held plan: %d", status)
+	}
+	big := `{"filter":{"type":"in","term":"id","values":[` + strings.Repeat("1,", 600) + `1]}}`
+	for _, path := range []string{tablePath + "/plan", tablePath} {
+		if resp, _ := do(t, "POST", base+path, up.Token, big); resp.StatusCode != 413 {
+			t.Errorf("POST %s of %d bytes: %d, want 413", path, len(big), resp.StatusCode)
+		}
+	}
+}
+
+// TestPlanIDs: a plan split into pages is fetched whole by id and by its
+// plan tasks; unknown or cancelled ids get the spec's 404 error types; an id
+// of another table does not find the plan.
+func TestPlanIDs(t *testing.T) {
+	up, base := proxy(t, serve.Options{TasksPerPage: 1})
+	resp, body := do(t, "POST", base+tablePath+"/plan", up.Token, `{}`)
+	var res rest.PlanTableScanResponse
+	if resp.StatusCode != 200 || json.Unmarshal(body, &res) != nil {
+		t.Fatalf("plan: %d %s", resp.StatusCode, body)
+	}
+	if len(res.FileScanTasks) != 1 || len(res.PlanTasks) != 1 {
+		t.Fatalf("plan of 2 files a page: %d tasks inline, %d plan tasks", len(res.FileScanTasks), len(res.PlanTasks))
+	}
+	if resp, body = do(t, "GET", base+tablePath+"/plan/"+*res.PlanID, up.Token, ""); resp.StatusCode != 200 {
+		t.Fatalf("fetch plan: %d %s", resp.StatusCode, body)
+	}
+	task := fmt.Sprintf(`{"plan-task":%q}`, res.PlanTasks[0])
+	if resp, body = do(t, "POST", base+tablePath+"/tasks", up.Token, task); resp.StatusCode != 200 || !bytes.Contains(body, []byte("file-scan-tasks")) {
+		t.Fatalf("fetch tasks: %d %s", resp.StatusCode, body)
+	}
+	if resp, body = do(t, "POST", base+tablePath+"/tasks", "wrong", task); resp.StatusCode != 401 {
+		t.Fatalf("fetch tasks with a wrong token: %d %s, want the upstream's 401", resp.StatusCode, body)
+	}
+	other := "/v1/namespaces/db/tables/other"
+	for _, c := range []struct{ method, path, body, typ string }{
+		{"GET", tablePath + "/plan/nope", "", "NoSuchPlanIdException"},
+		{"GET", other + "/plan/" + *res.PlanID, "", "NoSuchPlanIdException"},
+		{"POST", tablePath + "/tasks", `{"plan-task":"nope"}`, "NoSuchPlanTaskException"},
+	} {
+		if resp, body := do(t, c.method, base+c.path, up.Token, c.body); resp.StatusCode != 404 || errorType(t, body) != c.typ {
+			t.Errorf("%s %s: %d %s, want 404 %s", c.method, c.path, resp.StatusCode, body, c.typ)
+		}
+	}
+	if resp, _ = do(t, "DELETE", base+tablePath+"/plan/"+*res.PlanID, up.Token, ""); resp.StatusCode != 204 {
+		t.Fatalf("cancel: %d", resp.StatusCode)
+	}
+	if resp, body = do(t, "POST", base+tablePath+"/tasks", up.Token, task); resp.StatusCode != 404 || errorType(t, body) != "NoSuchPlanTaskException" {
+		t.Fatalf("a task of a cancelled plan: %d %s", resp.StatusCode, body)
+	}
+	if resp, body = do(t, "POST", base+tablePath+"/plan", up.Token, `{"start-snapshot-id":1,"end-snapshot-id":2}`); resp.StatusCode != 400 {
+		t.Fatalf("an incremental plan: %d %s, want 400", resp.StatusCode, body)
+	}
+	if resp, body = do(t, "POST", base+tablePath+"/plan", up.Token, `{"filter":{"type":"eq","term":"nope","value":1}}`); resp.StatusCode != 400 {
+		t.Fatalf("a filter on an unknown column: %d %s, want 400", resp.StatusCode, body)
+	}
+	if resp, body = do(t, "POST", base+tablePath+"/plan", up.Token, `{"select":["nope"]}`); resp.StatusCode != 400 {
+		t.Fatalf("select of an unknown column: %d %s, want 400", resp.StatusCode, body)
+	}
+}
+
+// TestPlanRequestFields: case-sensitive=false matches a column in another
+// case (and prunes with the index); stats-fields brings the statistics of
+// the fields named and no others.
+func TestPlanRequestFields(t *testing.T) {
+	up, base := proxy(t, serve.Options{})
+	plan := func(body string) rest.PlanTableScanResponse {
+		t.Helper()
+		resp, b := do(t, "POST", base+tablePath+"/plan", up.Token, body)
+		var res rest.PlanTableScanResponse
+		if resp.StatusCode != 200 || json.Unmarshal(b, &res) != nil {
+			t.Fatalf("plan %s: %d %s", body, resp.StatusCode, b)
+		}
+		return res
+	}
+	if res := plan(`{"filter":{"type":"eq","term":"ID","value":2},"case-sensitive":false}`); len(res.FileScanTasks) != 1 {
+		t.Fatalf("a case-insensitive filter planned %d files, want 1", len(res.FileScanTasks))
+	}
+	if resp, body := do(t, "POST", base+tablePath+"/plan", up.Token, `{"filter":{"type":"eq","term":"ID","value":2}}`); resp.StatusCode != 400 {
+		t.Fatalf("ID in a case-sensitive plan: %d %s, want 400", resp.StatusCode, body)
+	}
+	df := plan(`{"stats-fields":["id"]}`).FileScanTasks[0].DataFile
+	if df.LowerBounds == nil || len(df.LowerBounds.Keys) != 1 || df.LowerBounds.Keys[0] != 1 || df.ValueCounts == nil {
+		t.Fatalf("stats-fields id: bounds %+v, value counts %+v", df.LowerBounds, df.ValueCounts)
+	}
+	if df := plan(`{}`).FileScanTasks[0].DataFile; df.LowerBounds != nil || df.ValueCounts != nil {
+		t.Fatalf("without stats-fields the data file has statistics: %+v", df)
+	}
+}
+
+// TestNoCredentialsLogged: with debug logging, no Authorization value
+// appears in the log, for proxied and planned requests alike, failed or not.
+func TestNoCredentialsLogged(t *testing.T) {
+	var log bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &log, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	up, base := proxy(t, serve.Options{Logger: logger})
+	do(t, "GET", base+"/v1/config", up.Token, "")
+	do(t, "GET", base+tablePath, up.Token, "")
+	do(t, "POST", base+tablePath+"/plan", up.Token, `{}`)
+	do(t, "POST", base+tablePath+"/plan", "wrong-secret-token", `{}`)
+	mu.Lock()
+	defer mu.Unlock()
+	if log.Len() == 0 {
+		t.Fatal("nothing logged")
+	}
+	for _, secret := range []string{up.Token, "wrong-secret-token", "Bearer"} {
+		if strings.Contains(log.String(), secret) {
+			t.Fatalf("the log holds %q:\n%s", secret, log.String())
+		}
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// TestMetricsAndCache: a repeated plan is answered from the cache, a commit
+// changes the metadata location and so the answer, and /metrics counts
+// plans, files before and after the index, and cache hits.
+func TestMetricsAndCache(t *testing.T) {
+	up, base := proxy(t, serve.Options{})
+	plan := `{"filter":{"type":"eq","term":"id","value":2}}`
+	for range 2 {
+		if resp, body := do(t, "POST", base+tablePath+"/plan", up.Token, plan); resp.StatusCode != 200 {
+			t.Fatalf("plan: %d %s", resp.StatusCode, body)
+		}
+	}
+	tbl, err := up.Catalog.LoadTable(context.Background(), table.Identifier{"db", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalogtest.AppendIDs(t, tbl, 2) // an unindexed file that may hold 2
+	_, body := do(t, "POST", base+tablePath+"/plan", up.Token, plan)
+	var res rest.PlanTableScanResponse
+	if json.Unmarshal(body, &res) != nil || len(res.FileScanTasks) != 2 {
+		t.Fatalf("after an append the plan has %d files, want 2 (the new unindexed file too): %s", len(res.FileScanTasks), body)
+	}
+	_, metrics := do(t, "GET", base+"/metrics", "", "")
+	for _, want := range []string{`icebloom_serve_plans_total{outcome="planned"} 2`, `icebloom_serve_plans_total{outcome="cached"} 1`,
+		`icebloom_serve_plan_files_total{stage="snapshot"} 7`, `icebloom_serve_plan_files_total{stage="index"} 4`,
+		`icebloom_serve_plan_cache_lookups_total{result="hit"} 1`, `icebloom_serve_plan_seconds_count{cached="false"} 2`} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("metrics lack %q:\n%s", want, metrics)
+		}
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if resp, _ := do(t, "GET", base+path, "", ""); resp.StatusCode != 200 {
+			t.Errorf("%s: %d", path, resp.StatusCode)
+		}
+	}
+}
+
+// TestConcurrentPlans: plans of several values at once (run it with -race)
+// each get the one file that holds their value.
+func TestConcurrentPlans(t *testing.T) {
+	up, base := proxy(t, serve.Options{MaxPlansInFlight: 64})
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 8 {
+				id := 1 + (g+i)%6
+				resp, body := do(t, "POST", base+tablePath+"/plan", up.Token, fmt.Sprintf(`{"filter":{"type":"eq","term":"id","value":%d}}`, id))
+				var res rest.PlanTableScanResponse
+				if resp.StatusCode != 200 || json.Unmarshal(body, &res) != nil || len(res.FileScanTasks) != 1 {
+					errs <- fmt.Sprintf("id %d: %d %s", id, resp.StatusCode, body)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+// TestGracefulShutdown: when Serve's context ends (SIGTERM in the command),
+// a request in flight is finished and answered, new connections are
+// refused, and Serve returns without error.
+func TestGracefulShutdown(t *testing.T) {
+	up := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{})
+	smallTable(t, up.Catalog)
+	entered, release := make(chan struct{}), make(chan struct{})
+	up.Fault = func(r *http.Request) int {
+		if r.Header.Get("X-Hold") != "" {
+			close(entered)
+			<-release
+		}
+		return 0
+	}
+	srv, err := serve.New(serve.Options{Upstream: mustURL(t, up.URL)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln, "", "") }()
+	base := "http://" + ln.Addr().String()
+	status := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", base+tablePath+"/plan", strings.NewReader(`{}`))
+		req.Header.Set("Authorization", "Bearer "+up.Token)
+		req.Header.Set("X-Hold", "1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			status <- -1
+			return
+		}
+		resp.Body.Close()
+		status <- resp.StatusCode
+	}()
+	<-entered
+	cancel()
+	for { // wait until the listener is closed
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			break
+		}
+		conn.Close()
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(release)
+	if s := <-status; s != 200 {
+		t.Fatalf("the request in flight got %d, want 200", s)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+}

@@ -1,0 +1,475 @@
+// Package serve is an Iceberg REST catalog server that plans scans with the
+// icebloom index (REST server-side scan planning), so every engine that lets
+// its catalog plan opens only the data files the index leaves.
+//
+// It runs in two modes. As a proxy (Options.Upstream) in front of a REST
+// catalog, it forwards every request unchanged except that GET /v1/config
+// advertises the planning endpoints, a loaded table with an index is opted
+// into server planning (config scan-planning-mode=server), and the planning
+// endpoints are answered here, with the table loaded from the upstream with
+// the caller's own headers, so the upstream's access control decides. Over
+// a catalog (Options.Catalog) it serves the read endpoints and planning, and
+// refuses writes.
+//
+// Planning is iceberg-go's (partitions, statistics, delete files), then
+// lookup.Plan's index pruning; the REST wire types are iceberg-go's
+// (catalog/rest).
+package serve
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/apache/iceberg-go/table"
+)
+
+// Defaults of Options.
+const (
+	DefaultMemoryBudget     = 256 << 20
+	DefaultMaxPlansInFlight = 16
+	DefaultMaxRequestBytes  = 8 << 20
+	DefaultPlanTimeout      = 2 * time.Minute
+)
+
+// Options configure New. Exactly one of Upstream and Catalog is set.
+type Options struct {
+	// Upstream is the REST catalog proxied (its URI, as clients have it).
+	Upstream *url.URL
+	// Transport carries requests to the upstream; nil means
+	// http.DefaultTransport.
+	Transport http.RoundTripper
+	// Catalog is the catalog served in catalog mode.
+	Catalog icecat.Catalog
+	// BearerToken, in catalog mode, is the token every /v1 request must
+	// carry ("Authorization: Bearer …"); "" requires none.
+	BearerToken string
+	// Hosts are the Host header values accepted; others are answered 421.
+	// Empty accepts any (as behind a load balancer that names us variously).
+	Hosts []string
+	// MemoryBudget bounds the bytes of plans cached; 0 means
+	// DefaultMemoryBudget, negative caches nothing.
+	MemoryBudget int64
+	// MaxPlansInFlight bounds the plans computed at once; a plan request
+	// beyond it is answered 429 with Retry-After. 0 means the default.
+	MaxPlansInFlight int
+	// MaxRequestBytes bounds request bodies (413 beyond); 0 means the
+	// default.
+	MaxRequestBytes int64
+	// PlanTimeout bounds the time of one plan; 0 means the default.
+	PlanTimeout time.Duration
+	// NoScanPlanningMode keeps load-table responses as they are, without
+	// scan-planning-mode=server for indexed tables.
+	NoScanPlanningMode bool
+	// TasksPerPage is the data files per page of a plan (plan-tasks beyond
+	// the first); 0 means DefaultTasksPerPage.
+	TasksPerPage int
+	// PlanTTL is how long plans are held; 0 means DefaultPlanTTL.
+	PlanTTL time.Duration
+	// Committed, in proxy mode, is told of each table a commit passing
+	// through changed, once the upstream answered 2xx. It must not block.
+	Committed func(ident table.Identifier)
+	// SyncStats, when set, gives the commit syncer's counters for /metrics.
+	SyncStats func() SyncStats
+	// Logger takes one record per request (never a header's value); nil
+	// discards.
+	Logger *slog.Logger
+	// Now is the clock of plan expiry; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server is the HTTP handler of icebloom serve.
+type Server struct {
+	o        Options
+	planner  *Planner
+	plans    *planStore
+	proxy    *httputil.ReverseProxy
+	client   *http.Client
+	inFlight chan struct{}
+	ready    atomic.Bool
+	log      *slog.Logger
+}
+
+// New returns a server for o.
+func New(o Options) (*Server, error) {
+	if (o.Upstream == nil) == (o.Catalog == nil) {
+		return nil, errors.New("serve: exactly one of an upstream catalog URL and a catalog is needed")
+	}
+	if o.Upstream != nil && (o.Upstream.Scheme != "http" && o.Upstream.Scheme != "https" || o.Upstream.Host == "") {
+		return nil, fmt.Errorf("serve: upstream %q is not an http(s) URL", o.Upstream.Redacted())
+	}
+	if o.MemoryBudget == 0 {
+		o.MemoryBudget = DefaultMemoryBudget
+	}
+	if o.MaxPlansInFlight <= 0 {
+		o.MaxPlansInFlight = DefaultMaxPlansInFlight
+	}
+	if o.MaxRequestBytes <= 0 {
+		o.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if o.PlanTimeout <= 0 {
+		o.PlanTimeout = DefaultPlanTimeout
+	}
+	if o.Transport == nil {
+		o.Transport = http.DefaultTransport
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{o: o, plans: newPlanStore(o.PlanTTL, o.Now), inFlight: make(chan struct{}, o.MaxPlansInFlight), log: o.Logger}
+	load := s.loadFromCatalog
+	if o.Upstream != nil {
+		s.client = &http.Client{Transport: o.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		s.proxy = s.newProxy()
+		load = s.loadFromUpstream
+	}
+	s.planner = NewPlanner(load, PlannerOptions{MemoryBudget: max(o.MemoryBudget, 0), TasksPerPage: o.TasksPerPage})
+	s.ready.Store(true)
+	return s, nil
+}
+
+// Planner is the server's planner, for planning without HTTP (benchmarks).
+// In proxy mode its loader takes the caller's headers from WithHeader.
+func (s *Server) Planner() *Planner { return s.planner }
+
+// SetReady sets what /readyz answers: a server shutting down is not ready.
+func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
+
+// statusWriter records the status of a response, for the log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// ServeHTTP serves one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	kind := s.serve(sw, r)
+	s.planner.metrics.request(string(kind))
+	// The path is logged without its query; headers never are: the
+	// Authorization value, cookies and vended credentials stay out of logs.
+	s.log.Info("request", "method", r.Method, "path", r.URL.Path, "route", string(kind),
+		"status", sw.status, "duration", time.Since(start))
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) routeKind {
+	if r.Method == http.MethodConnect {
+		writeError(w, http.StatusMethodNotAllowed, "BadRequestException", "CONNECT is not served: this is not a forward proxy")
+		return routeOther
+	}
+	if !strings.HasPrefix(r.RequestURI, "/") {
+		writeError(w, http.StatusBadRequest, "BadRequestException", "only origin-form request targets (a path) are served: this is not a forward proxy")
+		return routeOther
+	}
+	if len(s.o.Hosts) > 0 && !slices.Contains(s.o.Hosts, r.Host) {
+		writeError(w, http.StatusMisdirectedRequest, "BadRequestException", fmt.Sprintf("host %q is not served here", r.Host))
+		return routeOther
+	}
+	switch r.URL.Path {
+	case "/healthz":
+		io.WriteString(w, "ok\n")
+		return "healthz"
+	case "/readyz":
+		if !s.ready.Load() {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		} else {
+			io.WriteString(w, "ready\n")
+		}
+		return "readyz"
+	case "/metrics":
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		s.writeMetrics(w)
+		return "metrics"
+	}
+	escaped := r.URL.EscapedPath()
+	if err := unsafePath(escaped); err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequestException", err.Error())
+		return routeOther
+	}
+	if r.ContentLength > s.o.MaxRequestBytes {
+		writeError(w, http.StatusRequestEntityTooLarge, "BadRequestException",
+			fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, s.o.MaxRequestBytes))
+		return routeOther
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxRequestBytes)
+	rt := parseRoute(escaped)
+	if s.o.Catalog != nil && !s.authorized(r) {
+		writeError(w, http.StatusUnauthorized, "NotAuthorizedException", "missing or wrong bearer token")
+		return rt.kind
+	}
+	switch {
+	case rt.kind == routePlan && r.Method == http.MethodPost:
+		s.planScan(w, r, rt)
+	case rt.kind == routePlanID && r.Method == http.MethodGet:
+		s.fetchPlan(w, r, rt)
+	case rt.kind == routePlanID && r.Method == http.MethodDelete:
+		s.cancelPlan(w, r, rt)
+	case rt.kind == routeTasks && r.Method == http.MethodPost:
+		s.fetchTasks(w, r, rt)
+	case s.proxy != nil:
+		s.forward(w, r, rt)
+	default:
+		s.serveCatalog(w, r, rt)
+	}
+	return rt.kind
+}
+
+// authorized checks the catalog mode's bearer token.
+func (s *Server) authorized(r *http.Request) bool {
+	if s.o.BearerToken == "" {
+		return true
+	}
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	return strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(token), []byte(s.o.BearerToken)) == 1
+}
+
+func (s *Server) writeMetrics(w io.Writer) {
+	used, n, hits, misses, evicted := s.planner.results.stats()
+	var st *SyncStats
+	if s.o.SyncStats != nil {
+		v := s.o.SyncStats()
+		st = &v
+	}
+	s.planner.metrics.write(w, used, n, hits, misses, evicted, st)
+	fmt.Fprintln(w, "# HELP icebloom_serve_plans_in_flight Plans being computed.")
+	fmt.Fprintln(w, "# TYPE icebloom_serve_plans_in_flight gauge")
+	fmt.Fprintf(w, "icebloom_serve_plans_in_flight %d\n", len(s.inFlight))
+}
+
+// writeError writes the REST spec's ErrorModel.
+func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	writeJSON(w, status, errorModel{Error: rest.PlanningError{Message: msg, Type: typ, Code: status}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		body, _ = json.Marshal(errorModel{Error: rest.PlanningError{Message: err.Error(), Type: "ServerErrorException", Code: status}})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// planScan answers POST .../plan: a completed plan, its first page inline
+// and the others behind plan-tasks.
+func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	var fields map[string]json.RawMessage
+	var req rest.PlanTableScanRequest
+	if err := json.Unmarshal(body, &fields); err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequestException", fmt.Sprintf("plan request: %v", err))
+		return
+	}
+	for _, f := range []string{"start-snapshot-id", "end-snapshot-id"} {
+		if _, ok := fields[f]; ok {
+			writeError(w, http.StatusBadRequest, "BadRequestException", "incremental scan planning ("+f+") is not supported")
+			return
+		}
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequestException", fmt.Sprintf("plan request: %v", err))
+		return
+	}
+	select {
+	case s.inFlight <- struct{}{}:
+		defer func() { <-s.inFlight }()
+	default:
+		s.planner.metrics.count("rejected")
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "SlowDownException",
+			fmt.Sprintf("%d plans are being computed, the most this server takes at once; retry later", cap(s.inFlight)))
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.callerContext(r, rt), s.o.PlanTimeout)
+	defer cancel()
+	res, err := s.planner.Plan(ctx, rt.ident(), req)
+	if err != nil {
+		s.planError(w, err)
+		return
+	}
+	id, p := s.plans.add(rt.key(), res)
+	writeJSON(w, http.StatusOK, rest.PlanTableScanResponse{
+		Status: rest.PlanStatusCompleted, PlanID: &id, ScanTasks: p.first, StorageCredentials: p.creds,
+	})
+}
+
+// planError answers a failed plan: the upstream's own answer passed on, a
+// bad request, or a server error.
+func (s *Server) planError(w http.ResponseWriter, err error) {
+	var st *statusError
+	var bad *RequestError
+	switch {
+	case errors.As(err, &st):
+		s.planner.metrics.count("upstream_error")
+		copyHeader(w.Header(), st.header)
+		w.WriteHeader(st.status)
+		w.Write(st.body)
+	case errors.As(err, &bad):
+		s.planner.metrics.count("bad_request")
+		writeError(w, http.StatusBadRequest, "BadRequestException", bad.Error())
+	case errors.Is(err, icecat.ErrNoSuchTable):
+		writeError(w, http.StatusNotFound, "NoSuchTableException", err.Error())
+	case errors.Is(err, icecat.ErrNoSuchNamespace):
+		writeError(w, http.StatusNotFound, "NoSuchNamespaceException", err.Error())
+	default:
+		s.planner.metrics.count("error")
+		s.log.Error("plan failed", "err", err)
+		writeError(w, http.StatusInternalServerError, "ServerErrorException", err.Error())
+	}
+}
+
+// authorizeTable loads the table with the caller's credentials before a
+// stored plan or task of it is answered, so a plan id is no credential:
+// the caller must still be allowed to load the table, and it must still be
+// the table planned (same uuid). It reports whether the plan may be
+// answered; when the load failed it answered the request itself
+// (answered).
+func (s *Server) authorizeTable(w http.ResponseWriter, r *http.Request, rt route, uuid string) (ok, answered bool) {
+	loaded, err := s.planner.load(s.callerContext(r, rt), rt.ident())
+	if err != nil {
+		s.planError(w, err)
+		return false, true
+	}
+	return loaded.Table.Metadata().TableUUID().String() == uuid, false
+}
+
+// found finishes the lookup of a stored plan or task (ok: it was in the
+// store, for the table uuid): it is answered only if the caller may still
+// load the table and it is still the table planned; otherwise the request
+// is answered here, with the load's failure or the spec's 404 of type typ.
+func (s *Server) found(w http.ResponseWriter, r *http.Request, rt route, ok bool, uuid, typ, what string) bool {
+	if ok {
+		var answered bool
+		if ok, answered = s.authorizeTable(w, r, rt, uuid); answered {
+			return false
+		}
+	}
+	if !ok {
+		writeError(w, http.StatusNotFound, typ, fmt.Sprintf("no %s of table %s (it may have expired)", what, rt.ident()))
+	}
+	return ok
+}
+
+func (s *Server) fetchPlan(w http.ResponseWriter, r *http.Request, rt route) {
+	p, ok := s.plans.plan(rt.key(), rt.planID)
+	if !s.found(w, r, rt, ok, p.uuidOf(), "NoSuchPlanIdException", fmt.Sprintf("plan %q", rt.planID)) {
+		return
+	}
+	writeJSON(w, http.StatusOK, rest.CompletedPlanningResult{Status: rest.PlanStatusCompleted, ScanTasks: p.first, StorageCredentials: p.creds})
+}
+
+func (s *Server) cancelPlan(w http.ResponseWriter, r *http.Request, rt route) {
+	p, ok := s.plans.plan(rt.key(), rt.planID)
+	if !s.found(w, r, rt, ok, p.uuidOf(), "NoSuchPlanIdException", fmt.Sprintf("plan %q", rt.planID)) {
+		return
+	}
+	if !s.plans.cancel(rt.key(), rt.planID) { // cancelled meanwhile
+		writeError(w, http.StatusNotFound, "NoSuchPlanIdException", fmt.Sprintf("no plan %q of table %s", rt.planID, rt.ident()))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) fetchTasks(w http.ResponseWriter, r *http.Request, rt route) {
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	var req rest.FetchScanTasksRequest
+	if err := json.Unmarshal(body, &req); err != nil || req.PlanTask == "" {
+		writeError(w, http.StatusBadRequest, "BadRequestException", "tasks request: a plan-task is required")
+		return
+	}
+	t, ok := s.plans.task(rt.key(), req.PlanTask)
+	uuid := ""
+	if ok {
+		uuid = t.uuid
+	}
+	if !s.found(w, r, rt, ok, uuid, "NoSuchPlanTaskException", fmt.Sprintf("plan task %q", req.PlanTask)) {
+		return
+	}
+	writeJSON(w, http.StatusOK, rest.FetchScanTasksResponse{ScanTasks: t.page})
+}
+
+// readBody reads a request body within the size limit, answering 413
+// beyond it.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(r.Body)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, "BadRequestException", fmt.Sprintf("request body is over the limit of %d bytes", tooBig.Limit))
+		return nil, false
+	case err != nil:
+		writeError(w, http.StatusBadRequest, "BadRequestException", fmt.Sprintf("read request body: %v", err))
+		return nil, false
+	}
+	return body, true
+}
+
+// copyHeader copies the end-to-end headers of an upstream response.
+func copyHeader(dst, src http.Header) {
+	for k, vs := range src {
+		switch http.CanonicalHeaderKey(k) {
+		case "Connection", "Keep-Alive", "Transfer-Encoding", "Content-Length", "Proxy-Connection", "Te", "Trailer", "Upgrade":
+			continue
+		}
+		dst[k] = slices.Clone(vs)
+	}
+}
+
+// bufferBody reads a response body of at most limit bytes, leaving a
+// reader of it in its place.
+func bufferBody(resp *http.Response, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("upstream response over %d bytes", limit)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return b, nil
+}

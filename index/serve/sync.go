@@ -1,0 +1,54 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	icecat "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/catalog"
+	"github.com/icebloom/icebloom/index/indexer"
+)
+
+// NewSyncFunc returns the sync of --sync-on-commit: it syncs the index of a
+// table a commit changed (indexer.Sync), over the catalog open gives — the
+// upstream opened with icebloom's own service credentials, never a
+// caller's. A table without an icebloom index is left alone. The catalog is
+// opened on first use and kept; a failed open is tried again next time.
+func NewSyncFunc(open func(ctx context.Context) (icecat.Catalog, error), o indexer.Options, log *slog.Logger) func(ctx context.Context, ident table.Identifier) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var mu sync.Mutex
+	var cat icecat.Catalog
+	return func(ctx context.Context, ident table.Identifier) error {
+		mu.Lock()
+		if cat == nil {
+			c, err := open(ctx)
+			if err != nil {
+				mu.Unlock()
+				return fmt.Errorf("open the catalog to sync %s: %w", ident, err)
+			}
+			cat = c
+		}
+		c := cat
+		mu.Unlock()
+		tbl, err := catalog.LoadTable(ctx, c, ident)
+		if err != nil {
+			return fmt.Errorf("sync %s: %w", ident, err)
+		}
+		if !HasIndex(tbl.Metadata()) {
+			log.Debug("committed table has no index, not synced", "table", ident)
+			return nil
+		}
+		sum, err := indexer.Sync(ctx, c, ident, o)
+		if err != nil {
+			return fmt.Errorf("sync %s: %w", ident, err)
+		}
+		log.Info("synced after a commit", "table", ident, "files_indexed", sum.FilesIndexed, "files_covered", sum.FilesCovered)
+		return nil
+	}
+}
