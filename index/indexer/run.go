@@ -16,6 +16,7 @@ import (
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
 
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/segment"
@@ -283,16 +284,23 @@ func (st *runState) checkCount(run string, n int) error {
 	return nil
 }
 
-// readJSON decodes the JSON file at path into v.
+// readJSON decodes the JSON file at path into v. A file that does not
+// decode is read again a few times: a storage without atomic replacement
+// (writeJSON) may show a file being written.
 func readJSON(fs icebergio.IO, path string, v any) error {
-	f, err := fs.Open(path)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
-	if err == nil {
-		err = json.Unmarshal(b, v)
+	var err error
+	for attempt := range 5 {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * 20 * time.Millisecond)
+		}
+		var b []byte
+		if b, err = readAll(fs, path); err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		var syntax *json.SyntaxError
+		if err = json.Unmarshal(b, v); err == nil || !errors.As(err, &syntax) && len(b) > 0 {
+			break
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
@@ -300,13 +308,70 @@ func readJSON(fs icebergio.IO, path string, v any) error {
 	return nil
 }
 
-// writeJSON writes v as the JSON file at path, replacing it.
+// readAll reads the file at path.
+func readAll(fs icebergio.IO, path string) ([]byte, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// createJSON writes v as the JSON file at path unless one exists there
+// already: on local storage atomically (a rename that does not replace),
+// so two shards starting a run at once agree on its record; on an object
+// store after checking, and of two writers at the same moment the last
+// wins.
+// It reports whether it wrote the file.
+func createJSON(fs icebergio.WriteFileIO, path string, v any) (bool, error) {
+	rn, ok := fs.(icebergio.LocalFS)
+	if !ok { // an object store: a PUT is whole, and only a check first narrows the race
+		if _, err := readAll(fs, path); err == nil {
+			return false, nil
+		}
+		return true, writeJSON(fs, path, v)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return false, err
+	}
+	tmp := path + ".tmp-" + uuid.NewString()
+	if err := fs.WriteFile(tmp, b); err != nil {
+		return false, fmt.Errorf("write %s: %w", tmp, err)
+	}
+	err = rn.RenameNoReplace(tmp, path)
+	fs.Remove(tmp)
+	switch {
+	case errors.Is(err, iofs.ErrExist):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("write %s: %w", path, err)
+	}
+	return true, nil
+}
+
+// writeJSON writes v as the JSON file at path, replacing it whole: on
+// local storage through a temporary file renamed onto path, so a reader
+// never sees part of it (an object store's PUT replaces an object whole).
 func writeJSON(fs icebergio.WriteFileIO, path string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	if err := fs.WriteFile(path, b); err != nil {
+	rn, ok := fs.(icebergio.LocalFS) // object stores replace an object whole: a PUT
+	if !ok {
+		if err := fs.WriteFile(path, b); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		return nil
+	}
+	tmp := path + ".tmp-" + uuid.NewString()
+	if err := fs.WriteFile(tmp, b); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := rn.Rename(tmp, path); err != nil {
+		fs.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

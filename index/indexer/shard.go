@@ -205,13 +205,24 @@ func (j *job) openRun(snapshotID int64) (int64, error) {
 		return 0, fmt.Errorf("run %s of %s: its %d shards were linked at %s (%s, %w); start another run with another --run-id, or sync",
 			sh.Run, strings.Join(j.ident, "."), st.linked.Shards, st.linked.Linked.Format(time.RFC3339), st.linked.StatisticsPath, ErrRunComplete)
 	}
-	if st.record != nil {
-		snapshotID = st.record.SnapshotID
-	} else {
+	if st.record == nil {
 		rec := runRecord{Run: sh.Run, Shards: sh.Count, SnapshotID: snapshotID, Started: clock().UTC()}
-		if err := writeJSON(j.fs, dir+"/run.json", rec); err != nil {
+		created, err := createJSON(j.fs, dir+"/run.json", rec)
+		if err != nil {
 			return 0, err
 		}
+		if !created { // another shard started the run at the same moment
+			st.record = &runRecord{}
+			if err := readJSON(j.fs, dir+"/run.json", st.record); err != nil {
+				return 0, err
+			}
+			if err := st.checkCount(sh.Run, sh.Count); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if st.record != nil {
+		snapshotID = st.record.SnapshotID
 	}
 	j.runDir = dir
 	if j.lease, err = startLease(j.fs, dir+"/"+leaseName(sh.Index, sh.Count)); err != nil {
