@@ -181,8 +181,8 @@ func TestMaintainNoSnapshot(t *testing.T) {
 
 // TestRepairAdvice: an index problem lookup or inspect meets names the
 // command that repairs it, and that command does: sync for a missing
-// index file, rebuild for runs that fail their checksums (which sync
-// never reads, and compact-index does not copy when there is one segment).
+// index file, maintain for runs that fail their checksums (which sync
+// never reads; maintain's repair reads every run).
 func TestRepairAdvice(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
@@ -254,11 +254,11 @@ func TestRepairAdvice(t *testing.T) {
 	if err := os.WriteFile(local, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	lookupAdvice("`icebloom rebuild demo.events` writes the index anew")
-	if _, stderr, code := icebloom(t, "rebuild", "demo.events"); code != 0 {
-		t.Fatalf("rebuild: %s", stderr)
+	lookupAdvice("`icebloom maintain demo.events` repairs it")
+	if _, stderr, code := icebloom(t, "maintain", "demo.events"); code != 0 {
+		t.Fatalf("maintain: %s", stderr)
 	}
-	verified("rebuild")
+	verified("maintain")
 
 	// The index file is gone.
 	if err := os.Remove(strings.TrimPrefix(segments()[0].File.StatisticsPath, "file://")); err != nil {

@@ -131,6 +131,7 @@ type MaintainCmd struct {
 	memoryFlag
 	Every        *gcAge `arg:"--every" placeholder:"DUR" help:"keep running, once every DUR (more than 0s)"`
 	VerifySample *int   `arg:"--verify-sample" placeholder:"N" help:"verify each table's index last (as icebloom verify), re-reading N sampled data files; a problem fails the table"`
+	NoRepair     bool   `arg:"--no-repair" help:"skip the checksum pass over each table's whole index that finds and rewrites damaged index files (it reads every index byte once)"`
 }
 
 // MaintainOutput is the JSON output of one maintenance round.
@@ -146,7 +147,7 @@ func (c *MaintainCmd) run(ctx context.Context, e *env) error {
 		c.failedBeforeTables(e, e.now())
 		return err
 	}
-	o := maintenance.MaintainOptions{Index: indexer.Options{RequestsInFlight: c.requests(), Logger: e.log, MemoryBudget: c.budget()}}
+	o := maintenance.MaintainOptions{Index: indexer.Options{RequestsInFlight: c.requests(), Logger: e.log, MemoryBudget: c.budget()}, NoRepair: c.NoRepair}
 	if c.Parallel != nil {
 		o.Index.Parallel = *c.Parallel
 	}
@@ -293,6 +294,10 @@ func (c *MaintainCmd) print(e *env, out MaintainOutput) {
 		}
 		if r.Compact != nil {
 			e.printf(", compacted %s into %d", plural(r.Compact.SegmentsBefore, "segment"), r.Compact.SegmentsAfter)
+		}
+		if r.Repair != nil && r.Repair.Compacted != nil {
+			e.printf(", repaired %s (%s indexed again)", plural(len(r.Repair.Damaged), "damaged index file"),
+				plural(len(r.Repair.Compacted.BrokenGroups), "broken group"))
 		}
 		if r.Expire != nil {
 			e.printf(", expired %s", plural(len(r.Expire.SnapshotsExpired), "snapshot"))

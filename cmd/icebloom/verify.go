@@ -39,8 +39,8 @@ func (c *VerifyCmd) run(ctx context.Context, e *env) error {
 		printVerify(e, c.Table, rep)
 	}
 	if !rep.OK() {
-		return fmt.Errorf("%s: the index has %d problems; the files they concern are kept by every lookup, and `icebloom rebuild %s` writes a new index",
-			c.Table, len(rep.Problems), c.Table)
+		return fmt.Errorf("%s: the index has %d problems; the files they concern are kept by every lookup, the next `icebloom maintain %s` repairs them (and `icebloom rebuild %s` writes a new index)",
+			c.Table, len(rep.Problems), c.Table, c.Table)
 	}
 	return nil
 }
