@@ -167,9 +167,17 @@ type CommitOption func(*commitConfig)
 
 type commitConfig struct {
 	attempts int                // 0: not set
+	budget   time.Duration      // 0: not set; else retries end by time, not by count
 	props    iceberg.Properties // the table's, for its commit.retry.* properties
 	sleep    func(context.Context, time.Duration) error
-	log      *slog.Logger // nil: retries are not logged
+	now      func() time.Time // the clock of the time budget
+	log      *slog.Logger     // nil: retries are not logged
+}
+
+// withClock replaces the clock the time budget is measured by, for tests
+// whose sleep does not wait.
+func withClock(now func() time.Time) CommitOption {
+	return func(c *commitConfig) { c.now = now }
 }
 
 // DefaultCommitAttempts is how many times CommitStatistics and Retry try an
@@ -182,6 +190,18 @@ const DefaultCommitAttempts = 8
 // 1), over the table's commit.retry.num-retries and DefaultCommitAttempts.
 func WithAttempts(n int) CommitOption {
 	return func(c *commitConfig) { c.attempts = max(n, 1) }
+}
+
+// WithTimeBudget bounds the retries by time instead of by a count: an
+// operation is tried again, however often, as long as the next attempt
+// would start within d of the first. For writers whose attempts race a
+// number of others that the writer does not bound — the shards of a
+// sharded run finishing together — a count that the others can exceed
+// would fail writes that a busy catalog only delays. It wins over
+// WithAttempts and the table's commit.retry.num-retries; the waits are
+// still those of the backoff.
+func WithTimeBudget(d time.Duration) CommitOption {
+	return func(c *commitConfig) { c.budget = max(d, time.Millisecond) }
 }
 
 // WithLogger logs each retry to l, as a warning with the table, the
@@ -209,7 +229,7 @@ func WithTableProperties(props iceberg.Properties) CommitOption {
 }
 
 func newConfig(opts []CommitOption) commitConfig {
-	c := commitConfig{sleep: sleep}
+	c := commitConfig{sleep: sleep, now: time.Now}
 	for _, opt := range opts {
 		opt(&c)
 	}
@@ -283,19 +303,28 @@ func Retry(ctx context.Context, ident table.Identifier, what string,
 func retryWith(ctx context.Context, cfg *commitConfig, ident table.Identifier, what string,
 	try func(ctx context.Context) (retry bool, err error)) error {
 	name := strings.Join(ident, ".")
+	start := cfg.now()
 	for attempt := 1; ; attempt++ {
 		retry, err := try(ctx)
 		if err == nil || !retry || ctx.Err() != nil {
 			return err
 		}
 		p := cfg.policy()
-		if attempt >= p.attempts {
+		wait := p.wait(attempt)
+		switch {
+		case cfg.budget > 0 && cfg.now().Sub(start)+wait > cfg.budget:
+			return fmt.Errorf("%s of %s: gave up after %d attempts in %s (the time budget): %w",
+				what, name, attempt, cfg.now().Sub(start).Round(time.Millisecond), err)
+		case cfg.budget == 0 && attempt >= p.attempts:
 			return fmt.Errorf("%s of %s: gave up after %d attempts: %w", what, name, attempt, err)
 		}
-		wait := p.wait(attempt)
 		if cfg.log != nil {
+			of := any(p.attempts)
+			if cfg.budget > 0 {
+				of = "budget " + cfg.budget.String()
+			}
 			cfg.log.Warn(what+" failed; retrying", "table", name,
-				"attempt", attempt+1, "of", p.attempts, "wait", wait, "error", err.Error())
+				"attempt", attempt+1, "of", of, "wait", wait, "error", err.Error())
 		}
 		if err := cfg.sleep(ctx, wait); err != nil {
 			return fmt.Errorf("%s of %s: %w", what, name, err)

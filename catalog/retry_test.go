@@ -234,3 +234,28 @@ func TestIsTransient(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryTimeBudget shows WithTimeBudget: an operation that keeps
+// failing is retried past any count (here 40 attempts, five times
+// DefaultCommitAttempts, and past WithAttempts) until the next attempt
+// would start after the budget, and the error says so.
+func TestRetryTimeBudget(t *testing.T) {
+	var elapsed time.Duration
+	clock := withClock(func() time.Time { return time.Unix(0, 0).Add(elapsed) })
+	calls := 0
+	err := Retry(t.Context(), events, "statistics commit", func(context.Context) (bool, error) {
+		calls++
+		return true, errTransient
+	}, WithAttempts(2), WithTimeBudget(40*time.Second), clock, WithSleep(func(_ context.Context, d time.Duration) error {
+		elapsed += time.Second // whatever the jitter drew: a second per retry
+		return nil
+	}))
+	if !errors.Is(err, errTransient) || !strings.Contains(err.Error(), "the time budget") {
+		t.Fatalf("error %v, want the last one, naming the time budget", err)
+	}
+	// Attempt k starts after k-1 seconds; the wait before the next is at
+	// most 2 s, so the last attempt started within [38 s, 40 s].
+	if calls < 39 || calls > 41 {
+		t.Fatalf("%d attempts in a budget of 40 s at one second each", calls)
+	}
+}

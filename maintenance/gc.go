@@ -79,6 +79,9 @@ type GCSummary struct {
 	Kept []string `json:"kept"`
 	// Failed are the files whose deletion failed; GC returns an error too.
 	Failed []GCFailure `json:"failed"`
+	// RunFilesDeleted are the markers and leases of sharded runs last
+	// touched before the grace period (index/indexer.RunFiles).
+	RunFilesDeleted []string `json:"run_files_deleted,omitempty"`
 	// BytesDeleted is the size of Deleted.
 	BytesDeleted int64 `json:"bytes_deleted"`
 	DryRun       bool  `json:"dry_run"`
@@ -157,6 +160,30 @@ func gc(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o G
 	refs, err := newReferences(tbl, fs, cutoff, cache)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", name, err)
+	}
+	// The shard segments of sharded runs touched within the grace period
+	// are kept however old: their run's linking commit will link them.
+	keep, stale, err := indexer.RunFiles(tbl, fs, cutoff)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", name, err)
+	}
+	var unlinked []indexFile
+	for _, f := range files {
+		if loc := normalizeLocation(f.location); !refs.current[loc] && (keep[loc] || keep[f.location]) {
+			sum.Kept = append(sum.Kept, f.location)
+			continue
+		}
+		unlinked = append(unlinked, f)
+	}
+	files = unlinked
+	for _, path := range stale { // markers and leases of runs dead for the grace period
+		if !o.DryRun {
+			if err := fs.Remove(path); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+				sum.Failed = append(sum.Failed, GCFailure{Path: path, Error: err.Error()})
+				continue
+			}
+		}
+		sum.RunFilesDeleted = append(sum.RunFilesDeleted, path)
 	}
 	candidates, err := classify(ctx, files, refs, cutoff, sum)
 	if err != nil {

@@ -430,6 +430,47 @@ func TestGCIndexFileName(t *testing.T) {
 	}
 }
 
+// TestGCKeepsLiveRun: a shard segment of a sharded run that is not linked
+// yet, older than the grace period, is kept while its run was touched
+// within it (the run's linking commit will link it), and deleted with the
+// run's markers and leases once the run has been dead for the grace
+// period; the run's record stays.
+func TestGCKeepsLiveRun(t *testing.T) {
+	cat := newTable(t)
+	sum, err := indexer.Build(ctx, cat, ident, indexer.Options{Columns: []string{"id"}, Shard: &indexer.Shard{Index: 0, Count: 2, Run: "r"}})
+	if err != nil || sum.Shard.Linked {
+		t.Fatalf("shard 0 of 2: %+v, %v", sum, err)
+	}
+	tbl := load(t, cat)
+	var segment string
+	dir := filepath.Join(local(tbl.Location()), "metadata")
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if IsIndexFileName(e.Name()) {
+			segment = filepath.Join(dir, e.Name())
+		}
+	}
+	if segment == "" {
+		t.Fatal("no shard segment written")
+	}
+	age(t, segment, 3*time.Hour)
+	gcs := runGC(t, cat, GCOptions{OlderThan: MinGCGrace})
+	if !exists(t, segment) || len(gcs.Deleted) != 0 || len(gcs.RunFilesDeleted) != 0 {
+		t.Fatalf("gc of a live run's segment: %+v", gcs)
+	}
+	runDir := filepath.Join(dir, indexer.RunsDir, "r")
+	for _, name := range []string{"run.json", "shard-0-of-2.json", "shard-0-of-2.lease"} {
+		age(t, filepath.Join(runDir, name), 3*time.Hour)
+	}
+	gcs = runGC(t, cat, GCOptions{OlderThan: MinGCGrace})
+	if exists(t, segment) || len(gcs.Deleted) != 1 || len(gcs.RunFilesDeleted) != 2 {
+		t.Fatalf("gc of a dead run's segment: %+v", gcs)
+	}
+	if _, err := os.Stat(filepath.Join(runDir, "run.json")); err != nil {
+		t.Fatalf("the run's record: %v", err)
+	}
+}
+
 // TestGCReadsLinksFromDirectories: gc learns what a linking segment links
 // from its directory, which docs/format.md calls authoritative, not from
 // the informative `links` property of table metadata: with the property
@@ -438,8 +479,10 @@ func TestGCIndexFileName(t *testing.T) {
 // and say which file.
 func TestGCReadsLinksFromDirectories(t *testing.T) {
 	cat := newTable(t)
+	// One shard of one: its run's linking commit links its segment (a
+	// shard of more commits nothing until its run is complete).
 	if _, err := indexer.Build(ctx, cat, ident, indexer.Options{Columns: []string{"id"}, CompactAbove: -1,
-		Shard: &indexer.Shard{Index: 0, Count: 2, Run: "r"}}); err != nil {
+		Shard: &indexer.Shard{Index: 0, Count: 1, Run: "r"}}); err != nil {
 		t.Fatal(err)
 	}
 	tbl := load(t, cat)

@@ -55,7 +55,7 @@ type BenchCmd struct {
 	// (bench_scale.go) instead.
 	Scale   string `arg:"--scale" placeholder:"N,N,..." help:"measure index format v2 on tables of these many tiny data files instead (e.g. 1000,10000,100000)"`
 	S3Files int    `arg:"--s3-files" default:"1000" help:"with --scale: data files of the table timed on the in-process S3 server (0: skip)"`
-	Shards  int    `arg:"--shards" help:"with --scale: also build each size by this many shards, one after another, and merge them"`
+	Shards  string `arg:"--shards" placeholder:"N,N,..." help:"with --scale: also index each size by sharded runs of these many shards (e.g. 1,4,16,64), the shards of a run at once, and report their CPU and wall side by side"`
 	// S3Floor selects the benchmark of reading ahead on object storage
 	// (bench_s3floor.go) instead.
 	S3Floor     int `arg:"--s3-floor" placeholder:"FILES" help:"measure the build on the in-process S3 server (10 ms per request) against the network floor and the build without reading ahead, on a table of this many data files, instead"`

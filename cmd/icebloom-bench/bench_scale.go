@@ -123,8 +123,12 @@ func (c *BenchCmd) runScale(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	if c.S3Files < 0 || c.Shards < 0 || c.Repeat < 1 || !(c.FPP > 0 && c.FPP < 1) {
-		return fmt.Errorf("--s3-files and --shards must not be negative, --repeat positive, --fpp within (0, 1)")
+	counts, err := parseShardCounts(c.Shards)
+	if err != nil {
+		return err
+	}
+	if c.S3Files < 0 || c.Repeat < 1 || !(c.FPP > 0 && c.FPP < 1) {
+		return fmt.Errorf("--s3-files must not be negative, --repeat positive, --fpp within (0, 1)")
 	}
 	dir, cat, cleanup, err := c.benchCatalog(ctx, e, "icebloom-bench-scale")
 	if err != nil {
@@ -142,11 +146,17 @@ func (c *BenchCmd) runScale(ctx context.Context, e *env) error {
 		}
 		out.Runs = append(out.Runs, run)
 	}
-	if c.Shards > 0 {
+	if len(counts) > 0 {
 		for _, n := range sizes {
-			run, err := s.sharded(ctx, cat, n, c.Shards)
+			run, err := s.sharded(ctx, cat, n, counts)
 			if err != nil {
-				return fmt.Errorf("scale %d, %d shards: %w", n, c.Shards, err)
+				return fmt.Errorf("scale %d, shards %s: %w", n, c.Shards, err)
+			}
+			out.Runs = append(out.Runs, run)
+			// The largest count once more, shard after shard: per shard, the
+			// linked index's cold load and the merge.
+			if run, err = s.shardedOneByOne(ctx, cat, n, slices.Max(counts)); err != nil {
+				return fmt.Errorf("scale %d, %d shards one by one: %w", n, slices.Max(counts), err)
 			}
 			out.Runs = append(out.Runs, run)
 		}

@@ -31,7 +31,7 @@ type indexFlags struct {
 // indexing a big table together (a Kubernetes Indexed Job, an AWS Batch
 // array job).
 type shardFlags struct {
-	Shard  string `arg:"--shard" placeholder:"I/N" help:"index only shard I of N (0 <= I < N) of the data files and commit a link to this shard's segment; the shard that finds all N committed merges them"`
+	Shard  string `arg:"--shard" placeholder:"I/N" help:"index only shard I of N (0 <= I < N) of the data files into a segment of this shard; the shard that finds all N written makes the run's one commit linking them"`
 	Shards int    `arg:"--shards,env:ICEBLOOM_SHARDS" placeholder:"N" help:"shard count, this shard's index taken from JOB_COMPLETION_INDEX (Kubernetes Indexed Job) or AWS_BATCH_JOB_ARRAY_INDEX (AWS Batch array job)"`
 	RunID  string `arg:"--run-id,env:ICEBLOOM_RUN_ID" placeholder:"ID" help:"the sharded run's name, the same for all its shards [default: from the snapshot and the shard count]"`
 }
@@ -166,7 +166,7 @@ func (f indexFlags) runIndex(ctx context.Context, e *env, command string, o inde
 type BuildCmd struct {
 	indexFlags
 	Snapshot     int64 `arg:"--snapshot" help:"snapshot to index [default: current]"`
-	CompactAbove *int  `arg:"--compact-above" help:"with --shard(s): the shard that finds its run complete compacts the index when it has more segments than this, each shard's counting; negative: never [default: 8]"`
+	CompactAbove *int  `arg:"--compact-above" help:"with --shard(s): the one shard that links its complete run compacts the index when it has more segments than this, each shard's counting; negative: never, left to the next maintain [default: 8]"`
 }
 
 func (c *BuildCmd) run(ctx context.Context, e *env) error {
@@ -196,6 +196,9 @@ func (c *SyncCmd) run(ctx context.Context, e *env) error {
 func printBuildSummary(e *env, table string, sum *indexer.Summary) {
 	e.printf("indexed %d of %s of %s (snapshot %d), columns %s\n",
 		sum.FilesIndexed, plural(sum.FilesTotal, "data file"), table, sum.SnapshotID, strings.Join(sum.Columns, ", "))
+	if sum.FilesLeftToRuns > 0 {
+		e.printf("  %s left to live sharded runs\n", plural(sum.FilesLeftToRuns, "data file"))
+	}
 	if sum.FilesCovered > 0 {
 		e.printf("  %s already covered; %s of entries carried over\n", plural(sum.FilesCovered, "data file was", "data files were"), cli.BytesText(sum.BytesCopied))
 	}
@@ -225,9 +228,16 @@ func printBuildSummary(e *env, table string, sum *indexer.Summary) {
 		e.printf("  nothing committed: no data file could be indexed\n")
 	}
 	if sh := sum.Shard; sh != nil {
-		e.printf("  shard %d of %d of run %s: %d of %d shards committed\n", sh.Index, sh.Count, sh.Run, sh.Committed, sh.Count)
-		if sh.Merged {
-			e.printf("  the run is complete: its segments were merged into one\n")
+		e.printf("  shard %d of %d of run %s: %d of %d shards' segments written\n", sh.Index, sh.Count, sh.Run, sh.Committed, sh.Count)
+		switch {
+		case sh.Merged:
+			e.printf("  the run is complete: this shard linked it and merged the index\n")
+		case sh.Linked:
+			e.printf("  the run is complete: this shard linked it (%s copied instead of linked)\n", plural(sh.Copied, "segment"))
+		case sh.LinkedBefore:
+			e.printf("  the run is complete: another shard linked it\n")
+		default:
+			e.printf("  the shard that finds all written links the run\n")
 		}
 	}
 	for _, f := range sum.FilesFailed {

@@ -806,10 +806,15 @@ type kubeJob struct {
 	} `yaml:"spec"`
 }
 
-// jobNameField is the downward API's field of the name of the Job a pod
+// jobUIDField is the downward API's field of the UID of the Job a pod
 // belongs to: the label the Job controller sets on its pods (Kubernetes
-// 1.27 and later).
-const jobNameField = "metadata.labels['batch.kubernetes.io/job-name']"
+// 1.27 and later). A run id from it is the same in every pod and retry of
+// the Job, and new for every Job object, so a Job applied again after a
+// complete one is a new run rather than a refused one.
+const jobUIDField = "metadata.labels['batch.kubernetes.io/controller-uid']"
+
+// sampleJobUID is a Job UID as the downward API gives it.
+const sampleJobUID = "3f1b2c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"
 
 // dnsLabel is a DNS label as RFC 1123 defines it, what a Job's name must be
 // for it to be the value of its pods' job-name label.
@@ -821,8 +826,9 @@ var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 // --shards or ICEBLOOM_SHARDS, and take their shard index from
 // JOB_COMPLETION_INDEX, which Kubernetes sets in each pod (so neither
 // --shard I/N nor a value of their own); their run id comes from the Job's
-// name through the downward API (ICEBLOOM_RUN_ID, or --run-id $(VAR) of a
-// variable that does); and a failed pod is retried within a backoff limit.
+// UID through the downward API (ICEBLOOM_RUN_ID, or --run-id $(VAR) of a
+// variable that does); a failed pod is retried within a backoff limit; and
+// the merge threshold, if given, is the one the CronJob's maintain uses.
 // Only the first container is read: deployCheckKubePod requires one.
 func indexedJobProblems(job *kubeJob) []string {
 	var problems []string
@@ -897,7 +903,7 @@ func indexedJobProblems(job *kubeJob) []string {
 		case "JOB_COMPLETION_INDEX", "AWS_BATCH_JOB_ARRAY_INDEX":
 			bad("env %s: Kubernetes sets the completion index of each pod; a value here overrides it", e.Name)
 		}
-		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == jobNameField {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == jobUIDField {
 			if (e.Name == "ICEBLOOM_RUN_ID" && runIDArg == "") || runIDArg == "$("+e.Name+")" {
 				runID = e.Name
 			}
@@ -913,7 +919,7 @@ func indexedJobProblems(job *kubeJob) []string {
 		}
 	}
 	if runID == "" {
-		bad("no run id from the Job's name: want env ICEBLOOM_RUN_ID, or --run-id $(VAR), from the downward API's %s", jobNameField)
+		bad("no run id from the Job's UID: want env ICEBLOOM_RUN_ID, or --run-id $(VAR), from the downward API's %s", jobUIDField)
 	}
 	return problems
 }
@@ -931,7 +937,7 @@ func TestDeployKubernetesIndexedJob(t *testing.T) {
 	}
 	what := "indexed-job.yaml"
 	// The run id is the Job's name, as the downward API gives it.
-	c, args := deployCheckKubePod(t, what, job.Spec.Template.Spec, map[string]string{"ICEBLOOM_RUN_ID": job.Metadata.Name})
+	c, args := deployCheckKubePod(t, what, job.Spec.Template.Spec, map[string]string{"ICEBLOOM_RUN_ID": sampleJobUID})
 	if args.Build == nil {
 		t.Fatalf("%s: args %q are not build: the shards of a run are builds", what, c.Args)
 	}
@@ -945,8 +951,8 @@ func TestDeployKubernetesIndexedJob(t *testing.T) {
 	} else if n := *job.Spec.Completions; v.Kind() != reflect.Int || v.Int() != int64(n) {
 		t.Errorf("%s: icebloom reads --shards %v, want completions, %d", what, v, n)
 	}
-	if v, ok := deployFlagValue(args.Build, "--run-id"); ok && (v.Kind() != reflect.String || v.String() != job.Metadata.Name) {
-		t.Errorf("%s: icebloom reads --run-id %q, want the Job's name %q", what, v, job.Metadata.Name)
+	if v, ok := deployFlagValue(args.Build, "--run-id"); ok && (v.Kind() != reflect.String || v.String() != sampleJobUID) {
+		t.Errorf("%s: icebloom reads --run-id %q, want the Job's UID %q", what, v, sampleJobUID)
 	}
 }
 
@@ -1017,14 +1023,17 @@ func TestDeployIndexedJobProblems(t *testing.T) {
 		}, "ICEBLOOM_SHARDS eight: want completions, 8"},
 		{"the run id from the pod's name", func(job *kubeJob) {
 			container(job).Env[env(job, "ICEBLOOM_RUN_ID")].ValueFrom.FieldRef.FieldPath = "metadata.name"
-		}, "no run id from the Job's name"},
+		}, "no run id from the Job's UID"},
+		{"the run id from the Job's name", func(job *kubeJob) {
+			container(job).Env[env(job, "ICEBLOOM_RUN_ID")].ValueFrom.FieldRef.FieldPath = "metadata.labels['batch.kubernetes.io/job-name']"
+		}, "no run id from the Job's UID"},
 		{"--run-id from another variable", func(job *kubeJob) {
 			container(job).Env[env(job, "ICEBLOOM_RUN_ID")].Name = "JOB_NAME"
 			container(job).Args = append(container(job).Args, "--run-id=$(JOB_NAME)")
 		}, ""},
 		{"--run-id overriding the env", func(job *kubeJob) {
 			container(job).Args = append(container(job).Args, "--run-id", "first")
-		}, "no run id from the Job's name"},
+		}, "no run id from the Job's UID"},
 		{"a completion index of its own", func(job *kubeJob) {
 			c := container(job)
 			e := c.Env[env(job, "HOME")]
@@ -1460,5 +1469,36 @@ func TestDeployValidators(t *testing.T) {
 	want := []dockerInstruction{{2, "FROM", "a:1 AS b"}, {3, "RUN", "x  y"}, {7, "USER", "1:1"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("parseDockerfile = %+v, want %+v", got, want)
+	}
+}
+
+// TestDeployCompactAboveAgrees: the Indexed Job's shards and the CronJob's
+// maintain merge past the same --compact-above, so a run's merge, if its
+// linking shard does not run it, is run by the next maintain at the same
+// threshold, and neither merges an index the other would leave.
+func TestDeployCompactAboveAgrees(t *testing.T) {
+	root := deployRepoRoot(t)
+	var job kubeJob
+	deployLoadKube(t, filepath.Join(root, "docs", "kubernetes", "indexed-job.yaml"), &job)
+	var cron kubeCronJob
+	deployLoadKube(t, filepath.Join(root, "docs", "kubernetes", "cronjob.yaml"), &cron)
+	value := func(args []string) string {
+		for i, a := range args {
+			if v, ok := strings.CutPrefix(a, "--compact-above="); ok {
+				return v
+			}
+			if a == "--compact-above" && i+1 < len(args) {
+				return args[i+1]
+			}
+		}
+		return "" // the default
+	}
+	shards := value(job.Spec.Template.Spec.Containers[0].Args)
+	maintain := value(cron.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Args)
+	if shards != maintain {
+		t.Fatalf("the shards merge past --compact-above %q, maintain past %q: want the same", shards, maintain)
+	}
+	if shards == "" {
+		t.Fatal("neither manifest sets --compact-above: set it in both, so that changing one shows")
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -13,8 +12,8 @@ import (
 	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
-	"github.com/icebloom/icebloom/index/indexfile"
 	"github.com/icebloom/icebloom/index/sbbf"
+	"github.com/icebloom/icebloom/index/segment"
 	"github.com/icebloom/icebloom/puffin"
 )
 
@@ -31,8 +30,10 @@ type InspectOutput struct {
 	Segments    []SegmentInfo `json:"segments"`
 	Columns     []ColumnInfo  `json:"columns"`
 	IndexErrors []string      `json:"index_errors"`
-	// Runs are the sharded runs whose segments the index links, by run id.
-	Runs map[string]indexfile.RunShards `json:"sharded_runs"`
+	// Runs are the table's sharded runs (those whose records gc keeps):
+	// per run, its shards committed, the files it covers, the files of its
+	// missing shards covered otherwise, and whether it is complete.
+	Runs []indexer.RunStatus `json:"sharded_runs"`
 }
 
 // SegmentInfo describes one statistics file holding index entries.
@@ -88,6 +89,7 @@ func (c *InspectCmd) run(ctx context.Context, e *env) error {
 	e.printf("snapshot %d: %s\n", out.SnapshotID, plural(out.LiveFiles, "live data file"))
 	if len(out.Segments) == 0 && len(out.IndexErrors) == 0 {
 		e.printf("%s\n", noIndex(c.Table))
+		printRuns(e, out.Runs) // a run in progress has committed nothing yet
 		return nil
 	}
 	e.printf("%s index entries\n", plural(len(out.Segments), "segment holds", "segments hold"))
@@ -101,10 +103,7 @@ func (c *InspectCmd) run(ctx context.Context, e *env) error {
 			e.printf("    linked by %s\n", s.LinkedFrom)
 		}
 	}
-	for _, run := range slices.Sorted(maps.Keys(out.Runs)) {
-		r := out.Runs[run]
-		e.printf("sharded run %s: %d of %s committed\n", run, r.Committed, plural(r.Count, "shard"))
-	}
+	printRuns(e, out.Runs)
 	for _, col := range out.Columns {
 		e.printf("column %s (field %d, hashed as %s): %s covered, %d not covered, %s of filters, ndv %d..%d (mean %.0f), fpp %s\n",
 			col.Name, col.FieldID, strings.Join(col.ValueTypes, ", "), plural(col.Covered, "file"), col.Uncovered,
@@ -146,7 +145,7 @@ func inspect(ctx context.Context, tbl *table.Table, snapshotID int64) (*InspectO
 	}
 	ix, errs := index.Load(ctx, fs, tbl.Metadata(), nil)
 	out := &InspectOutput{SnapshotID: snap.SnapshotID, LiveFiles: len(live), Segments: []SegmentInfo{},
-		Columns: []ColumnInfo{}, IndexErrors: []string{}, Runs: indexer.ShardsCommitted(ix)}
+		Columns: []ColumnInfo{}, IndexErrors: []string{}, Runs: []indexer.RunStatus{}}
 	for _, err := range errs {
 		out.IndexErrors = append(out.IndexErrors, withRepair(strings.Join(tbl.Identifier(), "."), err).Error())
 	}
@@ -214,11 +213,49 @@ func inspect(ctx context.Context, tbl *table.Table, snapshotID int64) (*InspectO
 		}
 		out.Columns = append(out.Columns, *col)
 	}
+	files := make([]segment.File, len(live))
+	for i, f := range live {
+		files[i] = segment.File{Path: f.path, Size: f.size}
+	}
+	runs, err := indexer.Runs(tbl, fs, ix, files, ids)
+	if err != nil {
+		out.IndexErrors = append(out.IndexErrors, err.Error()) // the index itself was read
+	} else if runs != nil {
+		out.Runs = runs
+	}
 	return out, nil
+}
+
+// intsText lists numbers, "0, 3".
+func intsText(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = fmt.Sprint(n)
+	}
+	return strings.Join(s, ", ")
 }
 
 // noIndex says that a table has no index and how to build one.
 func noIndex(table string) string {
 	return fmt.Sprintf("%s has no icebloom index: `icebloom build %s --columns COL` builds one (or `icebloom columns %s --enable COL` and then `icebloom sync %s`, as maintain does)",
 		table, table, table, table)
+}
+
+// printRuns prints inspect's line per sharded run.
+func printRuns(e *env, runs []indexer.RunStatus) {
+	for _, r := range runs {
+		state := "incomplete"
+		switch {
+		case r.Complete:
+			state = "complete"
+		case r.Live:
+			state = "live"
+		}
+		e.printf("sharded run %s (snapshot %d): %d of %s committed, %s; %s covered by the run",
+			r.Run, r.SnapshotID, r.ShardsCommitted, plural(r.Shards, "shard"), state, plural(r.FilesCovered, "live file"))
+		if len(r.MissingShards) > 0 {
+			e.printf("; missing shards %s: %d of their %s covered otherwise", intsText(r.MissingShards), r.CoveredOtherwise, plural(r.MissingShardFiles, "live file"))
+		}
+		e.printf("\n")
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,8 +19,8 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
+	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
-	"github.com/icebloom/icebloom/index/indexfile"
 )
 
 // helperArgsEnv carries a command line to TestIcebloomProcess: set, the
@@ -63,15 +64,9 @@ type shardCatalog struct {
 	cat   icecatalog.Catalog
 }
 
-// TestShardProcesses: on a SQLite catalog, PostgreSQL, the REST test
-// server and the Hadoop catalog, four processes started at once each index one shard of a table
-// (Kubernetes Indexed Job style: --shards 4 and JOB_COMPLETION_INDEX): all
-// complete, no commit is lost — inspect counts the run's shards as they
-// commit — and the last merges them into one segment covering every live
-// file exactly once, keeping every true file in lookups. A shard killed
-// midway leaves nothing that a sync cannot repair.
-func TestShardProcesses(t *testing.T) {
-	catalogs := map[string]func(t *testing.T) shardCatalog{
+// shardCatalogs are the catalogs the shard process tests run on, by name.
+func shardCatalogs() map[string]func(t *testing.T) shardCatalog {
+	return map[string]func(t *testing.T) shardCatalog{
 		"sqlite": func(t *testing.T) shardCatalog {
 			c := catalogtest.NewCatalog(t)
 			uri := "file:" + filepath.Join(filepath.Dir(c.Warehouse), "catalog.db") + "?_journal_mode=WAL"
@@ -111,6 +106,17 @@ func TestShardProcesses(t *testing.T) {
 			return shardCatalog{flags: []string{"--catalog", "rest", "--uri", srv.URL, "--credential", srv.Credential}, cat: srv.Catalog.Catalog}
 		},
 	}
+}
+
+// TestShardProcesses: on a SQLite catalog, PostgreSQL, the REST test
+// server and the Hadoop catalog, four processes started at once each index
+// one shard of a table (Kubernetes Indexed Job style: --shards 4 and
+// JOB_COMPLETION_INDEX): until all four have written their segments
+// nothing is committed and inspect counts the run's shards; a shard killed
+// and rerun completes the run, whose one linking commit covers every
+// live file exactly once, keeping every true file in lookups.
+func TestShardProcesses(t *testing.T) {
+	catalogs := shardCatalogs()
 	for _, name := range []string{"sqlite", "postgres", "rest", "hadoop"} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv("HOME", t.TempDir())
@@ -188,29 +194,33 @@ func testShards(t *testing.T, sc shardCatalog) {
 		}
 	}
 
-	// Three shards at once; the fourth is killed midway.
+	// Three shards at once; the fourth is killed, then rerun.
 	wait(shards("build", "first", 0, 1, 2))
 	inspect()
-	if r := in.Runs["first"]; r != (indexfile.RunShards{Committed: 3, Count: 4}) {
-		t.Fatalf("after three shards inspect says %+v", in.Runs)
+	if len(in.Runs) != 1 || in.Runs[0].Run != "first" || in.Runs[0].ShardsCommitted != 3 || in.Runs[0].Shards != 4 ||
+		in.Runs[0].Complete || !slices.Equal(in.Runs[0].MissingShards, []int{3}) || len(in.Segments) != 0 {
+		t.Fatalf("after three shards inspect says %+v, segments %+v", in.Runs, in.Segments)
+	}
+	text, _, _ := icebloom(t, append(append([]string{}, sc.flags...), "inspect", name)...)
+	if !strings.Contains(text, "sharded run first (snapshot ") || !strings.Contains(text, "3 of 4 shards committed, live") ||
+		!strings.Contains(text, "missing shards 3: 0 of their ") {
+		t.Fatalf("inspect's text after three shards:\n%s", text)
 	}
 	killed := shards("build", "first", 3)[0]
-	time.Sleep(time.Duration(len(sc.flags)) * 20 * time.Millisecond)
-	killed.Process.Kill()
+	killed.Process.Kill() // at once, before it writes its segment: a pod lost early
 	killed.Wait()
-	var sum indexer.Summary
-	cli(&sum, "sync", name, "--columns", "id")
+	wait(shards("build", "first", 3))
 	var cs indexer.CompactSummary
 	cli(&cs, "compact-index", name)
 	covered(nFiles, 1)
+	if r := in.Runs[0]; !r.Complete || r.ShardsCommitted != 4 || r.FilesCovered != nFiles || len(r.MissingShards) != 0 {
+		t.Fatalf("after the rerun inspect says %+v", in.Runs)
+	}
 
 	// A rebuild by four shards at once: the last keeps only its run's filters.
 	wait(shards("rebuild", "second", 0, 1, 2, 3))
 	covered(nFiles, 0)
-	// The last shard merged the run. A shard whose retried commit landed
-	// after that merge may have linked its own segment again beside it:
-	// duplicates of filters the merged segment holds, which the next
-	// compaction drops.
+	// The shard that linked the run merged it.
 	for _, seg := range in.Segments {
 		if seg.Run != "" && seg.Run != "second" {
 			t.Fatalf("after the second run: %+v, a segment of another run", in)
@@ -218,7 +228,7 @@ func testShards(t *testing.T, sc shardCatalog) {
 	}
 	cli(&cs, "compact-index", name)
 	covered(nFiles, 1)
-	if len(in.Runs) != 0 || in.Segments[0].Entries != nFiles {
+	if in.Segments[0].Entries != nFiles {
 		t.Fatalf("after the second run and compact-index: %+v, want one segment of %d entries", in, nFiles)
 	}
 	for k := range nFiles {
@@ -272,5 +282,238 @@ func TestShardFlags(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v %s: exit %d, %q; want a usage error naming %s", tc.args, tc.env, code, stderr, tc.want)
 		}
+	}
+}
+
+// shardTestCountEnv sets the shard count of TestShardRun (default 64):
+// ICEBLOOM_SHARD_TEST_N=256 is the long mode, run by hand.
+const shardTestCountEnv = "ICEBLOOM_SHARD_TEST_N"
+
+// maxRunCommits bounds the catalog commits of one sharded run, whatever
+// its shard count: the one linking commit, a second one when two shards
+// find the run complete at once (statistics commits do not conflict, so
+// both land; the second carries the first), and the merge.
+const maxRunCommits = 3
+
+// TestShardRun: on SQLite, PostgreSQL and the REST test server, 64 shard
+// processes are started at once against one table of 128 tiny files, as
+// an Indexed Job starts them (JOB_COMPLETION_INDEX, ICEBLOOM_SHARDS,
+// ICEBLOOM_RUN_ID), with a `sync` started during the run and one shard
+// killed at once and rerun after the others. Every process exits 0, the
+// run makes at most maxRunCommits catalog commits (counted in the table's
+// metadata log; the sync's are counted apart), every live file is covered
+// exactly once, and a lookup of any row keeps its file; a shard of the run
+// with another shard count is refused, naming both.
+func TestShardRun(t *testing.T) {
+	n := 64
+	if v := os.Getenv(shardTestCountEnv); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 2 {
+			t.Fatalf("%s=%q: want a shard count of at least 2", shardTestCountEnv, v)
+		}
+	}
+	catalogs := shardCatalogs()
+	for _, name := range []string{"sqlite", "postgres", "rest"} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("HOME", t.TempDir())
+			t.Chdir(t.TempDir())
+			testShardRun(t, catalogs[name](t), n)
+		})
+	}
+}
+
+func testShardRun(t *testing.T, sc shardCatalog, n int) {
+	ident := table.Identifier{"db", fmt.Sprintf("run_%d", time.Now().UnixNano())}
+	tbl, err := sc.cat.CreateTable(t.Context(), ident, catalogtest.IDSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nFiles := 2 * n
+	var files []string // file k holds the ids nFiles*j + k
+	for k := range int64(nFiles) {
+		ids := make([]int64, 20)
+		for j := range ids {
+			ids[j] = int64(nFiles)*int64(j) + k
+		}
+		prev := tbl
+		tbl = catalogtest.AppendIDs(t, tbl, ids...)
+		files = append(files, addedFile(t, prev, tbl))
+	}
+	name := strings.Join(ident, ".")
+	before := metadataVersion(t, tbl)
+	start := time.Now()
+	shard := func(i, count int, run string) (*exec.Cmd, *bytes.Buffer) {
+		cmd, _, stderr := process(t, []string{fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i), fmt.Sprintf("ICEBLOOM_SHARDS=%d", count), "ICEBLOOM_RUN_ID=" + run},
+			append(append([]string{"--output", "json", "--log-level", "warn"}, sc.flags...), "build", name, "--columns", "id")...)
+		return cmd, stderr
+	}
+	const killed = 7
+	type proc struct {
+		what   string
+		cmd    *exec.Cmd
+		stderr *bytes.Buffer
+	}
+	var procs []proc
+	var syncOut *bytes.Buffer
+	for i := range n {
+		cmd, stderr := shard(i, n, "run-1")
+		if i == killed {
+			cmd.Process.Kill() // at once: before it writes its segment
+			cmd.Wait()
+			continue
+		}
+		procs = append(procs, proc{fmt.Sprintf("shard %d", i), cmd, stderr})
+		if i == n/2 {
+			cmd, stdout, stderr := process(t, nil, append(append([]string{"--output", "json", "--log-level", "warn"}, sc.flags...), "sync", name, "--columns", "id")...)
+			procs = append(procs, proc{"sync", cmd, stderr})
+			syncOut = stdout
+		}
+	}
+	for _, p := range procs {
+		if err := p.cmd.Wait(); err != nil {
+			t.Fatalf("%s: %v: %s", p.what, err, p.stderr)
+		}
+	}
+	rerun, stderr := shard(killed, n, "run-1")
+	if err := rerun.Wait(); err != nil {
+		t.Fatalf("the rerun of shard %d: %v: %s", killed, err, stderr)
+	}
+	wall := time.Since(start)
+
+	tbl, err = sc.cat.LoadTable(t.Context(), ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sync indexer.Summary
+	if err := json.Unmarshal(syncOut.Bytes(), &sync); err != nil {
+		t.Fatalf("sync's output %q: %v", syncOut, err)
+	}
+	syncCommits := 0
+	if sync.StatisticsPath != "" {
+		syncCommits++
+	}
+	if sync.Compacted != nil && sync.Compacted.StatisticsPath != "" {
+		syncCommits++
+	}
+	runCommits := metadataVersion(t, tbl) - before - syncCommits
+	t.Logf("sync: %d files indexed, %d left to the run", sync.FilesIndexed, sync.FilesLeftToRuns)
+	t.Logf("%d shards, %d files: %s wall, %d commits of the run, %d of the sync", n, nFiles, wall.Round(time.Millisecond), runCommits, syncCommits)
+	if runCommits < 1 || runCommits > maxRunCommits || syncCommits > 2 {
+		t.Fatalf("%d commits of the run (want 1 to %d), %d of the sync (want at most 2)", runCommits, maxRunCommits, syncCommits)
+	}
+	coveredExactlyOnce(t, tbl, nFiles)
+
+	var in InspectOutput
+	stdout, stderrText, code := icebloom(t, append(append([]string{"--output", "json"}, sc.flags...), "inspect", name)...)
+	if code != 0 || json.Unmarshal([]byte(stdout), &in) != nil {
+		t.Fatalf("inspect: %d %s %s", code, stdout, stderrText)
+	}
+	if len(in.Runs) != 1 || !in.Runs[0].Complete || in.Runs[0].ShardsCommitted != n || in.Runs[0].Shards != n {
+		t.Fatalf("inspect's runs %+v", in.Runs)
+	}
+	// Zero false negatives: the file holding an id stays a candidate;
+	// the others are pruned but for false positives (fpp 0.01).
+	for k := 0; k < nFiles; k += max(1, nFiles/16) {
+		var lk LookupOutput
+		stdout, _, code := icebloom(t, append(append([]string{"--output", "json"}, sc.flags...), "lookup", name, "--where", fmt.Sprintf("id = %d", nFiles*3+k))...)
+		if code != 0 || json.Unmarshal([]byte(stdout), &lk) != nil || !slices.Contains(lk.Candidates, files[k]) ||
+			len(lk.Candidates) > 2+nFiles/20 || len(lk.IndexErrors) != 0 {
+			t.Fatalf("lookup of id %d, in %s: %s", nFiles*3+k, files[k], stdout)
+		}
+	}
+
+	// A shard of the run with another count is refused, naming both.
+	cmd, stderr := shard(1, n-1, "run-1")
+	if err := cmd.Wait(); err == nil || !strings.Contains(stderr.String(), fmt.Sprintf("started with %d shards; this shard says %d", n, n-1)) {
+		t.Fatalf("a shard of %d in a run of %d: %v: %s", n-1, n, err, stderr)
+	}
+}
+
+// coveredExactlyOnce checks that the index holds exactly one filter of
+// field 1 for each live file of tbl, and none of other files.
+func coveredExactlyOnce(t *testing.T, tbl *table.Table, nFiles int) {
+	t.Helper()
+	fs, err := tbl.FS(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, errs := index.Load(t.Context(), fs, tbl.Metadata(), nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	count := map[string]int{}
+	for _, seg := range ix.Segments() {
+		for f := range seg.Filters() {
+			if f.FieldID == 1 {
+				count[f.DataFile]++
+			}
+		}
+	}
+	tasks, err := tbl.Scan().PlanFiles(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) != nFiles || len(count) != nFiles {
+		t.Fatalf("%d live files, %d with filters; want %d", len(tasks), len(count), nFiles)
+	}
+	for _, task := range tasks {
+		if c := count[task.File.FilePath()]; c != 1 {
+			t.Errorf("%s has %d filters, want 1", task.File.FilePath(), c)
+		}
+	}
+}
+
+// metadataVersion is the version number of the table's metadata file
+// (00042-<uuid>.metadata.json), one more per commit: the metadata log
+// keeps only the last write.metadata.previous-versions-max entries.
+func metadataVersion(t *testing.T, tbl *table.Table) int {
+	t.Helper()
+	base := filepath.Base(tbl.MetadataLocation())
+	v, _, ok := strings.Cut(base, "-")
+	n, err := strconv.Atoi(v)
+	if !ok || err != nil {
+		t.Fatalf("metadata file %s has no version number", base)
+	}
+	return n
+}
+
+// TestShardRunOnS3: a sharded run on object storage (the in-process S3
+// server), whose run directory is listed by prefix: three shards write
+// their segments and commit nothing, inspect lists the run as live with
+// shard 3 missing, a sync leaves the run's files to it, and the fourth
+// shard links the run in one commit covering every file once.
+func TestShardRunOnS3(t *testing.T) {
+	e := newS3Env(t, catalogtest.NewS3(t))
+	const nFiles = 8
+	for r := range nFiles {
+		e.appendFile(t, r, 30)
+	}
+	shard := func(i int) indexer.Summary {
+		var sum indexer.Summary
+		e.icebloomJSON(t, &sum, "build", s3Table, "--columns", "id", "--shard", fmt.Sprintf("%d/4", i), "--run-id", "s3-run")
+		return sum
+	}
+	for i := range 3 {
+		if sum := shard(i); sum.Shard == nil || sum.Shard.Linked || sum.Shard.Committed != i+1 {
+			t.Fatalf("shard %d: %+v", i, sum.Shard)
+		}
+	}
+	var in InspectOutput
+	e.icebloomJSON(t, &in, "inspect", s3Table)
+	if len(in.Runs) != 1 || !in.Runs[0].Live || in.Runs[0].ShardsCommitted != 3 || !slices.Equal(in.Runs[0].MissingShards, []int{3}) || len(in.Segments) != 0 {
+		t.Fatalf("inspect during the run: %+v", in)
+	}
+	var sync indexer.Summary
+	e.icebloomJSON(t, &sync, "sync", s3Table, "--columns", "id")
+	if sync.FilesIndexed != 0 || sync.FilesLeftToRuns != nFiles {
+		t.Fatalf("sync during the run: %+v", sync)
+	}
+	if sum := shard(3); !sum.Shard.Linked {
+		t.Fatalf("the last shard: %+v", sum.Shard)
+	}
+	in = InspectOutput{}
+	e.icebloomJSON(t, &in, "inspect", s3Table)
+	if len(in.Runs) != 1 || !in.Runs[0].Complete || in.Runs[0].FilesCovered != nFiles || len(in.Columns) != 1 || in.Columns[0].Covered != nFiles {
+		t.Fatalf("inspect after the run: %+v", in)
 	}
 }

@@ -69,8 +69,10 @@ type Options struct {
 	// commits retried after conflicting with other commits.
 	Logger *slog.Logger
 	// Shard, when set, makes the run one shard of a sharded run: it
-	// indexes only its shard's data files and commits a link to its
-	// segment, keeping every other entry of the index.
+	// indexes only its shard's data files into a segment of its own and
+	// commits nothing, unless it finds every shard of its run complete: it
+	// then makes the run's one commit linking them all (Shard), keeping
+	// every other entry of the index.
 	Shard *Shard
 	// knobs are what only the bench sets (benchknobs.go).
 	knobs knobs
@@ -126,6 +128,9 @@ type Summary struct {
 	Columns      []string `json:"columns"`
 	FilesTotal   int      `json:"files_total"`
 	FilesCovered int      `json:"files_covered"` // live files the index already covered (sync)
+	// FilesLeftToRuns counts the live files a sync left to live sharded
+	// runs, which will cover them (Sync).
+	FilesLeftToRuns int `json:"files_left_to_runs,omitempty"`
 	// FilesIndexed counts the data files this run wrote filters of (of at
 	// least one column; FilesFailed lists the columns that failed).
 	FilesIndexed int           `json:"files_indexed"`
@@ -172,19 +177,23 @@ type Summary struct {
 // that cannot be read are reported in the summary and left unindexed unless
 // FailFast is set. Nothing is committed when no data file could be indexed.
 func Build(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*Summary, error) {
-	sum, err := build(ctx, cat, ident, o)
+	sum, err := build(ctx, cat, ident, o, false)
 	if err != nil {
 		return nil, err
 	}
 	return sum, mergeRun(ctx, cat, ident, o, sum, false)
 }
 
-// build indexes a snapshot's files, or a shard's, and commits the index.
-func build(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*Summary, error) {
+// build indexes a snapshot's files, or a shard's, and commits the index
+// (a shard: links its run when it completes it); rebuild marks the shard
+// of a rebuild.
+func build(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options, rebuild bool) (*Summary, error) {
 	j, err := newJob(ctx, cat, ident, o)
 	if err != nil {
 		return nil, err
 	}
+	defer j.closeRun()
+	j.rebuildRun = rebuild
 	files, err := filescan.LiveFiles(j.fs, j.tbl.Metadata(), j.snap, j.shardFilter())
 	if err != nil {
 		return nil, err
@@ -215,9 +224,11 @@ type job struct {
 	// already, whose filters the run does not write again (a sync of a
 	// file some of whose columns failed before).
 	has func(df filescan.File, fieldID int) bool
-	// shardSegment is a shard's own segment file, which the files it
-	// commits link (Options.Shard).
-	shardSegment *indexfile.File
+	// runDir is a shard's run directory (run.go), lease its lease there;
+	// rebuildRun marks the shard of a rebuild, whose linking copies nothing.
+	runDir     string
+	lease      *lease
+	rebuildRun bool
 	// linked counts the segments the file the run committed links.
 	linked int
 	// mergedBack are the statistics files a run's commits replaced unseen
@@ -226,12 +237,6 @@ type job struct {
 	// their filters that base does not hold are copied again
 	// (copyMergedBack).
 	mergedBack []table.StatisticsFile
-	// carried are the links a shard's attempts have carried so far. A
-	// shard whose commit replaced another shard's file unseen merges that
-	// file back; if a third shard then commits on top of its first
-	// commit, the next attempt's base lacks what the merge-back carried,
-	// so every attempt links all of them, and no shard's link is lost.
-	carried []segment.Link
 	// ix is the table's index as the job loaded it to learn its columns,
 	// and ixErrs what Load could not read.
 	ix     *index.TableIndex
@@ -251,7 +256,6 @@ func newJob(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 	if j.fs, err = writableFS(ctx, j.tbl); err != nil {
 		return nil, err
 	}
-	j.sum = &Summary{SnapshotID: j.snap.SnapshotID, FilesFailed: []FileFailure{}}
 	if o.Shard != nil {
 		shard := *o.Shard
 		if shard.Run == "" {
@@ -262,9 +266,21 @@ func newJob(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 		}
 		j.o.Shard = &shard
 		j.keepEntries = true // a shard never drops what other shards committed
-		j.sum.Shard = &ShardSummary{Shard: shard}
+		id, err := j.openRun(j.snap.SnapshotID)
+		if err != nil {
+			return nil, err
+		}
+		if j.snap, err = resolveSnapshot(j.tbl, id); err != nil {
+			j.closeRun()
+			return nil, fmt.Errorf("run %s: %w", shard.Run, err)
+		}
+	}
+	j.sum = &Summary{SnapshotID: j.snap.SnapshotID, FilesFailed: []FileFailure{}}
+	if j.o.Shard != nil {
+		j.sum.Shard = &ShardSummary{Shard: *j.o.Shard}
 	}
 	if err := j.chooseColumns(ctx); err != nil {
+		j.closeRun()
 		return nil, fmt.Errorf("table %s: %w", name, err)
 	}
 	return j, nil
@@ -276,29 +292,18 @@ func (j *job) run(ctx context.Context, files []filescan.File) (*Summary, error) 
 	if err != nil {
 		return nil, err
 	}
-	if j.sum.FilesIndexed == 0 && j.o.Shard == nil { // a shard commits even so: its run counts it
+	if j.o.Shard != nil { // a shard writes a marker even for no file: its run counts it
+		return j.finishShard(ctx, seg)
+	}
+	if j.sum.FilesIndexed == 0 {
 		j.fs.Remove(seg.Path)
 		return j.finish(j.tbl), nil
 	}
 	start := time.Now()
-	if j.o.Shard != nil {
-		// The shard's segment is its own file; what is committed links it.
-		own := seg
-		j.shardSegment = &own
-		meta := j.tbl.Metadata()
-		if seg, err = j.rebase(j.base(meta), j.current(meta), own); err != nil {
-			j.fs.Remove(own.Path)
-			return nil, err
-		}
-	}
 	committed, tbl, err := j.commitVerified(ctx, seg)
 	j.sum.WriteTime += time.Since(start)
 	if err != nil {
 		return nil, err
-	}
-	if j.o.Shard != nil {
-		ix, _ := index.Load(ctx, j.fs, tbl.Metadata(), nil)
-		j.sum.Shard.Committed = ShardsCommitted(ix)[j.o.Shard.Run].Committed
 	}
 	j.sum.StatisticsPath = committed.Path
 	if committed.Dir != nil {
@@ -371,11 +376,11 @@ func (j *job) carryFrom(sw *indexfile.Writer, sf *table.StatisticsFile) error {
 		if seg, err = index.ReadSegment(j.fs, *sf); err != nil {
 			err = &indexfile.UnreadableError{Path: sf.StatisticsPath, Err: err}
 		} else if l, ok := linkable(seg); ok && j.o.Shard != nil {
-			j.carry(sw, l) // a shard links what it carries, never copying another shard's filters
+			sw.Link(l) // a run links what it carries, never copying a big segment
 		} else {
 			err = sw.CopyFilters(j.fs, []index.Segment{seg}, func(int, int, index.StoredFilter) bool { return true })
 			for _, l := range seg.Links() {
-				j.carry(sw, l)
+				sw.Link(l)
 			}
 		}
 	}
@@ -566,26 +571,19 @@ func (j *job) commit(ctx context.Context, seg indexfile.File) (indexfile.File, *
 			committed = copied
 			discard = func() { j.fs.Remove(copied.Path) }
 		}
-		err := checkFresh(committed) // wraps errStale
-		if err == nil && j.shardSegment != nil {
-			err = checkFresh(*j.shardSegment) // the file committed links it
-		}
-		if err != nil {
+		if err := checkFresh(committed); err != nil { // wraps errStale
 			discard()
 			return catalog.StatisticsChange{}, nil, err
 		}
 		change := catalog.StatisticsChange{Set: []table.StatisticsFile{committed.StatisticsFile(snap, replaced)}}
 		return change, discard, nil
-	}, append(commitOptions(j.o.Logger), j.shardCommitOptions()...)...)
+	}, commitOptions(j.o.Logger)...)
 	if err != nil {
 		// Only a refused commit surely left the file unreferenced; after
 		// another error the catalog may have applied it, and gc removes a
 		// file no metadata references once its grace period is over.
 		if errors.Is(err, table.ErrCommitFailed) || errors.Is(err, errStale) {
 			j.fs.Remove(seg.Path)
-			if j.shardSegment != nil {
-				j.fs.Remove(j.shardSegment.Path)
-			}
 		}
 		return indexfile.File{}, nil, fmt.Errorf("commit the index of %s: %w", strings.Join(j.ident, "."), err)
 	}
@@ -647,9 +645,6 @@ func (j *job) commitVerified(ctx context.Context, seg indexfile.File) (indexfile
 		}
 		removed, err := ensureCommitted(ctx, j.cat, j.ident, j.fs, j.o.Logger, tbl, committed.Path)
 		j.sum.BrokenFiles = append(j.sum.BrokenFiles, removed...)
-		if err == nil && j.shardSegment != nil {
-			err = j.ensureLinked(*j.shardSegment)
-		}
 		if err != nil {
 			return indexfile.File{}, nil, err
 		}
@@ -822,23 +817,11 @@ func previousMetadata(fs icebergio.IO, tbl, seen *table.Table) (table.Metadata, 
 
 // rebase writes a copy of seg's new entries that carries the blobs of base
 // (nil: none) instead of those seg carries, to replace the statistics file
-// at replaces. A shard's copy links its segment instead.
+// at replaces.
 func (j *job) rebase(base *table.StatisticsFile, replaces string, seg indexfile.File) (indexfile.File, error) {
 	sw, err := j.newSegment(base, replaces)
 	if err != nil {
 		return indexfile.File{}, err
-	}
-	if own := j.shardSegment; own != nil {
-		lost, err := j.lostLinks(base)
-		if err != nil {
-			sw.Abandon()
-			return indexfile.File{}, err
-		}
-		for _, l := range lost { // what earlier attempts carried that base lacks
-			sw.Link(l)
-		}
-		sw.Link(linkTo(own.Path, own.Stats.FileSize, own.Stats.FooterSize, own.Dir, j.o.Shard))
-		return sw.Finish()
 	}
 	own, err := index.ReadSegment(j.fs, seg.Location())
 	if err == nil {

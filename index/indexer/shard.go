@@ -3,13 +3,13 @@ package indexer
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	iofs "io/fs"
+	"iter"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -21,13 +21,13 @@ import (
 	"github.com/icebloom/icebloom/index/segment"
 )
 
-// Shard makes a build, sync or rebuild one of Count runs that index a
-// snapshot together, on as many machines: it reads only the data files
-// ShardOf assigns to Index, writes them into a segment file of its own and
-// commits a link to it (docs/format.md §2.5), so shards never copy each
-// other's filters and commit in any order. The shard that finds every
-// shard of its run committed compacts the index as a sync would, past
-// Options.CompactAbove segments.
+// Shard makes a build, sync or rebuild one of Count shards of a run that
+// index a snapshot together, on as many machines: it reads only the data
+// files ShardOf assigns to Index and writes them into a segment file of its
+// own, without committing. The run's count and snapshot are fixed by its
+// first shard; the shard that finds every shard's segment complete makes
+// the run's one commit, linking them all (docs/format.md §2.5), and only it
+// compacts the index, as a sync would, past Options.CompactAbove segments.
 type Shard struct {
 	Index int `json:"index"`
 	Count int `json:"count"`
@@ -126,40 +126,38 @@ func ShardsCommitted(ix *index.TableIndex) map[string]indexfile.RunShards {
 	return indexfile.ShardRuns(links)
 }
 
-// ShardSummary reports a shard's run: the shard, and how many of its run's
-// shards the index held after its commit.
+// ShardSummary reports a shard's run: the shard, how many of its run's
+// shards had written their segments when it looked, and whether its
+// commit linked the run.
 type ShardSummary struct {
 	Shard
+	// Committed counts the run's shards whose segment files were complete
+	// (their markers written) when this shard last looked, its own included.
 	Committed int `json:"committed"`
-	// Merged is set when this shard found its run complete and merged the
-	// run's segments (Summary.Compacted tells how).
+	// Linked is set when this shard found every shard of its run complete
+	// and its one commit linking them landed; LinkedBefore when another's
+	// had (the run is complete and this shard committed nothing).
+	Linked       bool `json:"linked"`
+	LinkedBefore bool `json:"linked_before,omitempty"`
+	// Copied counts the shard segments whose filters the linking commit
+	// copied, leaving out those of files the index covered otherwise (a
+	// sync after the run's lease expired), instead of linking them.
+	Copied int `json:"copied,omitempty"`
+	// Merged is set when this shard linked its run and then merged the
+	// index (Summary.Compacted tells how).
 	Merged bool `json:"merged"`
 }
 
-// ensureLinked checks, after a shard's commit, that its segment file
-// still exists: the file committed links it, and gc, forced to a grace
-// shorter than MaxUncommittedAge allows, may have deleted it before.
-func (j *job) ensureLinked(own indexfile.File) error {
-	f, err := j.fs.Open(own.Path)
-	if err == nil {
-		_, err = f.Stat()
-		f.Close()
-	}
-	if errors.Is(err, iofs.ErrNotExist) {
-		return fmt.Errorf("index file %s of %s vanished after the commit that linked it, deleted by gc with a grace period shorter than %s (forced) or by hand; the next sync repairs the index",
-			own.Path, strings.Join(j.ident, "."), 2*MaxUncommittedAge)
-	}
-	return nil
-}
-
-// mergeRun compacts the index once sum's shard found every shard of its
-// run committed, as a sync compacts: when the index has more segments than
-// o.CompactAbove (0: DefaultCompactAbove, negative: never), linked ones
-// included. After a rebuild's last shard it always compacts, keeping only
-// the run's entries, so the index is the rebuilt one.
+// mergeRun compacts the index once sum's shard linked its run, as a sync
+// compacts: when the index has more segments than o.CompactAbove (0:
+// DefaultCompactAbove, negative: never), linked ones included. Only the
+// shard whose linking commit landed merges, so a run merges at most once;
+// a merge it does not run is left to the next maintain. After a rebuild's
+// linking it always compacts, keeping only the run's entries, so the index
+// is the rebuilt one.
 func mergeRun(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options, sum *Summary, rebuild bool) error {
 	sh := sum.Shard
-	if sh == nil || sh.Committed < sh.Count {
+	if sh == nil || !sh.Linked {
 		return nil
 	}
 	limit := cmp.Or(o.CompactAbove, DefaultCompactAbove)
@@ -181,63 +179,297 @@ func mergeRun(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 	return nil
 }
 
-// shardCommitOptions gives a shard's commit more attempts than a run's:
-// the shards of a run may finish together, and each commit waits for the
-// others' (a commit takes a few catalog round trips, the backoff is capped
-// at seconds), so a commit is tried at least twice per shard of the run —
-// rather than fail a shard that did all its reading for a busy catalog.
-func (j *job) shardCommitOptions() []catalog.CommitOption {
-	if j.o.Shard == nil {
-		return nil
+// openRun joins the job's shard to its run before anything is read: it
+// refuses a run that is complete or has another shard count, records the
+// run when it is the first shard (its count and snapshot), and starts the
+// shard's lease. It returns the snapshot the run indexes: the recorded
+// one, so that shards started after a commit of the table still index the
+// snapshot their run began on.
+func (j *job) openRun(snapshotID int64) (int64, error) {
+	sh := j.o.Shard
+	if err := checkRunID(sh.Run); err != nil {
+		return 0, err
 	}
-	return []catalog.CommitOption{catalog.WithAttempts(max(catalog.DefaultCommitAttempts, 2*j.o.Shard.Count))}
-}
-
-// carry links l into sw; a shard also remembers it for its later attempts
-// (job.carried).
-func (j *job) carry(sw *indexfile.Writer, l segment.Link) {
-	sw.Link(l)
-	if j.o.Shard != nil && !slices.ContainsFunc(j.carried, func(c segment.Link) bool { return c.Path == l.Path }) {
-		j.carried = append(j.carried, l)
-	}
-}
-
-// lostLinks returns the links earlier attempts of the shard carried that
-// base, the snapshot's statistics file now, neither links nor holds the
-// filters of. A link base lacks was either lost — a commit replaced the
-// file holding it unseen, and this shard merges it back — or merged away
-// by a compaction whose segment base now is, holding its filters: linking
-// it again would only duplicate them. So a lost link is one some of whose
-// filters base's own filters do not hold.
-func (j *job) lostLinks(base *table.StatisticsFile) ([]segment.Link, error) {
-	if len(j.carried) == 0 {
-		return nil, nil
-	}
-	held, linked, err := j.heldBy(base)
+	dir, err := runDirOf(j.tbl, sh.Run)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	var lost []segment.Link
-	for _, l := range j.carried {
-		if linked[l.Path] {
-			continue
-		}
-		seg, err := index.ReadSegment(j.fs, index.LinkedFile(table.StatisticsFile{}, l))
+	st, err := readRun(j.fs, dir)
+	if err != nil {
+		return 0, err
+	}
+	if err := st.checkCount(sh.Run, sh.Count); err != nil {
+		return 0, err
+	}
+	if st.linked != nil {
+		return 0, fmt.Errorf("run %s of %s: its %d shards were linked at %s (%s, %w); start another run with another --run-id, or sync",
+			sh.Run, strings.Join(j.ident, "."), st.linked.Shards, st.linked.Linked.Format(time.RFC3339), st.linked.StatisticsPath, ErrRunComplete)
+	}
+	if st.record == nil {
+		rec := runRecord{Run: sh.Run, Shards: sh.Count, SnapshotID: snapshotID, Started: clock().UTC()}
+		created, err := createJSON(j.fs, dir+"/run.json", rec)
 		if err != nil {
-			return nil, &indexfile.UnreadableError{Path: l.Path, Err: err}
+			return 0, err
 		}
-		if len(seg.Dir.Files) == 0 {
-			lost = append(lost, l) // an empty shard's: only its run's count says it ran
-			continue
-		}
-		for f := range seg.Filters() {
-			if !held[filterKey{f.DataFile, f.DataFileSize, f.FieldID}] {
-				lost = append(lost, l)
-				break
+		if !created { // another shard started the run at the same moment
+			st.record = &runRecord{}
+			if err := readJSON(j.fs, dir+"/run.json", st.record); err != nil {
+				return 0, err
+			}
+			if err := st.checkCount(sh.Run, sh.Count); err != nil {
+				return 0, err
 			}
 		}
 	}
-	return lost, nil
+	if st.record != nil {
+		snapshotID = st.record.SnapshotID
+	}
+	j.runDir = dir
+	if j.lease, err = startLease(j.fs, dir+"/"+leaseName(sh.Index, sh.Count)); err != nil {
+		return 0, err
+	}
+	return snapshotID, nil
+}
+
+// closeRun ends the shard's lease.
+func (j *job) closeRun() { j.lease.end() }
+
+// finishShard completes a shard once its segment file seg is written: it
+// writes the shard's marker, and if then every shard of the run has one,
+// makes the run's one commit linking them all (linkRun). A shard never
+// commits its own segment: a run of N shards makes one commit, not N.
+func (j *job) finishShard(ctx context.Context, seg indexfile.File) (*Summary, error) {
+	sh := j.o.Shard
+	m := shardMarker{Shard: sh.Index, Shards: sh.Count, SnapshotID: j.snap.SnapshotID, Files: len(seg.Own),
+		Segment: linkTo(seg.Path, seg.Stats.FileSize, seg.Stats.FooterSize, seg.Dir, sh)}
+	if err := writeJSON(j.fs, j.runDir+"/"+markerName(sh.Index, sh.Count), m); err != nil {
+		j.fs.Remove(seg.Path)
+		return nil, err
+	}
+	j.sum.IndexBytes = seg.Stats.FileSize
+	st, err := readRun(j.fs, j.runDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.checkCount(sh.Run, sh.Count); err != nil {
+		return nil, err
+	}
+	j.sum.Shard.Committed = len(st.markers[sh.Count])
+	if st.linked != nil {
+		j.sum.Shard.LinkedBefore = true
+		return j.finish(j.tbl), nil
+	}
+	if j.sum.Shard.Committed < sh.Count {
+		return j.finish(j.tbl), nil // another shard links the run
+	}
+	markers := make([]shardMarker, sh.Count)
+	for i := range sh.Count {
+		if err := readJSON(j.fs, st.markers[sh.Count][i], &markers[i]); err != nil {
+			return nil, fmt.Errorf("run %s: %w", sh.Run, err)
+		}
+		// Shards that started at the same moment as the run may have
+		// recorded different snapshots (the last record wins): their
+		// filters apply all the same, by file; files one missed are
+		// indexed by the next sync.
+	}
+	start := time.Now()
+	tbl, err := j.linkRun(ctx, markers)
+	j.sum.WriteTime += time.Since(start)
+	if err != nil {
+		return nil, err
+	}
+	return j.finish(tbl), nil
+}
+
+// runSegment is a shard's segment as the linking commit reads it.
+type runSegment struct {
+	link segment.Link
+	seg  index.Segment
+}
+
+// linkRun makes the run's one commit: a statistics file for the run's
+// snapshot that carries what the snapshot's statistics file holds and
+// links every shard segment. It is idempotent: an attempt that finds the
+// run's segments linked already (another shard that found the run
+// complete too) commits nothing. A shard segment some of whose files the
+// index covers otherwise — a sync that indexed them after the run's lease
+// expired — is not linked: its other filters are copied, so no filter is
+// in the index twice; a segment that cannot be read is left out, its
+// files unindexed. Retries are bounded by RunCommitBudget, not a count.
+func (j *job) linkRun(ctx context.Context, markers []shardMarker) (*table.Table, error) {
+	run := j.o.Shard.Run
+	var segs []runSegment
+	for _, m := range markers {
+		if m.Files == 0 {
+			continue // an empty shard: its marker counts it
+		}
+		seg, err := index.ReadSegment(j.fs, index.LinkedFile(table.StatisticsFile{SnapshotID: j.snap.SnapshotID}, m.Segment))
+		if err != nil {
+			// The index is advisory: the files stay unindexed, the next sync indexes them.
+			j.sum.BrokenFiles = append(j.sum.BrokenFiles, m.Segment.Path)
+			if j.o.Logger != nil {
+				j.o.Logger.Warn("a shard segment cannot be read: its files are left to the next sync",
+					"table", strings.Join(j.ident, "."), "run", run, "shard", m.Shard, "file", m.Segment.Path, "error", err.Error())
+			}
+			continue
+		}
+		segs = append(segs, runSegment{m.Segment, seg})
+	}
+	deadline := clock().Add(RunCommitBudget)
+	var override *table.StatisticsFile // a file our commit replaced unseen
+	var overridden string              // the path of ours that replaced it
+	for {
+		var committed indexfile.File
+		nothing := false
+		j.prepared = nil
+		opts := append(commitOptions(j.o.Logger), catalog.WithTimeBudget(max(deadline.Sub(clock()), time.Second)))
+		tbl, err := catalog.CommitStatistics(ctx, j.cat, j.ident, func(ctx context.Context, tbl *table.Table) (catalog.StatisticsChange, func(), error) {
+			j.prepared, nothing = tbl, false
+			snap := tbl.SnapshotByID(j.snap.SnapshotID)
+			if snap == nil {
+				return catalog.StatisticsChange{}, nil, fmt.Errorf("snapshot %d was expired while run %s indexed it", j.snap.SnapshotID, run)
+			}
+			meta := tbl.Metadata()
+			base, view := j.base(meta), meta
+			restoring := override != nil && j.current(meta) == overridden
+			if restoring {
+				// Plan as if the file ours replaced were still there.
+				base, view = override, replacedView(meta, *override)
+			}
+			links, copies, err := j.planLinks(ctx, view, segs)
+			if err != nil {
+				return catalog.StatisticsChange{}, nil, err
+			}
+			if len(links) == 0 && len(copies) == 0 {
+				if restoring {
+					// What ours replaced covers the run already (another
+					// shard's linking file): put it back, losing nothing of it.
+					return catalog.StatisticsChange{Set: []table.StatisticsFile{*override}}, nil, nil
+				}
+				nothing = true
+				return catalog.StatisticsChange{}, nil, nil // linked already
+			}
+			sw, err := j.newSegment(base, j.current(meta))
+			if err != nil {
+				return catalog.StatisticsChange{}, nil, err
+			}
+			for _, l := range links {
+				sw.Link(l)
+			}
+			for _, c := range copies {
+				err = sw.CopyFilters(j.fs, []index.Segment{c.seg}, func(_, _ int, f index.StoredFilter) bool {
+					return c.keep[filterKey{f.DataFile, f.DataFileSize, f.FieldID}]
+				})
+				if err != nil {
+					sw.Abandon()
+					return catalog.StatisticsChange{}, nil, err
+				}
+			}
+			j.sum.Shard.Copied = len(copies)
+			if committed, err = sw.Finish(); err != nil {
+				return catalog.StatisticsChange{}, nil, err
+			}
+			var replaced *table.StatisticsFile
+			if sf, ok := catalog.StatisticsFileOf(meta, j.snap.SnapshotID); ok {
+				replaced = &sf
+			}
+			return catalog.StatisticsChange{Set: []table.StatisticsFile{committed.StatisticsFile(snap, replaced)}},
+				func() { j.fs.Remove(committed.Path) }, nil
+		}, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("link the %d shards of run %s of %s: %w", j.o.Shard.Count, run, strings.Join(j.ident, "."), err)
+		}
+		if nothing {
+			if !j.sum.Shard.Linked {
+				j.sum.Shard.LinkedBefore = true
+			}
+			return tbl, j.markLinked(j.current(tbl.Metadata()))
+		}
+		if committed.Path == "" { // the replaced file put back
+			// Ours stays for readers of the metadata that listed it; gc
+			// removes it after its grace period.
+			j.sum.StatisticsPath = override.StatisticsPath
+			return tbl, j.markLinked(override.StatisticsPath)
+		}
+		removed, err := ensureCommitted(ctx, j.cat, j.ident, j.fs, j.o.Logger, tbl, committed.Path)
+		j.sum.BrokenFiles = append(j.sum.BrokenFiles, removed...)
+		if err != nil {
+			return nil, err
+		}
+		j.sum.Shard.Linked, j.sum.Shard.LinkedBefore = true, false
+		j.sum.StatisticsPath, j.sum.BytesCopied = committed.Path, committed.BytesCopied
+		if committed.Dir != nil {
+			j.linked = len(committed.Dir.Directory.Links)
+		}
+		missed, err := j.replacedUnseen(ctx, tbl, committed)
+		if err != nil {
+			return nil, err
+		}
+		if missed == nil {
+			return tbl, j.markLinked(committed.Path)
+		}
+		// Our commit replaced a statistics file of the snapshot it had not
+		// seen (Iceberg cannot guard one): commit again on top of it.
+		override, overridden = missed, committed.Path
+		if clock().After(deadline) {
+			return nil, fmt.Errorf("link the shards of run %s of %s: other commits kept replacing the snapshot's statistics file for %s",
+				run, strings.Join(j.ident, "."), RunCommitBudget)
+		}
+	}
+}
+
+// markLinked writes linked.json: the run is complete, and later shards of
+// it are refused.
+func (j *job) markLinked(path string) error {
+	return writeJSON(j.fs, j.runDir+"/linked.json", linkedRecord{StatisticsPath: path, Linked: clock().UTC(), Shards: j.o.Shard.Count})
+}
+
+// runCopy is a shard segment whose filters the linking commit copies,
+// those of keep only.
+type runCopy struct {
+	seg  index.Segment
+	keep map[filterKey]bool
+}
+
+// planLinks decides, on the table's metadata as an attempt finds it, what
+// the run's linking commit adds: links to the shard segments the index
+// neither links nor covers any file of, and copies of the filters it does
+// not hold of the others. Both empty: the run is linked already. A
+// rebuild's run links every segment not linked yet: its merge drops every
+// other filter.
+func (j *job) planLinks(ctx context.Context, meta table.Metadata, segs []runSegment) ([]segment.Link, []runCopy, error) {
+	ix, _ := index.Load(ctx, j.fs, meta, nil) // what cannot be read covers nothing
+	linked := map[string]bool{}
+	for _, seg := range ix.Segments() {
+		if seg.Link != nil {
+			linked[seg.Link.Path] = true
+		}
+	}
+	var links []segment.Link
+	var copies []runCopy
+	for _, rs := range segs {
+		if linked[rs.link.Path] {
+			continue
+		}
+		keep := map[filterKey]bool{}
+		all := true
+		for f := range rs.seg.Filters() {
+			if !j.rebuildRun {
+				if _, ok := ix.Lookup(f.DataFile, f.DataFileSize, f.FieldID); ok {
+					all = false
+					continue
+				}
+			}
+			keep[filterKey{f.DataFile, f.DataFileSize, f.FieldID}] = true
+		}
+		switch {
+		case all:
+			links = append(links, rs.link)
+		case len(keep) > 0:
+			copies = append(copies, runCopy{rs.seg, keep})
+		}
+	}
+	return links, copies, nil
 }
 
 // heldBy returns what base, the snapshot's statistics file as an attempt
@@ -267,3 +499,25 @@ type filterKey struct {
 	size  int64
 	field int
 }
+
+// replacedView is meta with the statistics file of sf's snapshot replaced
+// by sf: the table as it was before a commit replaced sf unseen.
+func replacedView(meta table.Metadata, sf table.StatisticsFile) table.Metadata {
+	var stats []table.StatisticsFile
+	for s := range meta.Statistics() {
+		if s.SnapshotID == sf.SnapshotID {
+			s = sf
+		}
+		stats = append(stats, s)
+	}
+	return statisticsView{meta, stats}
+}
+
+// statisticsView is table metadata with other statistics files.
+type statisticsView struct {
+	table.Metadata
+	stats []table.StatisticsFile
+}
+
+// Statistics returns the view's statistics files.
+func (v statisticsView) Statistics() iter.Seq[table.StatisticsFile] { return slices.Values(v.stats) }

@@ -2,6 +2,7 @@ package indexer_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 
 	"github.com/apache/iceberg-go"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/index"
@@ -84,13 +86,25 @@ func lookupsKeepTrueFiles(t *testing.T, tbl *table.Table, rowsByFile [][]row) {
 	}
 }
 
+// commits counts the commits the table's metadata log records.
+func commits(tbl *table.Table) int {
+	n := 0
+	for range tbl.Metadata().PreviousFiles() {
+		n++
+	}
+	return n
+}
+
 // TestShardedBuild: four shards of one run, started at once, each index
-// the files their shard holds, commit links to their segments without
-// copying each other's filters, and together cover every live file exactly
-// once; the index records the run's four shards; gc keeps the linked files;
-// compaction merges them into one segment.
+// the files their shard holds into a segment of their own, without
+// committing; the one that finds all four complete makes the run's one
+// commit linking them (exactly one commit lands), without copying any
+// filter, and together they cover every live file exactly once; the index
+// records the run's four shards; gc keeps the linked files; compaction
+// merges them into one segment.
 func TestShardedBuild(t *testing.T) {
 	cat, tbl, rowsByFile := eventsTable(t, 16, 40, nil)
+	before := commits(tbl)
 	const shards = 4
 	sums := make([]*indexer.Summary, shards)
 	errs := make([]error, shards)
@@ -121,8 +135,18 @@ func TestShardedBuild(t *testing.T) {
 	if total != 16 {
 		t.Fatalf("the shards indexed %d files, want 16", total)
 	}
-
+	linkers := 0
+	for _, sum := range sums {
+		if sum.Shard.Linked {
+			linkers++
+		}
+	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	// Two shards finding the run complete at once may both land a commit
+	// (statistics commits do not conflict), the second carrying the first.
+	if n := commits(tbl) - before; n < 1 || n > 2 || linkers < 1 {
+		t.Fatalf("%d commits for the run, %d shards linked it; want 1 or 2 commits", n, linkers)
+	}
 	stats := statisticsFiles(tbl)
 	if len(stats) != 1 {
 		t.Fatalf("%d statistics files, want the one linking the shards", len(stats))
@@ -148,8 +172,8 @@ func TestShardedBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gcs.Referenced != shards+1 || len(gcs.Deleted) < shards-1 {
-		t.Fatalf("gc %+v: want the linking file and the %d linked ones referenced, the files linking fewer shards deleted", gcs, shards)
+	if gcs.Referenced != shards+1 || len(gcs.Deleted) > 1 {
+		t.Fatalf("gc %+v: want the linking file and the %d linked ones referenced, at most a second linker's file deleted", gcs, shards)
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 	coveredOnce(t, tbl, 1)
@@ -170,9 +194,9 @@ func TestShardedBuild(t *testing.T) {
 	lookupsKeepTrueFiles(t, tbl, rowsByFile)
 }
 
-// TestLastShardMerges: the shard that commits last sees its run complete
-// and, the index having more segments than CompactAbove, merges them; the
-// others leave them.
+// TestLastShardMerges: the shard that finishes last sees its run complete,
+// links it and, the index having more segments than CompactAbove, merges
+// them; the others commit nothing.
 func TestLastShardMerges(t *testing.T) {
 	cat, tbl, rowsByFile := eventsTable(t, 8, 30, nil)
 	for i := range 3 {
@@ -181,7 +205,7 @@ func TestLastShardMerges(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantRun := indexer.DefaultRun(tbl.CurrentSnapshot().SnapshotID, 3)
-		if sum.Shard.Run != wantRun || sum.Shard.Committed != i+1 || sum.Shard.Merged != (i == 2) || (sum.Compacted != nil) != (i == 2) {
+		if sum.Shard.Run != wantRun || sum.Shard.Committed != i+1 || sum.Shard.Linked != (i == 2) || sum.Shard.Merged != (i == 2) || (sum.Compacted != nil) != (i == 2) {
 			t.Fatalf("shard %d: %+v", i, sum.Shard)
 		}
 	}
@@ -194,7 +218,8 @@ func TestLastShardMerges(t *testing.T) {
 }
 
 // TestShardedRebuildKeepsOtherShards: no shard of a rebuild removes the
-// old index or another shard's segment; the last one keeps only the run's
+// old index or another shard's segment (until the run is complete nothing
+// is committed); the last one links the run and keeps only the run's
 // filters, so the index is then the rebuilt one.
 func TestShardedRebuildKeepsOtherShards(t *testing.T) {
 	cat, tbl, rowsByFile := eventsTable(t, 8, 30, nil)
@@ -202,20 +227,19 @@ func TestShardedRebuildKeepsOtherShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 4 {
-		_, err := indexer.Rebuild(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, FPP: 0.05, Shard: &indexer.Shard{Index: i, Count: 4, Run: "rebuild"}})
+		sum, err := indexer.Rebuild(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, FPP: 0.05, Shard: &indexer.Shard{Index: i, Count: 4, Run: "rebuild"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
-		ix := loadIndex(t, tbl)
 		n := filtersOfField(t, tbl, 1)
 		for _, df := range liveFiles(t, tbl) {
 			if n[df.FilePath()] == 0 {
 				t.Fatalf("after shard %d, %s lost its filter", i, df.FilePath())
 			}
 		}
-		if i < 3 && indexer.ShardsCommitted(ix)["rebuild"].Committed != i+1 {
-			t.Fatalf("after shard %d: %+v", i, indexer.ShardsCommitted(ix))
+		if sum.Shard.Committed != i+1 || sum.Shard.Linked != (i == 3) || sum.Shard.Merged != (i == 3) {
+			t.Fatalf("after shard %d: %+v", i, sum.Shard)
 		}
 	}
 	coveredOnce(t, tbl, 1)
@@ -231,32 +255,32 @@ func TestShardedRebuildKeepsOtherShards(t *testing.T) {
 
 // TestSyncKeepsLinks: a plain sync of the snapshot a sharded run linked
 // segments to carries the links (never dropping or copying the shards'
-// filters), and a sharded sync indexes only its shard's new files; a
-// failed shard's files are filled by the next plain sync.
+// filters), and a sharded sync indexes only its shard's new files.
 func TestSyncKeepsLinks(t *testing.T) {
 	cat, tbl, _ := eventsTable(t, 8, 30, nil)
-	for _, i := range []int{0, 2} { // shards 1 and 3 of the run fail
+	for i := range 4 {
 		if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1, Shard: &indexer.Shard{Index: i, Count: 4, Run: "r"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
-	covered := len(filtersOfField(t, tbl, 1))
+	linked := indexer.ShardsCommitted(loadIndex(t, tbl))["r"].Committed
+	tbl = appendRows(t, tbl, 10)
 	sum, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.FilesIndexed != 8-covered || sum.BytesCopied != 0 {
-		t.Fatalf("sync %+v: want the %d files the failed shards left, nothing copied", sum, 8-covered)
+	if sum.FilesIndexed != 1 || sum.BytesCopied != 0 {
+		t.Fatalf("sync %+v: want the one new file, nothing copied", sum)
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 	coveredOnce(t, tbl, 1)
-	if r := indexer.ShardsCommitted(loadIndex(t, tbl))["r"]; r.Committed != 2 {
-		t.Fatalf("the sync lost links: %+v", r)
+	if r := indexer.ShardsCommitted(loadIndex(t, tbl))["r"]; r.Committed != linked || linked == 0 {
+		t.Fatalf("the sync lost links: %+v, had %d", r, linked)
 	}
 
 	// A sharded sync after an append reads only its shard's new files.
-	for range 6 {
+	for range 5 {
 		tbl = appendRows(t, tbl, 10)
 	}
 	var indexed int
@@ -267,8 +291,8 @@ func TestSyncKeepsLinks(t *testing.T) {
 		}
 		indexed += sum.FilesIndexed
 	}
-	if indexed != 6 {
-		t.Fatalf("the sharded sync indexed %d files, want the 6 new ones", indexed)
+	if indexed != 5 {
+		t.Fatalf("the sharded sync indexed %d files, want the 5 new ones", indexed)
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 	coveredOnce(t, tbl, 1)
@@ -402,31 +426,134 @@ func (c *commitHooks) CommitTable(ctx2 context.Context, ident table.Identifier, 
 	return c.Catalog.CommitTable(ctx2, ident, reqs, ups)
 }
 
-// TestShardMergeBackKeepsEveryLink: shard 0's commit replaces shard 1's
-// file unseen; while it merges shard 1 back, shard 2 commits on top of its
-// first commit, so the next attempt's base lacks shard 1. Every shard's
-// link survives.
-func TestShardMergeBackKeepsEveryLink(t *testing.T) {
-	cat, tbl, _ := eventsTable(t, 12, 20, nil)
-	shard := func(i int) func() {
-		return func() {
-			if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1, Shard: &indexer.Shard{Index: i, Count: 3, Run: "r"}}); err != nil {
-				t.Error(err)
-			}
+// TestRunLinkedOnce: two shards find their run complete at once (here: a
+// rerun of the last shard links the run between the first finder's load
+// and its commit, which replaces the rerun's file unseen). The first
+// finder finds, planning on the file it replaced, that it linked the run
+// already, and puts it back: every live file is covered exactly once,
+// whichever segment of shard 2 each commit saw.
+func TestRunLinkedOnce(t *testing.T) {
+	cat, tbl, rowsByFile := eventsTable(t, 12, 20, nil)
+	shard := func(c icecatalog.Catalog, i int) (*indexer.Summary, error) {
+		return indexer.Build(ctx, c, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1, Shard: &indexer.Shard{Index: i, Count: 3, Run: "r"}})
+	}
+	for i := range 2 {
+		if _, err := shard(cat, i); err != nil {
+			t.Fatal(err)
 		}
 	}
-	hooked := &commitHooks{Catalog: cat, hooks: []func(){shard(1), shard(2)}}
-	if _, err := indexer.Build(ctx, hooked, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1, Shard: &indexer.Shard{Index: 0, Count: 3, Run: "r"}}); err != nil {
+	var rerun *indexer.Summary
+	hooked := &commitHooks{Catalog: cat, hooks: []func(){func() {
+		var err error
+		if rerun, err = shard(cat, 2); err != nil {
+			t.Error(err)
+		}
+	}}}
+	sum, err := shard(hooked, 2)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if hooked.n < 3 {
-		t.Fatalf("%d commits: the race did not happen", hooked.n)
+	if hooked.n < 1 || rerun == nil || !rerun.Shard.Linked || !sum.Shard.Linked {
+		t.Fatalf("%d commits, rerun %+v, first %+v: the race did not happen", hooked.n, rerun, sum.Shard)
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
-	if r := indexer.ShardsCommitted(loadIndex(t, tbl))["r"]; r.Committed != 3 {
-		t.Fatalf("%+v: a shard's link was lost", r)
+	// The first finder's commit replaced the rerun's file, which linked
+	// the run already: it put that file back rather than lose it.
+	if stats := statisticsFiles(tbl); len(stats) != 1 || stats[0].StatisticsPath != rerun.StatisticsPath || sum.StatisticsPath != rerun.StatisticsPath {
+		t.Fatalf("statistics %+v, want the rerun's file %s put back", stats, rerun.StatisticsPath)
 	}
 	coveredOnce(t, tbl, 1)
+	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+	// And a shard of the run after that is refused: the run is complete.
+	if _, err := shard(cat, 1); !errors.Is(err, indexer.ErrRunComplete) || !strings.Contains(err.Error(), "run r") {
+		t.Fatalf("a shard of a complete run: %v", err)
+	}
+}
+
+// TestRunShardCountFixed: a shard of a run with another shard count is
+// refused, naming both counts and the run, before it reads anything; the
+// run completes with its own count.
+func TestRunShardCountFixed(t *testing.T) {
+	cat, tbl, _ := eventsTable(t, 6, 20, nil)
+	shard := func(i, n int) (*indexer.Summary, error) {
+		return indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, Shard: &indexer.Shard{Index: i, Count: n, Run: "job-7"}})
+	}
+	if _, err := shard(0, 4); err != nil {
+		t.Fatal(err)
+	}
+	_, err := shard(2, 3)
+	if !errors.Is(err, indexer.ErrRunShards) || !strings.Contains(err.Error(), "job-7") || !strings.Contains(err.Error(), "4 shards") || !strings.Contains(err.Error(), "says 3") {
+		t.Fatalf("a shard of 3 in a run of 4: %v", err)
+	}
+	for i := 1; i < 4; i++ {
+		if _, err := shard(i, 4); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	coveredOnce(t, tbl, 1)
+	if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Shard: &indexer.Shard{Index: 0, Count: 1, Run: "../x"}}); err == nil || !strings.Contains(err.Error(), "run id") {
+		t.Fatalf("a run id naming another directory: %v", err)
+	}
+}
+
+// TestSyncLeavesLiveRun: while a sharded run is live (two of its four
+// shards done, the others working), a sync indexes only the files added
+// after the run's snapshot and leaves the run's to it; the run then links
+// every shard, and no file is covered twice. After the lease of a stalled
+// run has expired, a sync indexes the run's files, and the run's late
+// linking commit links nothing the sync covered: its segments' other
+// filters are copied.
+func TestSyncLeavesLiveRun(t *testing.T) {
+	cat, tbl, rowsByFile := eventsTable(t, 12, 20, nil)
+	shard := func(run string, i int) *indexer.Summary {
+		t.Helper()
+		sum, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1, Shard: &indexer.Shard{Index: i, Count: 4, Run: run}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	shard("live", 0)
+	shard("live", 2)
+	tbl = appendRows(t, tbl, 10)
+	sum, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.FilesIndexed != 1 || sum.FilesLeftToRuns != 12 {
+		t.Fatalf("sync during a live run: %+v, want the 1 new file indexed and 12 left to the run", sum)
+	}
+	shard("live", 1)
+	if last := shard("live", 3); !last.Shard.Linked || last.Shard.Copied != 0 {
+		t.Fatalf("the last shard: %+v", last.Shard)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	coveredOnce(t, tbl, 1)
+	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+
+	// A stalled run: two shards, then nothing for longer than the lease.
+	cat, tbl, rowsByFile = eventsTable(t, 12, 20, nil)
+	shard("stalled", 0)
+	shard("stalled", 1)
+	later := time.Now().Add(indexer.RunLease + time.Minute)
+	restore := indexer.SetClock(func() time.Time { return later })
+	defer restore()
+	sum, err = indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.FilesIndexed != 12 || sum.FilesLeftToRuns != 0 {
+		t.Fatalf("sync after the lease expired: %+v, want all 12 files indexed", sum)
+	}
+	shard("stalled", 2)
+	last := shard("stalled", 3)
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	coveredOnce(t, tbl, 1)
+	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+	if last.Shard.Linked || !last.Shard.LinkedBefore {
+		t.Fatalf("the late run's last shard: %+v, want nothing to link", last.Shard)
+	}
 }
 
 // TestRunMergedTwice: two shards of a rebuild may both find their run
@@ -446,40 +573,5 @@ func TestRunMergedTwice(t *testing.T) {
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 	coveredOnce(t, tbl, 1)
-	lookupsKeepTrueFiles(t, tbl, rowsByFile)
-}
-
-// TestShardMergeBackAfterCompaction: shard 0's commit replaces shard 1's
-// file unseen, and before its merge-back commits, a compaction merges what
-// the table then holds. The merge-back links shard 1 again, whose filters
-// the compaction never saw.
-func TestShardMergeBackAfterCompaction(t *testing.T) {
-	cat, tbl, rowsByFile := eventsTable(t, 12, 20, nil)
-	hooked := &commitHooks{Catalog: cat, hooks: []func(){
-		func() {
-			if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1, Shard: &indexer.Shard{Index: 1, Count: 3, Run: "r"}}); err != nil {
-				t.Error(err)
-			}
-		},
-		func() {
-			if _, err := indexer.Compact(ctx, cat, tbl.Identifier(), indexer.CompactOptions{}); err != nil {
-				t.Error(err)
-			}
-		},
-	}}
-	if _, err := indexer.Build(ctx, hooked, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1, Shard: &indexer.Shard{Index: 0, Count: 3, Run: "r"}}); err != nil {
-		t.Fatal(err)
-	}
-	if hooked.n < 3 {
-		t.Fatalf("%d commits: the race did not happen", hooked.n)
-	}
-	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
-	n := filtersOfField(t, tbl, 1)
-	for _, df := range liveFiles(t, tbl) {
-		switch shard := indexer.ShardOf(df.FilePath(), 3); {
-		case shard == 0 && n[df.FilePath()] == 0, shard == 1 && n[df.FilePath()] != 1:
-			t.Errorf("%s of shard %d has %d filters", df.FilePath(), shard, n[df.FilePath()])
-		}
-	}
 	lookupsKeepTrueFiles(t, tbl, rowsByFile)
 }

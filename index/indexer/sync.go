@@ -20,7 +20,10 @@ import (
 // blobs and the index entries of an earlier sync of the same snapshot. A
 // file counts as covered when every indexed column has an applicable entry
 // (docs/format.md §6); a file whose entry cannot be read is indexed again.
-// With nothing new, nothing is committed. o.SnapshotID is ignored. When the
+// With nothing new, nothing is committed. o.SnapshotID is ignored. The
+// data files of the snapshot of a live sharded run (one within its lease,
+// RunLease, and not complete) are left to the run: Sync indexes only files
+// added after it, so the run and a sync never index a file both. When the
 // index then has more segments than o.CompactAbove, Sync compacts it, so a
 // long run of small appends keeps the segments and table metadata bounded;
 // and it compacts an index that still has segments of format v1, which
@@ -53,6 +56,7 @@ func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 	if err != nil {
 		return nil, err
 	}
+	defer j.closeRun()
 	j.keepEntries = true
 	files, err := filescan.LiveFiles(j.fs, j.tbl.Metadata(), j.snap, j.shardFilter())
 	if err != nil {
@@ -64,10 +68,20 @@ func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 			j.sum.brokenSegments++ // its files are indexed again below; a compaction removes it
 		}
 	}
+	var left map[string]bool // the files of live sharded runs
+	if j.o.Shard == nil {
+		if left, err = j.leftToRuns(files); err != nil {
+			return nil, err
+		}
+	}
 	cov := j.coverage(files)
 	var todo []filescan.File
 	for i, f := range files {
 		if f.Columns = j.missing(cov, i); f.Columns == nil || len(f.Columns) > 0 {
+			if left[f.Path] {
+				j.sum.FilesLeftToRuns++
+				continue
+			}
 			todo = append(todo, f)
 		}
 	}
@@ -148,7 +162,7 @@ func (j *job) missing(c *coverage, i int) []int {
 func Rebuild(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*Summary, error) {
 	o.SnapshotID = 0
 	if o.Shard != nil {
-		sum, err := build(ctx, cat, ident, o)
+		sum, err := build(ctx, cat, ident, o, true)
 		if err != nil {
 			return nil, err
 		}
@@ -169,4 +183,49 @@ func Rebuild(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier
 	}
 	sum.Segments = cs.SegmentsAfter
 	return sum, nil
+}
+
+// leftToRuns returns the paths of the data files that live sharded runs of
+// the table will cover: every live file of each such run's snapshot (files,
+// those of the job's snapshot, when it is the same). Only runs touched
+// within RunLease have their record read.
+func (j *job) leftToRuns(files []filescan.File) (map[string]bool, error) {
+	root, err := runsRootOf(j.tbl)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := walkRuns(j.fs, root, "")
+	if err != nil {
+		return nil, err
+	}
+	left := map[string]bool{}
+	done := map[int64]bool{}
+	now := clock()
+	for _, st := range runs {
+		if st.linked != nil || st.record == nil || !now.Before(st.touched.Add(RunLease)) {
+			continue
+		}
+		if err := st.readRecords(j.fs); err != nil {
+			return nil, err
+		}
+		id := st.record.SnapshotID
+		if !st.live(now) || done[id] {
+			continue
+		}
+		done[id] = true
+		of := files
+		if id != j.snap.SnapshotID {
+			snap := j.tbl.SnapshotByID(id)
+			if snap == nil {
+				continue // expired: the run cannot link
+			}
+			if of, err = filescan.LiveFiles(j.fs, j.tbl.Metadata(), snap, nil); err != nil {
+				return nil, err
+			}
+		}
+		for _, f := range of {
+			left[f.Path] = true
+		}
+	}
+	return left, nil
 }
