@@ -77,17 +77,9 @@ type Result struct {
 // the index are reported in Result.IndexErrors and never fail the call.
 // Plan is safe for concurrent use.
 func Plan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpression, o Options) (*Result, error) {
-	snap, schema, err := snapshot(tbl, o.SnapshotID)
+	snap, f, err := prepare(tbl, filter, o)
 	if err != nil {
 		return nil, err
-	}
-	bound, err := where.Bind(schema, filter, o.CaseSensitive)
-	if err != nil {
-		return nil, fmt.Errorf("lookup: %w", err)
-	}
-	f, err := compile(schema, bound)
-	if err != nil {
-		return nil, fmt.Errorf("lookup: %w", err)
 	}
 	if snap == nil {
 		return &Result{}, nil // a table without snapshots has no files
@@ -105,13 +97,57 @@ func Plan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpressio
 	if res.FilesTotal, err = countFiles(ctx, tbl, snap, scanOpts); err != nil {
 		return nil, err
 	}
-	if f.root.kind == keepNode || len(tasks) == 0 {
-		return res, nil // nothing for the index to do
-	}
+	return res, res.prune(ctx, tbl, f, o)
+}
 
+// Prune is Plan's index step alone: it drops from tasks, a plan of tbl's
+// snapshot o.SnapshotID made by the caller, the tasks of the data files the
+// index proves cannot hold a row matching filter, as Plan does for the plan
+// it makes. It lets a caller that keeps a plan in memory (a server planning
+// many lookups of one table) consult the index without planning again; it
+// is sound for any tasks, since the index only ever drops a file that no
+// row of which can match. Result.FilesTotal is left 0: Prune reads no
+// manifest. Errors are Plan's.
+func Prune(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, filter iceberg.BooleanExpression, o Options) (*Result, error) {
+	snap, f, err := prepare(tbl, filter, o)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{AfterStats: tasks, Candidates: tasks}
+	if snap != nil {
+		res.SnapshotID = snap.SnapshotID
+	}
+	return res, res.prune(ctx, tbl, f, o)
+}
+
+// prepare returns the snapshot o selects and filter bound to its schema and
+// compiled for the index.
+func prepare(tbl *table.Table, filter iceberg.BooleanExpression, o Options) (*table.Snapshot, *predicate, error) {
+	snap, schema, err := Snapshot(tbl, o.SnapshotID)
+	if err != nil {
+		return nil, nil, err
+	}
+	bound, err := where.Bind(schema, filter, o.CaseSensitive)
+	if err != nil {
+		return nil, nil, fmt.Errorf("lookup: %w", err)
+	}
+	f, err := compile(schema, bound)
+	if err != nil {
+		return nil, nil, fmt.Errorf("lookup: %w", err)
+	}
+	return snap, f, nil
+}
+
+// prune sets res.Candidates to res.AfterStats without the tasks of the
+// files the index proves cannot match f, with what reading the index cost.
+func (res *Result) prune(ctx context.Context, tbl *table.Table, f *predicate, o Options) error {
+	tasks := res.AfterStats
+	if f.root.kind == keepNode || len(tasks) == 0 {
+		return nil // nothing for the index to do
+	}
 	fsys, err := catalog.TableIO(ctx, tbl)
 	if err != nil {
-		return nil, fmt.Errorf("lookup: table file system: %w", err)
+		return fmt.Errorf("lookup: table file system: %w", err)
 	}
 	indexStart := time.Now()
 	ix, errs := index.Load(ctx, fsys, tbl.Metadata(), o.Cache)
@@ -119,7 +155,7 @@ func Plan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpressio
 	files, byPath := r.files(f, tasks)
 	r.match(f, files, byPath)
 	if err := r.prune(ctx, f, files); err != nil {
-		return nil, err
+		return err
 	}
 	res.Candidates = nil
 	for _, t := range tasks {
@@ -135,12 +171,13 @@ func Plan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpressio
 	}
 	res.IndexErrors, res.BlocksRead, res.BytesRead, res.Requests = r.errs, r.blocks, r.bytes, r.requests
 	res.IndexTime = time.Since(indexStart)
-	return res, nil
+	return nil
 }
 
-// snapshot returns the snapshot to plan and the schema to bind the filter
-// to, as iceberg-go's scan chooses them.
-func snapshot(tbl *table.Table, id *int64) (*table.Snapshot, *iceberg.Schema, error) {
+// Snapshot returns the snapshot to plan (nil for a table without
+// snapshots) and the schema to bind the filter to, as iceberg-go's scan
+// chooses them: a selected snapshot's schema, else the table's current one.
+func Snapshot(tbl *table.Table, id *int64) (*table.Snapshot, *iceberg.Schema, error) {
 	if id == nil {
 		return tbl.CurrentSnapshot(), tbl.Schema(), nil
 	}
