@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -61,6 +62,9 @@ type Planner struct {
 	manifests    *lruCache[[]byte]
 	tasksPerPage int
 	metrics      *metrics
+	// manifestOpens counts the manifest files the planner's tables opened
+	// (and so decoded), from memory or storage.
+	manifestOpens atomic.Int64
 }
 
 // PlannerOptions configure NewPlanner.
@@ -158,7 +162,7 @@ func (p *Planner) reuse(loaded *Loaded) *table.Table {
 		if err != nil {
 			return nil, err
 		}
-		return &manifestIO{IO: fsys, cache: p.manifests}, nil
+		return &manifestIO{IO: fsys, cache: p.manifests, opens: &p.manifestOpens}, nil
 	}, nil)
 	if keep {
 		p.tables.add(key, cached, 1)
