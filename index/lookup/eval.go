@@ -163,7 +163,6 @@ func Prunable(p iceberg.BoundPredicate) bool {
 // nothing of its own: checks is carved from one slice for all files.
 type fileCheck struct {
 	path   string
-	size   int64
 	checks []testCheck // by test.idx
 	pruned bool
 	listed bool // in Result.Candidates already
@@ -174,9 +173,9 @@ type fileCheck struct {
 // values that need a block, and whether a value already answered maybe
 // without one.
 type testCheck struct {
-	stored                   index.StoredFilter
-	prepared, indexed, maybe bool
-	probes                   []probe // carved from the run's probe arena
+	stored          *index.StoredFilter // nil: the file has none (unindexed)
+	prepared, maybe bool
+	probes          []probe // carved from the run's probe arena
 }
 
 // hashedValue is a test value converted for one value type: the same for
@@ -218,11 +217,11 @@ func (r *run) hashes(t *test, valueType iceberg.PrimitiveType) []hashedValue {
 func (fc *fileCheck) prepare(r *run, t *test) {
 	tc := &fc.checks[t.idx]
 	tc.prepared = true
-	if !tc.indexed {
+	if tc.stored == nil {
 		tc.maybe = true
 		return
 	}
-	flt := &tc.stored
+	flt := tc.stored
 	probes := r.arena.take(len(t.values))[:0]
 	for i, hv := range r.hashes(t, flt.ValueType) {
 		if hv.err != nil {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -32,6 +33,9 @@ type Options struct {
 	// Cache keeps Puffin footers across calls (and tables); nil reads every
 	// footer on every call.
 	Cache *index.FooterCache
+	// Memo keeps what Prune derives from its tasks for its next call with
+	// the same tasks (see Memo); nil derives it every call. Plan ignores it.
+	Memo *Memo
 }
 
 // Result is a planned lookup: what statistics left and what the index
@@ -97,6 +101,7 @@ func Plan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpressio
 	if res.FilesTotal, err = countFiles(ctx, tbl, snap, scanOpts); err != nil {
 		return nil, err
 	}
+	o.Memo = nil // for Prune's callers' plans, not this one
 	return res, res.prune(ctx, tbl, f, o)
 }
 
@@ -152,14 +157,14 @@ func (res *Result) prune(ctx context.Context, tbl *table.Table, f *predicate, o 
 	indexStart := time.Now()
 	ix, errs := index.Load(ctx, fsys, tbl.Metadata(), o.Cache)
 	r := &run{ix: ix, fsys: fsys, blockStats: blockStats{errs: errs}, hashed: make([][]typedHashes, len(f.tests))}
-	files, byPath := r.files(f, tasks)
-	r.match(f, files, byPath)
+	pf, matched := o.Memo.planFiles(ix, tasks, f)
+	files := r.files(f, pf, matched)
 	if err := r.prune(ctx, f, files); err != nil {
 		return err
 	}
 	res.Candidates = nil
-	for _, t := range tasks {
-		fc := &files[byPath[t.File.FilePath()]]
+	for ti, t := range tasks {
+		fc := &files[pf.fileOf[ti]]
 		if fc.pruned {
 			continue
 		}
@@ -223,23 +228,23 @@ type run struct {
 
 func (r *run) report(err error) { r.errs = append(r.errs, err) }
 
-// files returns one check per data file of tasks (a large file may be split
-// into several tasks) and the index of each file's check by path.
-func (r *run) files(f *predicate, tasks []table.FileScanTask) ([]fileCheck, map[string]int) {
-	byPath := make(map[string]int, len(tasks))
-	files := make([]fileCheck, 0, len(tasks))
-	for _, t := range tasks {
-		path := t.File.FilePath()
-		if _, ok := byPath[path]; !ok {
-			byPath[path] = len(files)
-			files = append(files, fileCheck{path: path, size: t.File.FileSizeBytes()})
-		}
-	}
+// files returns one check per data file of pf, with each test's filter for
+// it (matched, by test index).
+func (r *run) files(f *predicate, pf *planFiles, matched []*matchedFilters) []fileCheck {
+	files := make([]fileCheck, len(pf.paths))
 	checks := make([]testCheck, len(files)*len(f.tests))
 	for i := range files {
-		files[i].checks = checks[i*len(f.tests) : (i+1)*len(f.tests) : (i+1)*len(f.tests)]
+		files[i] = fileCheck{path: pf.paths[i], checks: checks[i*len(f.tests) : (i+1)*len(f.tests) : (i+1)*len(f.tests)]}
 	}
-	return files, byPath
+	for _, t := range f.tests {
+		ff := matched[t.idx]
+		for i := range files {
+			if ff.found[i] {
+				files[i].checks[t.idx].stored = &ff.filters[i]
+			}
+		}
+	}
+	return files
 }
 
 // prune evaluates the filter for files and marks those it proves cannot
@@ -274,35 +279,102 @@ func (r *run) prune(ctx context.Context, f *predicate, files []fileCheck) error 
 	return nil
 }
 
-// match finds each file's applicable filter for each test's column, one
-// pass over each segment's files (index.TableIndex.Match).
-func (r *run) match(f *predicate, files []fileCheck, byPath map[string]int) {
-	sizes := make([]int64, len(files))
-	for i := range files {
-		sizes[i] = files[i].size
+// planFiles are the data files of a plan's tasks and their applicable
+// filters for the fields looked up so far. None of it depends on a
+// filter's values, so a Memo keeps it for the next lookup of the same
+// tasks.
+type planFiles struct {
+	ix     *index.TableIndex
+	paths  []string
+	sizes  []int64
+	byPath map[string]int
+	fileOf []int                   // by task: its file's index in paths
+	fields map[int]*matchedFilters // by field id
+}
+
+// matchedFilters are each file's applicable filter for one field; the
+// first segment's wins.
+type matchedFilters struct {
+	filters []index.StoredFilter
+	found   []bool
+}
+
+func newPlanFiles(ix *index.TableIndex, tasks []table.FileScanTask) *planFiles {
+	pf := &planFiles{ix: ix, byPath: make(map[string]int, len(tasks)), fileOf: make([]int, len(tasks)), fields: map[int]*matchedFilters{}}
+	for ti, t := range tasks {
+		path := t.File.FilePath()
+		i, ok := pf.byPath[path]
+		if !ok {
+			i = len(pf.paths)
+			pf.byPath[path] = i
+			pf.paths = append(pf.paths, path)
+			pf.sizes = append(pf.sizes, t.File.FileSizeBytes())
+		}
+		pf.fileOf[ti] = i
 	}
-	testsOf := map[int][]int{} // test indexes by field id
+	return pf
+}
+
+// match finds each file's applicable filter for the fields of f's tests
+// not matched yet, one pass over each segment's files
+// (index.TableIndex.Match), and returns the filters of each test.
+func (pf *planFiles) match(f *predicate) []*matchedFilters {
 	var fields []int
 	for _, t := range f.tests {
-		if testsOf[t.fieldID] == nil {
+		if pf.fields[t.fieldID] == nil {
+			pf.fields[t.fieldID] = &matchedFilters{filters: make([]index.StoredFilter, len(pf.paths)), found: make([]bool, len(pf.paths))}
 			fields = append(fields, t.fieldID)
 		}
-		testsOf[t.fieldID] = append(testsOf[t.fieldID], t.idx)
 	}
-	r.ix.Match(byPath, sizes, fields, func(i int, flt index.StoredFilter) {
-		for _, ti := range testsOf[flt.FieldID] {
-			if tc := &files[i].checks[ti]; !tc.indexed { // the first segment's wins
-				tc.stored, tc.indexed = flt, true
+	if len(fields) > 0 {
+		pf.ix.Match(pf.byPath, pf.sizes, fields, func(i int, flt index.StoredFilter) {
+			if m := pf.fields[flt.FieldID]; !m.found[i] { // the first segment's wins
+				m.filters[i], m.found[i] = flt, true
 			}
-		}
-	})
+		})
+	}
+	matched := make([]*matchedFilters, len(f.tests))
+	for _, t := range f.tests {
+		matched[t.idx] = pf.fields[t.fieldID]
+	}
+	return matched
+}
+
+// Memo keeps, for the tasks of one plan, what Prune derives from them that
+// no filter value changes: their data files and each file's applicable
+// filters (the index's directories matched to the files). A caller that
+// keeps a plan in memory and prunes it for many values (a server) passes
+// one Memo per plan in Options.Memo, so that each later Prune of the same
+// tasks (the same slice) and index only checks the values' blocks. A Memo
+// is safe for concurrent use.
+type Memo struct {
+	mu    sync.Mutex
+	tasks []table.FileScanTask
+	pf    *planFiles
+}
+
+// planFiles returns the plan files of tasks for ix and the filters matched
+// for each of f's tests: the memo's when it holds them for the same tasks
+// and index. What it returns is not changed afterwards.
+func (m *Memo) planFiles(ix *index.TableIndex, tasks []table.FileScanTask, f *predicate) (*planFiles, []*matchedFilters) {
+	if m == nil {
+		pf := newPlanFiles(ix, tasks)
+		return pf, pf.match(f)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	same := m.pf != nil && m.pf.ix == ix && len(m.tasks) == len(tasks) && (len(tasks) == 0 || &m.tasks[0] == &tasks[0])
+	if !same {
+		m.tasks, m.pf = tasks, newPlanFiles(ix, tasks)
+	}
+	return m.pf, m.pf.match(f)
 }
 
 // indexed reports whether a data file has an applicable filter for every
 // column of the filter's tests.
 func (r *run) indexed(f *predicate, fc *fileCheck) bool {
 	for _, t := range f.tests {
-		if !fc.checks[t.idx].indexed {
+		if fc.checks[t.idx].stored == nil {
 			return false
 		}
 	}

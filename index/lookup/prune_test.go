@@ -12,7 +12,7 @@ import (
 
 // TestPrune: Prune over a plan without a filter keeps every file holding
 // the value and drops what the index rules out; over Plan's own AfterStats
-// it gives Plan's candidates.
+// it gives Plan's candidates; a Memo changes nothing it keeps.
 func TestPrune(t *testing.T) {
 	fx := eventsFixture(t, 3, rowsPerFile)
 	cache := index.NewFooterCache(4)
@@ -21,6 +21,7 @@ func TestPrune(t *testing.T) {
 		t.Fatal(err)
 	}
 	dropped := 0
+	memo := &Memo{} // kept across values and columns of the same tasks
 	for c := range fx.cols {
 		for _, v := range []any{fx.files[1].rows[2][c], fx.absent(c)} {
 			filter := fx.where(c, v)
@@ -43,6 +44,21 @@ func TestPrune(t *testing.T) {
 			}
 			if wide.FilesTotal != 0 || len(wide.IndexErrors) > 0 {
 				t.Fatalf("%s: FilesTotal %d, errors %v", filter, wide.FilesTotal, wide.IndexErrors)
+			}
+			memoized, err := Prune(fx.ctx, fx.tbl, all, filter, Options{Cache: cache, Memo: memo})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(paths(memoized.Candidates), paths(wide.Candidates)) {
+				t.Fatalf("%s: Prune with a memo kept %v, without %v", filter, paths(memoized.Candidates), paths(wide.Candidates))
+			}
+			// Other tasks with the same memo: it must not answer for them.
+			part, err := Prune(fx.ctx, fx.tbl, planned.AfterStats, filter, Options{Cache: cache, Memo: memo})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(paths(part.Candidates), paths(planned.Candidates)) {
+				t.Fatalf("%s: Prune of other tasks with a memo kept %v, Plan %v", filter, paths(part.Candidates), paths(planned.Candidates))
 			}
 			dropped += len(all) - len(wide.Candidates)
 		}

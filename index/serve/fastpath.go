@@ -124,8 +124,10 @@ func (conjunctVisitor) VisitBound(p iceberg.BoundPredicate) splitExpr     { retu
 // what the statistics check needs decoded once, on first use.
 type base struct {
 	tasks      []table.FileScanTask // residuals cleared
+	files      int                  // distinct data files of tasks
 	filesTotal int
 	size       int64
+	memo       lookup.Memo // the index's matches for tasks, kept for every value
 
 	mu    sync.Mutex
 	stats map[int]*columnStats // by field id
@@ -157,7 +159,7 @@ func (p *Planner) base(ctx context.Context, tbl *table.Table, snap *table.Snapsh
 	if err != nil {
 		return nil, fmt.Errorf("plan scan of snapshot %d: %w", snap.SnapshotID, err)
 	}
-	b := &base{tasks: tasks, stats: map[int]*columnStats{}}
+	b := &base{tasks: tasks, files: distinctFiles(tasks), stats: map[int]*columnStats{}}
 	b.size = 512 + int64(len(key))
 	for i := range tasks {
 		tasks[i].Residual = nil // R's, not F's: the client applies its filter
@@ -166,7 +168,7 @@ func (p *Planner) base(ctx context.Context, tbl *table.Table, snap *table.Snapsh
 	if n, ok := summaryFiles(snap); ok {
 		b.filesTotal = n
 	} else if rKey == (iceberg.AlwaysTrue{}).String() {
-		b.filesTotal = distinctFiles(tasks)
+		b.filesTotal = b.files
 	} else if all, err := p.base(ctx, tbl, snap, caseSensitive, iceberg.AlwaysTrue{}, iceberg.AlwaysTrue{}.String()); err == nil {
 		b.filesTotal = all.filesTotal
 	}
@@ -308,12 +310,9 @@ func partitionChecks(tbl *table.Table, schema *iceberg.Schema, c conjuncts) map[
 }
 
 // statsCandidates returns the tasks of b whose partition and statistics do
-// not rule out P (steps 1 and 2 of the fast path).
+// not rule out P (steps 1 and 2 of the fast path): b.tasks itself when
+// they rule out none, so that the index's matches kept for it serve.
 func (p *Planner) statsCandidates(key string, b *base, tbl *table.Table, c conjuncts) []table.FileScanTask {
-	type valueCheck struct {
-		stats  *columnStats
-		values []iceberg.Literal // nil: more than iceberg-go compares (IN of over 200)
-	}
 	checks := make([]valueCheck, len(c.bound))
 	for i, pred := range c.bound {
 		field := pred.Term().Ref().Field()
@@ -332,28 +331,50 @@ func (p *Planner) statsCandidates(key string, b *base, tbl *table.Table, c conju
 	if len(partChecks) > 0 {
 		parts = p.partitions(key, b, tbl, c.schema)
 	}
-	out := make([]table.FileScanTask, 0, 16)
-tasks:
+	var out []table.FileScanTask // nil until a task is dropped
+	keep := func(i int, ok bool) {
+		switch {
+		case ok && out != nil:
+			out = append(out, b.tasks[i])
+		case !ok && out == nil:
+			out = append(make([]table.FileScanTask, 0, i+16), b.tasks[:i]...)
+		}
+	}
 	for i := range b.tasks {
-		for _, vc := range checks {
-			s := vc.stats
-			if s.nullsOnly[i] || s.nansOnly[i] {
-				continue tasks
-			}
-			if vc.values != nil && !anyWithin(vc.values, s.lower[i], s.upper[i]) {
-				continue tasks
-			}
-		}
-		if fns := partChecks[b.tasks[i].File.SpecID()]; len(fns) > 0 && parts[i] != nil {
-			for _, fn := range fns {
-				if ok, err := fn(parts[i]); err == nil && !ok {
-					continue tasks
-				}
-			}
-		}
-		out = append(out, b.tasks[i])
+		keep(i, keepTask(i, b, checks, partChecks, parts))
+	}
+	if out == nil {
+		return b.tasks
 	}
 	return out
+}
+
+// keepTask reports whether task i's partition and statistics do not rule
+// out P.
+func keepTask(i int, b *base, checks []valueCheck, partChecks map[int32][]partitionCheck, parts []iceberg.StructLike) bool {
+	for _, vc := range checks {
+		s := vc.stats
+		if s.nullsOnly[i] || s.nansOnly[i] {
+			return false
+		}
+		if vc.values != nil && !anyWithin(vc.values, s.lower[i], s.upper[i]) {
+			return false
+		}
+	}
+	if fns := partChecks[b.tasks[i].File.SpecID()]; len(fns) > 0 && parts[i] != nil {
+		for _, fn := range fns {
+			if ok, err := fn(parts[i]); err == nil && !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// valueCheck is a conjunct of P against one column's statistics.
+type valueCheck struct {
+	stats  *columnStats
+	values []iceberg.Literal // nil: more than iceberg-go compares (IN of over 200)
 }
 
 // inPredicateLimit is the size of an IN list beyond which iceberg-go's
@@ -437,26 +458,31 @@ func cmpTyped[T iceberg.LiteralType](bound iceberg.TypedLiteral[T], v iceberg.Li
 }
 
 // fastPlan plans filter by the fast path: nil when it does not apply (no
-// conjunct for the index, or a table without the snapshot).
-func (p *Planner) fastPlan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpression, o lookup.Options) (*lookup.Result, error) {
+// conjunct for the index, or a table without the snapshot). It returns
+// the number of distinct data files the statistics left too.
+func (p *Planner) fastPlan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpression, o lookup.Options) (*lookup.Result, int, error) {
 	snap, schema, err := lookup.Snapshot(tbl, o.SnapshotID)
 	if err != nil || snap == nil {
-		return nil, nil
+		return nil, 0, nil
 	}
 	c, ok := split(filter, schema, o.CaseSensitive)
 	if !ok {
-		return nil, nil
+		return nil, 0, nil
 	}
 	b, err := p.base(ctx, tbl, snap, o.CaseSensitive, c.r, c.rKey)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	key := baseKey(tbl, snap.SnapshotID, o.CaseSensitive, c.rKey)
-	afterStats := p.statsCandidates(key, b, tbl, c)
+	afterStats, files := p.statsCandidates(key, b, tbl, c), b.files
+	if len(afterStats) != len(b.tasks) {
+		files = distinctFiles(afterStats)
+	}
+	o.Memo = &b.memo
 	res, err := lookup.Prune(ctx, tbl, afterStats, c.p, o)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	res.FilesTotal = b.filesTotal
-	return res, nil
+	return res, files, nil
 }

@@ -245,10 +245,13 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, req rest.PlanTable
 	}
 
 	o := lookup.Options{SnapshotID: req.SnapshotID, CaseSensitive: caseSensitive, Cache: p.footers}
-	planned, err := p.fastPlan(ctx, tbl, filter, o)
+	planned, afterStats, err := p.fastPlan(ctx, tbl, filter, o)
 	fast := planned != nil && err == nil
 	if !fast { // not for the fast path, or it failed: the usual path reports why
 		planned, err = lookup.Plan(ctx, tbl, filter, o)
+		if err == nil {
+			afterStats = distinctFiles(planned.AfterStats)
+		}
 	}
 	if err != nil {
 		var unknown *where.UnknownColumnError
@@ -262,7 +265,7 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, req rest.PlanTable
 		MetadataLocation: tbl.MetadataLocation(),
 		SnapshotID:       planned.SnapshotID,
 		FilesTotal:       planned.FilesTotal,
-		FilesAfterStats:  distinctFiles(planned.AfterStats),
+		FilesAfterStats:  afterStats,
 		Unindexed:        len(planned.Unindexed),
 		FastPath:         fast,
 	}
