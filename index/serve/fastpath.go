@@ -50,7 +50,7 @@ import (
 //
 // Because checks 1 and 2 are iceberg-go's own rules for = and IN applied to
 // P, the fast path plans the files local planning plans, less those the
-// index drops (TestDifferentialProxy, TestFastPathFiles).
+// index drops (TestDifferentialFastPath, TestWarmFastPathDecodesNoManifest).
 
 // conjuncts is a filter split for the fast path.
 type conjuncts struct {
@@ -160,7 +160,7 @@ func (p *Planner) base(ctx context.Context, tbl *table.Table, snap *table.Snapsh
 		return nil, fmt.Errorf("plan scan of snapshot %d: %w", snap.SnapshotID, err)
 	}
 	b := &base{tasks: tasks, files: distinctFiles(tasks), stats: map[int]*columnStats{}}
-	b.size = 512 + int64(len(key))
+	b.size = 512 + int64(len(key)) + int64(len(tasks))*memoBytesPerTask
 	for i := range tasks {
 		tasks[i].Residual = nil // R's, not F's: the client applies its filter
 		b.size += taskSize(&tasks[i])
@@ -175,6 +175,15 @@ func (p *Planner) base(ctx context.Context, tbl *table.Table, snap *table.Snapsh
 	p.bases.add(key, b, b.size)
 	return b, nil
 }
+
+// Estimates of what a base plan holds besides its tasks: per task, the
+// memo's file list and path map (memoBytesPerTask), and per task and
+// column of P, its decoded statistics and its matched index filter
+// (columnBytesPerTask).
+const (
+	memoBytesPerTask   = 96
+	columnBytesPerTask = 40 + 120
+)
 
 // summaryFiles is the snapshot summary's count of live data files.
 func summaryFiles(snap *table.Snapshot) (int, bool) {
@@ -234,7 +243,7 @@ func (p *Planner) columnStats(key string, b *base, field iceberg.NestedField) *c
 		s.upper[i] = decodeBound(field.Type, f.UpperBoundValues()[field.ID])
 	}
 	b.stats[field.ID] = s
-	p.bases.grow(key, int64(n)*40)
+	p.bases.grow(key, int64(n)*columnBytesPerTask)
 	return s
 }
 
