@@ -138,6 +138,30 @@ type base struct {
 type columnStats struct {
 	nullsOnly, nansOnly []bool
 	lower, upper        []iceberg.Literal // nil: absent or undecodable
+	// ints says the column's values are integers (int, long, date, time,
+	// timestamps); ilo and ihi are then lower and upper as int64 (where
+	// those are not nil), compared without an interface call per file.
+	ints     bool
+	ilo, ihi []int64
+}
+
+// asInt64 is an integer literal's value.
+func asInt64(l iceberg.Literal) (int64, bool) {
+	switch l := l.(type) {
+	case iceberg.Int32Literal:
+		return int64(l), true
+	case iceberg.Int64Literal:
+		return int64(l), true
+	case iceberg.DateLiteral:
+		return int64(l), true
+	case iceberg.TimeLiteral:
+		return int64(l), true
+	case iceberg.TimestampLiteral:
+		return int64(l), true
+	case iceberg.TimestampNsLiteral:
+		return int64(l), true
+	}
+	return 0, false
 }
 
 // baseKey names a base plan: the table version (as cacheKey does), the
@@ -182,7 +206,7 @@ func (p *Planner) base(ctx context.Context, tbl *table.Table, snap *table.Snapsh
 // (columnBytesPerTask).
 const (
 	memoBytesPerTask   = 96
-	columnBytesPerTask = 40 + 120
+	columnBytesPerTask = 56 + 120
 )
 
 // summaryFiles is the snapshot summary's count of live data files.
@@ -241,6 +265,20 @@ func (p *Planner) columnStats(key string, b *base, field iceberg.NestedField) *c
 		}
 		s.lower[i] = decodeBound(field.Type, f.LowerBoundValues()[field.ID])
 		s.upper[i] = decodeBound(field.Type, f.UpperBoundValues()[field.ID])
+	}
+	s.ints = true
+	s.ilo, s.ihi = make([]int64, n), make([]int64, n)
+	for i := range n {
+		var okLo, okHi bool
+		if s.ilo[i], okLo = asInt64(s.lower[i]); !okLo && s.lower[i] != nil {
+			s.ints = false
+		}
+		if s.ihi[i], okHi = asInt64(s.upper[i]); !okHi && s.upper[i] != nil {
+			s.ints = false
+		}
+	}
+	if !s.ints {
+		s.ilo, s.ihi = nil, nil
 	}
 	b.stats[field.ID] = s
 	p.bases.grow(key, int64(n)*columnBytesPerTask)
@@ -334,6 +372,17 @@ func (p *Planner) statsCandidates(key string, b *base, tbl *table.Table, c conju
 				checks[i].values = pred.Literals().Members()
 			}
 		}
+		if checks[i].stats.ints && checks[i].values != nil {
+			ints := make([]int64, 0, len(checks[i].values))
+			for _, v := range checks[i].values {
+				if n, ok := asInt64(v); ok {
+					ints = append(ints, n)
+				}
+			}
+			if len(ints) == len(checks[i].values) {
+				checks[i].ints = ints
+			}
+		}
 	}
 	partChecks := partitionChecks(tbl, c.schema, c)
 	var parts []iceberg.StructLike
@@ -384,6 +433,22 @@ func keepTask(i int, b *base, checks []valueCheck, partChecks map[int32][]partit
 type valueCheck struct {
 	stats  *columnStats
 	values []iceberg.Literal // nil: more than iceberg-go compares (IN of over 200)
+	ints   []int64           // values as int64, when stats.ints
+}
+
+// within is anyWithin for task i, by int64 when the column is of integers.
+func (vc *valueCheck) within(i int) bool {
+	s := vc.stats
+	if vc.ints == nil {
+		return anyWithin(vc.values, s.lower[i], s.upper[i])
+	}
+	for _, v := range vc.ints {
+		if s.lower[i] != nil && s.ilo[i] > v || s.upper[i] != nil && s.ihi[i] < v {
+			continue
+		}
+		return true
+	}
+	return false
 }
 
 // inPredicateLimit is the size of an IN list beyond which iceberg-go's

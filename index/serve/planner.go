@@ -70,9 +70,11 @@ type Planner struct {
 // PlannerOptions configure NewPlanner.
 type PlannerOptions struct {
 	// MemoryBudget bounds the bytes kept: an eighth for plans (estimated
-	// by their encoded size), half for the fast path's base plans
-	// (estimated from their files' paths and statistics) and the rest for
-	// manifest files; 0 keeps none.
+	// by their encoded size), three quarters for the fast path's base
+	// plans (estimated from their files' paths and statistics: about
+	// 1.2 KiB per data file) and an eighth for manifest files, which only
+	// planning other than the fast path's, and making base plans, reads;
+	// 0 keeps none.
 	MemoryBudget int64
 	// TasksPerPage is the number of data files per page; 0 means
 	// DefaultTasksPerPage.
@@ -88,8 +90,8 @@ func NewPlanner(load Loader, o PlannerOptions) *Planner {
 		load:         load,
 		footers:      index.NewFooterCache(4096),
 		results:      newLRU[*PlanResult](o.MemoryBudget / 8),
-		bases:        newLRU[*base](o.MemoryBudget / 2),
-		manifests:    newLRU[[]byte](o.MemoryBudget - o.MemoryBudget/8 - o.MemoryBudget/2),
+		bases:        newLRU[*base](o.MemoryBudget / 4 * 3),
+		manifests:    newLRU[[]byte](o.MemoryBudget - o.MemoryBudget/8 - o.MemoryBudget/4*3),
 		tables:       newLRU[*table.Table](maxTables),
 		tasksPerPage: o.TasksPerPage,
 		metrics:      newMetrics(),
