@@ -419,6 +419,9 @@ func keepTask(i int, b *base, checks []valueCheck, partChecks map[int32][]partit
 			return false
 		}
 	}
+	if len(partChecks) == 0 {
+		return true
+	}
 	if fns := partChecks[b.tasks[i].File.SpecID()]; len(fns) > 0 && parts[i] != nil {
 		for _, fn := range fns {
 			if ok, err := fn(parts[i]); err == nil && !ok {
