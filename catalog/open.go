@@ -59,16 +59,16 @@ var ErrNoCatalog = errors.New("no catalog")
 // command line overrides the file field by field.
 type Options struct {
 	// Type is the catalog type: sql, rest, glue, hive or hadoop.
-	Type string `arg:"--catalog" help:"catalog type: sql, rest, glue, hive or hadoop [default: from the config file, else an embedded SQLite catalog in ./warehouse]"`
+	Type string `arg:"--catalog,env:ICEBLOOM_CATALOG_TYPE" help:"catalog type: sql, rest, glue, hive or hadoop [default: from the config file, else an embedded SQLite catalog in ./warehouse]"`
 	// Name selects the config file section and names the catalog; "" means
 	// the file's default-catalog, else DefaultName.
-	Name string `arg:"--catalog-name" help:"catalog name, selecting the config file section [default: the file's default-catalog, else default]"`
+	Name string `arg:"--catalog-name,env:ICEBLOOM_CATALOG_NAME" help:"catalog name, selecting the config file section [default: the file's default-catalog, else default]"`
 	// URI is the catalog's endpoint: the REST or Hive Metastore URI, or the
 	// SQL catalog's database DSN. A SQLite DSN that names no busy timeout
 	// gets one of 10 s, as the embedded catalog has.
-	URI string `arg:"--uri" help:"catalog URI (for sql: the database DSN)"`
+	URI string `arg:"--uri,env:ICEBLOOM_CATALOG_URI" help:"catalog URI (for sql: the database DSN)"`
 	// Warehouse is the location new tables are created under.
-	Warehouse string `arg:"--warehouse" help:"warehouse location"`
+	Warehouse string `arg:"--warehouse,env:ICEBLOOM_CATALOG_WAREHOUSE" help:"warehouse location"`
 	// ConfigPath is the config file; "" means ~/.iceberg-go.yaml, which may
 	// be missing, while a file named here must exist.
 	ConfigPath string `arg:"--config" help:"config file [default: ~/.iceberg-go.yaml]"`
@@ -79,13 +79,19 @@ type Options struct {
 	SQLDialect string `arg:"--sql-dialect" help:"SQL dialect of the sql catalog: sqlite or postgres [default: sqlite]"`
 	// Credential is the REST catalog's OAuth client credential
 	// (client-id:client-secret).
-	Credential string `arg:"--credential" help:"REST catalog OAuth credential (client-id:client-secret)"`
+	Credential string `arg:"--credential,env:ICEBLOOM_CATALOG_CREDENTIAL" help:"REST catalog OAuth credential (client-id:client-secret); a flag's value shows in the process list: prefer the variable, or a file"`
+	// CredentialFile is a file holding Credential (a mounted Secret): read
+	// by Open, its trailing line break dropped, so that the credential is
+	// neither in the process list nor in the environment.
+	CredentialFile string `arg:"--credential-file,env:ICEBLOOM_CATALOG_CREDENTIAL_FILE" placeholder:"PATH" help:"read the REST catalog OAuth credential from this file"`
 	// Token is a REST catalog OAuth token; it takes precedence over
 	// Credential and skips the OAuth flow.
-	Token string `arg:"--token" help:"REST catalog OAuth token (skips the OAuth flow)"`
+	Token string `arg:"--token,env:ICEBLOOM_CATALOG_TOKEN" help:"REST catalog OAuth token (skips the OAuth flow)"`
+	// TokenFile is a file holding Token, read as CredentialFile is.
+	TokenFile string `arg:"--token-file,env:ICEBLOOM_CATALOG_TOKEN_FILE" placeholder:"PATH" help:"read the REST catalog OAuth token from this file"`
 	// Scope is the REST catalog's OAuth scope; "" leaves the catalog's
 	// default.
-	Scope string `arg:"--scope" help:"REST catalog OAuth scope"`
+	Scope string `arg:"--scope,env:ICEBLOOM_CATALOG_SCOPE" help:"REST catalog OAuth scope"`
 	// Prefix is the REST catalog's path prefix; "" takes the one the
 	// server's /v1/config names.
 	Prefix string `arg:"--rest-prefix" help:"REST catalog path prefix [default: from the server's config]"`
@@ -102,6 +108,14 @@ type Options struct {
 	// Rest holds the REST catalog's SigV4 signing settings. As in the
 	// iceberg CLI they come from the config file's rest section only.
 	Rest *config.RestOptions `arg:"-"`
+	// MustExist makes Open refuse a catalog that does not exist rather
+	// than create one: a SQLite database file that is missing is an error
+	// naming the file, and a SQL catalog's tables are not created in a
+	// database without them. Commands that work on existing tables set it,
+	// so that a typo in --uri reads as a missing file, not as a missing
+	// namespace of a catalog just created; the embedded catalogs of
+	// Embedded are still created.
+	MustExist bool `arg:"-"`
 
 	// embedded, when set, is the directory of an embedded SQLite catalog:
 	// Open fills the fields still empty from it and, unless mustExist,
@@ -148,8 +162,14 @@ func Open(ctx context.Context, o Options) (icecatalog.Catalog, error) {
 
 // resolve layers o over the config file and the defaults.
 func resolve(o Options) (Options, error) {
+	var err error
+	if o.Credential, err = fromFile("credential", o.Credential, o.CredentialFile); err != nil {
+		return o, err
+	}
+	if o.Token, err = fromFile("token", o.Token, o.TokenFile); err != nil {
+		return o, err
+	}
 	if o.embedded == "" {
-		var err error
 		if o, err = withConfigFile(o); err != nil {
 			return o, err
 		}
@@ -285,6 +305,14 @@ func open(ctx context.Context, name string, o Options, props iceberg.Properties)
 			if err := checkSQLiteFile(file); err != nil {
 				return nil, err
 			}
+		}
+		if o.MustExist && o.embedded == "" {
+			if isSQLite {
+				if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
+					return nil, fmt.Errorf("SQLite catalog %s: no such file (icebloom opens an existing catalog; check --uri)", file)
+				}
+			}
+			all["init_catalog_tables"] = "false"
 		}
 		cat, err := icecatalog.Load(ctx, name, all)
 		if err != nil && isSQLite {
@@ -458,4 +486,28 @@ func checkSQLiteFile(file string) error {
 		return fmt.Errorf("SQLite catalog %s: %s is not a directory", file, dir)
 	}
 	return nil
+}
+
+// fromFile returns value, or the content of file without its trailing line
+// break when file is given: a secret as Kubernetes mounts one. Both given is
+// an error: which one is meant is not clear.
+func fromFile(what, value, file string) (string, error) {
+	if file == "" {
+		return value, nil
+	}
+	if value != "" {
+		return "", fmt.Errorf("%s given both directly and in file %s: give one", what, file)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "", fmt.Errorf("%s file %s: %w", what, file, err)
+	}
+	v := strings.TrimRight(string(data), "\r\n")
+	if v == "" {
+		return "", fmt.Errorf("%s file %s is empty", what, file)
+	}
+	return v, nil
 }

@@ -378,6 +378,13 @@ func readFooters(ctx context.Context, fsys icebergio.IO, files []table.Statistic
 			continue
 		}
 		g.Go(func() error {
+			// A panic reading one file (a storage client's) is that file's
+			// error, not the end of the process.
+			defer func() {
+				if r := recover(); r != nil {
+					footers[i], errs[i] = nil, fmt.Errorf("index: statistics file %s: internal error: %v", sf.StatisticsPath, r)
+				}
+			}()
 			if err := ctx.Err(); err != nil {
 				errs[i] = fmt.Errorf("index: statistics file %s: %w", sf.StatisticsPath, err)
 				return nil

@@ -253,3 +253,20 @@ func TestIndexCache(t *testing.T) {
 		t.Error("the new segment's entry is missing")
 	}
 }
+
+// panickingFS panics on every Open, as a broken storage client might.
+type panickingFS struct{ icebergio.IO }
+
+func (panickingFS) Open(string) (icebergio.File, error) { panic("storage client bug") }
+
+// TestLoadRecoversAPanic: a panic reading one statistics file in Load's
+// workers is that file's error (its files stay unindexed, so every lookup
+// keeps them), not the end of the process.
+func TestLoadRecoversAPanic(t *testing.T) {
+	dir := t.TempDir()
+	sf := writeStats(t, dir, "a.puffin", entryBlob("s3://b/d1.parquet", 10, 1, 7))
+	ix, errs := index.Load(context.Background(), panickingFS{icebergio.LocalFS{}}, statsOnly{stats: []table.StatisticsFile{sf}}, nil)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "internal error: storage client bug") || len(ix.Segments()) != 0 {
+		t.Fatalf("Load with a panicking storage: %v, %d segments", errs, len(ix.Segments()))
+	}
+}

@@ -236,10 +236,13 @@ func TestCommitSyncWorkers(t *testing.T) {
 	for i := range 6 {
 		s.Committed(table.Identifier{"db", fmt.Sprint("t", i)})
 	}
+	// The syncer counts a sync as running before its goroutine enters the
+	// sync function, so wait for both to say two.
 	waitFor(t, "two running, four queued", func() bool {
 		st := s.Stats()
-		return st.Running == 2 && st.Queued == 4
+		return st.Running == 2 && st.Queued == 4 && f.get(func(f *fakeSync) int { return f.total }) == 2
 	})
+	time.Sleep(50 * time.Millisecond) // a negative check: a third would have started by now
 	if running := f.get(func(f *fakeSync) int { return f.total }); running != 2 {
 		t.Fatalf("%d syncs running, want 2", running)
 	}

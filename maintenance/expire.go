@@ -35,6 +35,9 @@ type ExpireOptions struct {
 	// of the expiry's commit and those of the index fold's
 	// (indexer.CompactOptions.Logger).
 	Logger *slog.Logger
+	// MemoryBudget bounds the buffers of the index fold, as a compaction's
+	// (indexer.CompactOptions.MemoryBudget); 0 means the default.
+	MemoryBudget int64
 }
 
 // ExpireSummary reports an expiry.
@@ -89,7 +92,7 @@ func Expire(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 				return false, nil
 			}
 			if segmentOn(now, expiring) {
-				if sum.Folded, err = indexer.Compact(ctx, cat, ident, indexer.CompactOptions{Expiring: expiring, Logger: o.Logger}); err != nil {
+				if sum.Folded, err = indexer.Compact(ctx, cat, ident, indexer.CompactOptions{Expiring: expiring, Logger: o.Logger, MemoryBudget: o.MemoryBudget}); err != nil {
 					return false, fmt.Errorf("fold the index of %s before expiry: %w", name, err)
 				}
 				continue // re-plan on the table as the fold left it

@@ -19,6 +19,7 @@ import (
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/indexfile"
+	"github.com/icebloom/icebloom/puffin"
 )
 
 // DefaultGCGrace is how long an unreferenced index file is kept by default:
@@ -333,23 +334,23 @@ func newReferences(tbl *table.Table, fs icebergio.IO, cutoff time.Time, cache ma
 // statisticsOf returns the normalized locations of the statistics and
 // partition statistics files meta references, and of the segment files
 // those statistics files link (docs/format.md §2.5), read from the
-// directories of the files whose statistics entries say they link some. A
-// linking file that is missing or corrupt links nothing (the index repairs
-// it without its links); one that cannot be read for another reason is an
-// error, as what it links is unknown.
+// directory of every statistics file holding an icebloom index: the
+// directory is authoritative, the `links` property of table metadata only
+// informative (a table whose metadata lost it still links its shards). A
+// directory that cannot be read is an error naming the file, so that gc
+// deletes nothing: what it links is unknown (`icebloom sync` replaces a
+// broken segment).
 func statisticsOf(fs icebergio.IO, meta table.Metadata) ([]string, error) {
 	var locs []string
 	for sf := range meta.Statistics() {
 		locs = append(locs, normalizeLocation(sf.StatisticsPath))
-		if !index.LinksSegments(sf) {
+		if !holdsIndex(sf) {
 			continue
 		}
 		seg, err := index.ReadSegment(fs, sf)
 		if err != nil {
-			if !catalog.IsTransient(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-				continue // missing or corrupt: the index is repaired without it
-			}
-			return nil, fmt.Errorf("read the segments %s links: %w", sf.StatisticsPath, err)
+			return nil, fmt.Errorf("read the directory of index file %s, to learn which segment files it links (nothing deleted; `icebloom sync` replaces a broken index file): %w",
+				sf.StatisticsPath, err)
 		}
 		for _, l := range seg.Links() {
 			locs = append(locs, normalizeLocation(l.Path))
@@ -359,6 +360,17 @@ func statisticsOf(fs icebergio.IO, meta table.Metadata) ([]string, error) {
 		locs = append(locs, normalizeLocation(pf.StatisticsPath))
 	}
 	return locs, nil
+}
+
+// holdsIndex reports whether table metadata lists an icebloom blob in a
+// statistics file: only those have a directory that may link segments.
+func holdsIndex(sf table.StatisticsFile) bool {
+	for _, b := range sf.BlobMetadata {
+		if index.IsIndexBlobType(puffin.BlobType(b.Type)) {
+			return true
+		}
+	}
+	return false
 }
 
 // recentlyReferenced reports whether metadata that was current after the

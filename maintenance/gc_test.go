@@ -21,6 +21,7 @@ import (
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/segment"
 )
 
 var ctx = context.Background()
@@ -426,5 +427,69 @@ func TestGCIndexFileName(t *testing.T) {
 		if IsIndexFileName(name) != want {
 			t.Errorf("%s: %v", name, !want)
 		}
+	}
+}
+
+// TestGCReadsLinksFromDirectories: gc learns what a linking segment links
+// from its directory, which docs/format.md calls authoritative, not from
+// the informative `links` property of table metadata: with the property
+// gone, a zero-grace gc keeps the shard's linked segment (it deleted it).
+// A linking file whose directory cannot be read makes gc delete nothing
+// and say which file.
+func TestGCReadsLinksFromDirectories(t *testing.T) {
+	cat := newTable(t)
+	if _, err := indexer.Build(ctx, cat, ident, indexer.Options{Columns: []string{"id"}, CompactAbove: -1,
+		Shard: &indexer.Shard{Index: 0, Count: 2, Run: "r"}}); err != nil {
+		t.Fatal(err)
+	}
+	tbl := load(t, cat)
+	var linking table.StatisticsFile
+	for sf := range tbl.Metadata().Statistics() {
+		linking = sf
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg, err := index.ReadSegment(fs, linking)
+	if err != nil || len(seg.Links()) != 1 {
+		t.Fatalf("the shard's commit links %v (%v), want its segment", seg, err)
+	}
+	linked := seg.Links()[0].Path
+
+	// Table metadata loses the links property: the directory still links.
+	stripped := linking
+	stripped.BlobMetadata = nil
+	for _, b := range linking.BlobMetadata {
+		props := map[string]string{}
+		for k, v := range b.Properties {
+			if k != segment.PropLinks {
+				props[k] = v
+			}
+		}
+		b.Properties = props
+		stripped.BlobMetadata = append(stripped.BlobMetadata, b)
+	}
+	if _, _, err := cat.CommitTable(ctx, ident, nil, []table.Update{table.NewSetStatisticsUpdate(stripped)}); err != nil {
+		t.Fatal(err)
+	}
+	if index.LinksSegments(stripped) {
+		t.Fatal("the links property is still there")
+	}
+	sum := runGC(t, cat, GCOptions{OlderThan: NoGrace, Force: true, Now: in(1)})
+	if slices.Contains(sum.Deleted, linked) || !exists(t, linked) {
+		t.Fatalf("gc deleted the linked segment %s: %+v", linked, sum)
+	}
+
+	// A linking file that cannot be read: nothing is deleted.
+	if err := os.WriteFile(local(linking.StatisticsPath), []byte("not a Puffin file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = GC(ctx, cat, ident, GCOptions{OlderThan: NoGrace, Force: true, Now: in(1)})
+	if err == nil || !strings.Contains(err.Error(), linking.StatisticsPath) || !strings.Contains(err.Error(), "nothing deleted") {
+		t.Fatalf("gc with an unreadable linking file: %v", err)
+	}
+	if !exists(t, linked) {
+		t.Fatal("gc deleted the linked segment of an unreadable linking file")
 	}
 }

@@ -1,6 +1,7 @@
 package maintenance
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,10 +25,16 @@ type MaintainOptions struct {
 	// CompactAbove compacts the index when the sync leaves more segments
 	// than this; 0 means indexer.DefaultCompactAbove.
 	CompactAbove int
-	// Expire, when set, expires snapshots (folding their segments first).
+	// Expire, when set, expires snapshots (folding their segments first;
+	// the fold gets Index's memory budget unless Expire names its own).
 	Expire *ExpireOptions
 	// GC configures the deletion of orphan index files.
 	GC GCOptions
+	// NoRepair skips the repair (indexer.Repair) that starts each table's
+	// run: a streaming read of every byte of its index, checking every
+	// checksum, which costs the index's size in reads (small next to the
+	// data a build reads, but every run).
+	NoRepair bool
 	// Verify, when set, verifies each table's index last
 	// (indexer.Verify); a problem fails the table's run.
 	Verify *verify.Options
@@ -37,6 +44,7 @@ type MaintainOptions struct {
 type TableReport struct {
 	Table   string                  `json:"table"`
 	Skipped string                  `json:"skipped,omitempty"`
+	Repair  *indexer.RepairSummary  `json:"repair,omitempty"`
 	Sync    *indexer.Summary        `json:"sync,omitempty"`
 	Compact *indexer.CompactSummary `json:"compact,omitempty"`
 	Expire  *ExpireSummary          `json:"expire,omitempty"`
@@ -120,7 +128,9 @@ func Maintain(ctx context.Context, cat icecatalog.Catalog, tables []table.Identi
 	return reports
 }
 
-// MaintainTable keeps one table's index true: sync (and index compaction
+// MaintainTable keeps one table's index true: repair (indexer.Repair: a
+// damaged index file is rewritten from what reads clean), sync (which
+// indexes again the files whose filters the repair left out, and compacts
 // past the segment threshold), then optionally expiry, then gc, then
 // optionally verification. A table without a snapshot is skipped, and so
 // is one with no indexed columns — no icebloom index and no column its
@@ -146,6 +156,13 @@ func MaintainTable(ctx context.Context, cat icecatalog.Catalog, ident table.Iden
 	// indexer.IndexedColumns); a table with nothing to sync is asked
 	// directly.
 	if tbl.CurrentSnapshot() != nil {
+		// Damage verify would report is repaired first, so the sync
+		// indexes again the files of the groups the repair left out.
+		if !o.NoRepair {
+			if r.Repair, err = indexer.Repair(ctx, cat, ident, indexer.CompactOptions{Logger: o.Index.Logger, MemoryBudget: o.Index.MemoryBudget}); err != nil {
+				return fail(err)
+			}
+		}
 		idx := o.Index
 		idx.Columns, idx.FPP, idx.CompactAbove = nil, 0, o.CompactAbove
 		r.Sync, err = indexer.Sync(ctx, cat, ident, idx)
@@ -164,7 +181,9 @@ func MaintainTable(ctx context.Context, cat icecatalog.Catalog, ident table.Iden
 	}
 	r.Compact = r.Sync.Compacted
 	if o.Expire != nil {
-		if r.Expire, err = Expire(ctx, cat, ident, *o.Expire); err != nil {
+		exp := *o.Expire
+		exp.MemoryBudget = cmp.Or(exp.MemoryBudget, o.Index.MemoryBudget)
+		if r.Expire, err = Expire(ctx, cat, ident, exp); err != nil {
 			return fail(err)
 		}
 	}

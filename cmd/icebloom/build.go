@@ -18,7 +18,7 @@ import (
 // indexFlags are the flags of the commands that index data files.
 type indexFlags struct {
 	Table    string   `arg:"positional,required" help:"table identifier, ns.table"`
-	Columns  string   `arg:"--columns" help:"comma-separated columns to index besides those the index already holds and those with write.parquet.bloom-filter-enabled.column.<name>=true (remove one with compact-index --drop-columns)"`
+	Columns  string   `arg:"--columns" help:"comma-separated columns to index besides those the index already holds and those with write.parquet.bloom-filter-enabled.column.<name>=true (remove one with compact-index --drop-columns); a name with a comma in double quotes"`
 	FPP      *float64 `arg:"--fpp" help:"target false-positive rate, between 0 and 1 [default: write.parquet.bloom-filter-fpp.column.<name>, else the rate the column's filters already target, else 0.01]"`
 	Parallel *int     `arg:"--parallel" help:"data files read at once, 1 or more [default: number of CPUs]"`
 	FailFast bool     `arg:"--fail-fast" help:"fail on a data file that cannot be read instead of leaving it unindexed"`
@@ -112,7 +112,7 @@ func (f memoryFlag) budget() int64 {
 }
 
 func (f indexFlags) options() indexer.Options {
-	o := indexer.Options{Columns: columnList(f.Columns), RequestsInFlight: f.requests(), FailFast: f.FailFast, MemoryBudget: f.budget()}
+	o := indexer.Options{Columns: columnList("--columns", f.Columns), RequestsInFlight: f.requests(), FailFast: f.FailFast, MemoryBudget: f.budget()}
 	if f.FPP != nil {
 		o.FPP = *f.FPP
 	}
@@ -122,14 +122,10 @@ func (f indexFlags) options() indexer.Options {
 	return o
 }
 
-// columnList splits a comma-separated list of column names.
-func columnList(s string) []string {
-	var cols []string
-	for _, name := range strings.Split(s, ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			cols = append(cols, name)
-		}
-	}
+// columnList splits a list of column names that checkFlags has checked
+// (splitColumns: names with commas double-quoted).
+func columnList(flag, s string) []string {
+	cols, _ := splitColumns(flag, s) // checked with the other flags
 	return cols
 }
 

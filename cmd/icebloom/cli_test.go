@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go/table"
 
@@ -19,6 +21,15 @@ import (
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
 )
+
+// icebloomTTY is icebloom with stderr a terminal 80 columns wide: text
+// messages, usage errors with the usage.
+func icebloomTTY(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = runOn(context.Background(), args, &out, &errOut, true, 80, time.Now)
+	return out.String(), errOut.String(), code
+}
 
 // lastLine is the last line of a command's stderr: its error.
 func lastLine(stderr string) string {
@@ -85,6 +96,22 @@ func TestNoCatalogCreated(t *testing.T) {
 		t.Errorf("SQLite catalog in a missing directory: exit %d, %q", code, lastLine(stderr))
 	}
 	os.RemoveAll(filepath.Join(dir, "warehouse"))
+
+	// An explicit SQLite catalog that does not exist is not created, by
+	// reading commands or by any other: a typo in the path is said as one.
+	missing := filepath.Join(dir, "typo.db")
+	for _, args := range [][]string{
+		{"inspect", "db.t"}, {"lookup", "db.t", "--where", "id = 1"}, {"scan", "db.t", "--where", "id = 1"},
+		{"verify", "db.t"}, {"gc", "db.t"}, {"maintain"}, {"build", "db.t", "--columns", "id"},
+	} {
+		for _, uri := range []string{missing, "file:" + missing + "?_journal_mode=WAL"} {
+			_, stderr, code := icebloom(t, append([]string{"--catalog", "sql", "--uri", uri}, args...)...)
+			if want := "SQLite catalog " + missing + ": no such file"; code != 1 || !strings.Contains(failure(t, stderr), want) {
+				t.Errorf("%v --uri %s: exit %d, %q; want 1 and %q", args, uri, code, stderr, want)
+			}
+			emptyDir(t, dir, strings.Join(args, " "))
+		}
+	}
 
 	// quickstart writes a table: it creates the catalog, which the others
 	// then open.
@@ -154,8 +181,8 @@ func TestMaintainNoSnapshot(t *testing.T) {
 
 // TestRepairAdvice: an index problem lookup or inspect meets names the
 // command that repairs it, and that command does: sync for a missing
-// index file, rebuild for runs that fail their checksums (which sync
-// never reads, and compact-index does not copy when there is one segment).
+// index file, maintain for runs that fail their checksums (which sync
+// never reads; maintain's repair reads every run).
 func TestRepairAdvice(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
@@ -227,11 +254,11 @@ func TestRepairAdvice(t *testing.T) {
 	if err := os.WriteFile(local, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	lookupAdvice("`icebloom rebuild demo.events` writes the index anew")
-	if _, stderr, code := icebloom(t, "rebuild", "demo.events"); code != 0 {
-		t.Fatalf("rebuild: %s", stderr)
+	lookupAdvice("`icebloom maintain demo.events` repairs it")
+	if _, stderr, code := icebloom(t, "maintain", "demo.events"); code != 0 {
+		t.Fatalf("maintain: %s", stderr)
 	}
-	verified("rebuild")
+	verified("maintain")
 
 	// The index file is gone.
 	if err := os.Remove(strings.TrimPrefix(segments()[0].File.StatisticsPath, "file://")); err != nil {
@@ -283,14 +310,14 @@ func TestFlagValues(t *testing.T) {
 		{[]string{"quickstart", "--files", "0"}, "--files 0: want 1 or more data files"},
 		{[]string{"quickstart", "--rows", "-5"}, "--rows -5: want 1 or more rows"},
 	} {
-		_, stderr, code := icebloom(t, c.args...)
-		if code != 2 || !strings.Contains(stderr, "icebloom: "+c.want) && !strings.Contains(stderr, c.want) {
+		_, stderr, code := icebloomTTY(t, c.args...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, %q; want 2 and %q", c.args, code, stderr, c.want)
 		}
 		emptyDir(t, dir, strings.Join(c.args, " "))
 	}
 	// Several bad values are each named.
-	_, stderr, _ := icebloom(t, "build", "db.t", "--fpp", "0", "--parallel", "0")
+	_, stderr, _ := icebloomTTY(t, "build", "db.t", "--fpp", "0", "--parallel", "0")
 	if !strings.Contains(stderr, "icebloom: --fpp 0") || !strings.Contains(stderr, "icebloom: --parallel 0") {
 		t.Errorf("two bad values: %s", stderr)
 	}
@@ -384,14 +411,14 @@ func TestVersionHelpUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "icebloom: a command is required (icebloom COMMAND --help says what each does)"},
+		{nil, "icebloom: a command is required (icebloom help COMMAND says what each does)"},
 		{[]string{"build"}, "icebloom: TABLE is required"},
 		{[]string{"expire", "db.t"}, "icebloom: --older-than is required"},
 		{[]string{"lookup", "db.t"}, "icebloom: --where or --where-file is required"},
 		{[]string{"completion"}, "icebloom: SHELL is required"},
 		{[]string{"completion", "fish"}, `icebloom: completion "fish": want bash or zsh`},
 	} {
-		stdout, stderr, code := icebloom(t, c.args...)
+		stdout, stderr, code := icebloomTTY(t, c.args...)
 		if code != 2 || stdout != "" || lastLine(stderr) != c.want || !strings.Contains(stderr, "Usage: icebloom") {
 			t.Errorf("%v: exit %d, last line %q; want 2, usage and %q", c.args, code, lastLine(stderr), c.want)
 		}

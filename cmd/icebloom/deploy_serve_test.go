@@ -84,11 +84,6 @@ type kubeServeContainer struct {
 	} `yaml:"ports"`
 	ReadinessProbe *kubeProbe `yaml:"readinessProbe"`
 	LivenessProbe  *kubeProbe `yaml:"livenessProbe"`
-	VolumeMounts   []struct {
-		Name      string `yaml:"name"`
-		MountPath string `yaml:"mountPath"`
-		ReadOnly  bool   `yaml:"readOnly"`
-	} `yaml:"volumeMounts"`
 }
 
 type kubeProbe struct {
@@ -148,30 +143,23 @@ func deployLoadKubeStrict(t *testing.T, path string, vs ...any) {
 	}
 }
 
-// serveFlagsBeforeServe are the flags of `icebloom serve` as the commit
-// syncer's branch was given them, for a tree where the serve command is
-// not in yet; where it is, its own flags are read (serveCommandFlags).
-var serveFlagsBeforeServe = []string{
-	"--listen", "--upstream", "--tls-cert", "--tls-key", "--bearer-token-file", "--memory-budget-mib",
-	"--max-plans-in-flight", "--max-request-bytes", "--no-scan-planning-mode", "--sync-on-commit",
-	"--sync-token-file", "--sync-quiet", "--sync-max-delay", "--sync-workers",
-}
-
 // serveCommandField returns the Args field of the serve command (its
-// struct type), and whether this icebloom has one.
-func serveCommandField() (reflect.StructField, bool) {
+// struct type).
+func serveCommandField(t *testing.T) reflect.StructField {
+	t.Helper()
 	ty := reflect.TypeFor[Args]()
 	for i := range ty.NumField() {
 		if f := ty.Field(i); slices.Contains(strings.Split(f.Tag.Get("arg"), ","), "subcommand:serve") {
-			return f, true
+			return f
 		}
 	}
-	return reflect.StructField{}, false
+	t.Fatal("icebloom has no serve command")
+	return reflect.StructField{}
 }
 
 // serveArgs is a serve command line as the checks below read it: its
 // serve flags by name (the last value of each, "" for a switch), and
-// icebloom's parse of the whole line when it has a serve command.
+// icebloom's parse of the whole line.
 type serveArgs struct {
 	flags  map[string]string
 	parsed *Args
@@ -179,8 +167,7 @@ type serveArgs struct {
 
 // deployServeArgs splits argv at "serve", checks the serve flags against
 // those icebloom's serve command accepts, and parses the line with
-// icebloom's parser when there is a serve command (else the global part
-// alone). Flags must be written --flag=value, or --switch: a flag's value
+// icebloom's parser. Flags must be written --flag=value, or --switch: a flag's value
 // as a separate word would be taken for a flag of its own here.
 func deployServeArgs(t *testing.T, what string, argv []string) serveArgs {
 	t.Helper()
@@ -188,29 +175,24 @@ func deployServeArgs(t *testing.T, what string, argv []string) serveArgs {
 	if i < 0 {
 		t.Fatalf("%s: %q: no serve command", what, argv)
 	}
-	known := serveFlagsBeforeServe
-	field, ok := serveCommandField()
-	if ok {
-		known = nil
-		var collect func(reflect.Type)
-		collect = func(ty reflect.Type) {
-			for j := range ty.NumField() {
-				f := ty.Field(j)
-				if f.Anonymous && f.Type.Kind() == reflect.Struct {
-					collect(f.Type)
-					continue
-				}
-				for part := range strings.SplitSeq(f.Tag.Get("arg"), ",") {
-					if strings.HasPrefix(part, "--") {
-						known = append(known, part)
-					}
+	field := serveCommandField(t)
+	var known []string
+	var collect func(reflect.Type)
+	collect = func(ty reflect.Type) {
+		for j := range ty.NumField() {
+			f := ty.Field(j)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				collect(f.Type)
+				continue
+			}
+			for part := range strings.SplitSeq(f.Tag.Get("arg"), ",") {
+				if strings.HasPrefix(part, "--") {
+					known = append(known, part)
 				}
 			}
 		}
-		collect(field.Type.Elem())
-	} else {
-		t.Logf("%s: this icebloom has no serve command: its flags are checked against the list the serve branch was given", what)
 	}
+	collect(field.Type.Elem())
 	sa := serveArgs{flags: map[string]string{}}
 	for _, a := range argv[i+1:] {
 		name, value, _ := strings.Cut(a, "=")
@@ -220,13 +202,9 @@ func deployServeArgs(t *testing.T, what string, argv []string) serveArgs {
 		}
 		sa.flags[name] = value
 	}
-	if ok {
-		sa.parsed = deployParseArgs(t, what, argv)
-		if reflect.ValueOf(sa.parsed).Elem().FieldByIndex(field.Index).IsNil() {
-			t.Errorf("%s: %q does not run serve", what, argv)
-		}
-	} else {
-		sa.parsed = deployParseArgs(t, what, argv[:i])
+	sa.parsed = deployParseArgs(t, what, argv)
+	if reflect.ValueOf(sa.parsed).Elem().FieldByIndex(field.Index).IsNil() {
+		t.Errorf("%s: %q does not run serve", what, argv)
 	}
 	return sa
 }
@@ -357,11 +335,6 @@ func TestDeployKubernetesServe(t *testing.T) {
 	c := pod.Containers[0]
 	asJob := c.kubeContainer
 	asJob.Args = slices.Clone(c.Args)
-	if _, ok := serveCommandField(); !ok {
-		if i := slices.Index(asJob.Args, "serve"); i >= 0 {
-			asJob.Args = asJob.Args[:i] // without a serve command only the global flags parse
-		}
-	}
 	for _, a := range c.Args {
 		if u, ok := strings.CutPrefix(a, "--upstream="); ok {
 			asJob.Args = append([]string{"--catalog=rest", "--uri=" + u}, asJob.Args...)

@@ -543,6 +543,7 @@ type kubePodSpec struct {
 	RestartPolicy   string              `yaml:"restartPolicy"`
 	SecurityContext kubeSecurityContext `yaml:"securityContext"`
 	Containers      []kubeContainer     `yaml:"containers"`
+	Volumes         []kubeVolume        `yaml:"volumes"`
 }
 
 type kubeSecurityContext struct {
@@ -566,6 +567,11 @@ type kubeContainer struct {
 		Limits   map[string]string `yaml:"limits"`
 	} `yaml:"resources"`
 	SecurityContext kubeSecurityContext `yaml:"securityContext"`
+	VolumeMounts    []struct {
+		Name      string `yaml:"name"`
+		MountPath string `yaml:"mountPath"`
+		ReadOnly  bool   `yaml:"readOnly"`
+	} `yaml:"volumeMounts"`
 }
 
 // kubeEnvVar is an env var of a container: a value, or where Kubernetes
@@ -662,12 +668,32 @@ func deployCheckKubePod(t *testing.T, what string, pod kubePodSpec, env map[stri
 		t.Errorf("container %s: no memory limit", c.Name)
 	}
 
-	// Credentials come from a Secret, never a literal value.
+	// Credentials come from a Secret, never a literal value: in a variable,
+	// or (better: in neither the process list nor the environment) in a
+	// file of a Secret mounted read-only, which a *_FILE variable names.
+	secretDirs := map[string]bool{}
+	for _, m := range c.VolumeMounts {
+		for _, v := range pod.Volumes {
+			if v.Name == m.Name && v.Secret != nil {
+				if !m.ReadOnly {
+					t.Errorf("container %s: Secret volume %s mounted writable", c.Name, m.Name)
+				}
+				secretDirs[strings.TrimSuffix(m.MountPath, "/")] = true
+			}
+		}
+	}
 	defined := map[string]bool{}
 	fromSecret := 0
 	for _, e := range c.Env {
 		defined[e.Name] = true
 		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			fromSecret++
+			continue
+		}
+		if strings.HasSuffix(e.Name, "_FILE") && e.Value != nil {
+			if !secretDirs[filepath.Dir(*e.Value)] {
+				t.Errorf("container %s: env %s=%s is no file of a mounted Secret", c.Name, e.Name, *e.Value)
+			}
 			fromSecret++
 			continue
 		}

@@ -57,8 +57,9 @@ func schemaColumns(schema *iceberg.Schema, max int) string {
 //     broken, indexes its files again and compacts it away;
 //   - a run of filters that fails its checksum or is cut short in a file
 //     whose directory is sound: sync reads only directories and would keep
-//     trusting it, and compact-index copies it only when there is more than
-//     one segment to merge, so rebuild, which writes every filter anew.
+//     trusting it, so maintain, whose repair reads every run and rewrites
+//     the index without the groups that fail (its sync then indexes their
+//     files again).
 //
 // A failure that may pass (a cancelled run, a transient storage error)
 // gets no advice.
@@ -71,7 +72,7 @@ func withRepair(table string, err error) error {
 	case errors.As(err, &se), errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w (`icebloom sync %s` indexes its files again and removes it)", err, table)
 	case errors.Is(err, segment.ErrChecksum), errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("%w (`icebloom rebuild %s` writes the index anew)", err, table)
+		return fmt.Errorf("%w (`icebloom maintain %s` repairs it)", err, table)
 	}
 	return err
 }

@@ -26,9 +26,10 @@ func checkFlags(cmd any) error {
 	case *RebuildCmd:
 		return c.indexFlags.checkValues()
 	case *CompactIndexCmd:
-		return c.memoryFlag.checkValues()
+		_, err := splitColumns("--drop-columns", c.DropColumns)
+		return errors.Join(err, c.memoryFlag.checkValues())
 	case *ExpireCmd:
-		return cli.CheckAtLeast("--retain-last", c.RetainLast, 1, "snapshot")
+		return errors.Join(cli.CheckAtLeast("--retain-last", c.RetainLast, 1, "snapshot"), c.memoryFlag.checkValues())
 	case *MaintainCmd:
 		var errs []error
 		if c.Every != nil && c.Every.d <= 0 {
@@ -41,10 +42,14 @@ func checkFlags(cmd any) error {
 			errs = append(errs, cli.CheckAtLeast("--verify-sample", *c.VerifySample, 0, "data file"))
 		}
 		return errors.Join(append(errs, cli.CheckAtLeast("--retain-last", c.RetainLast, 1, "snapshot"), c.requestsFlag.checkValues(),
-			checkCompactAbove(c.CompactAbove))...)
+			c.memoryFlag.checkValues(), checkCompactAbove(c.CompactAbove))...)
 	case *ScanCmd:
 		if c.Limit < 0 {
 			return fmt.Errorf("--limit %d: want 0 (every row) or more rows", c.Limit)
+		}
+	case *ColumnsCmd:
+		if c.FPP != nil {
+			return cli.CheckFPP(*c.FPP)
 		}
 	case *VerifyCmd:
 		return cli.CheckAtLeast("--sample", c.Sample, 0, "data file")
@@ -56,7 +61,8 @@ func checkFlags(cmd any) error {
 
 // checkValues checks the flags of the indexing commands.
 func (f indexFlags) checkValues() error {
-	var errs []error
+	_, err := splitColumns("--columns", f.Columns)
+	errs := []error{err}
 	if f.FPP != nil {
 		errs = append(errs, cli.CheckFPP(*f.FPP))
 	}

@@ -108,7 +108,11 @@ func TestGCBadInput(t *testing.T) {
 		{[]string{"gc", "db.missing"}, 1, "db.missing"},
 	}
 	for _, c := range cases {
-		_, stderr, code := icebloom(t, c.args...)
+		run := icebloom
+		if c.code == 2 {
+			run = icebloomTTY // the usage error as text
+		}
+		_, stderr, code := run(t, c.args...)
 		if code != c.code || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d mentioning %q", c.args, code, stderr, c.code, c.want)
 		}

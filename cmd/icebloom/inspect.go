@@ -86,6 +86,10 @@ func (c *InspectCmd) run(ctx context.Context, e *env) error {
 		return e.printJSON(out)
 	}
 	e.printf("snapshot %d: %s\n", out.SnapshotID, plural(out.LiveFiles, "live data file"))
+	if len(out.Segments) == 0 && len(out.IndexErrors) == 0 {
+		e.printf("%s\n", noIndex(c.Table))
+		return nil
+	}
 	e.printf("%s index entries\n", plural(len(out.Segments), "segment holds", "segments hold"))
 	for _, s := range out.Segments {
 		e.printf("  %s (snapshot %d, format v%d, %s): %s, %s of other tools, %s\n",
@@ -211,4 +215,10 @@ func inspect(ctx context.Context, tbl *table.Table, snapshotID int64) (*InspectO
 		out.Columns = append(out.Columns, *col)
 	}
 	return out, nil
+}
+
+// noIndex says that a table has no index and how to build one.
+func noIndex(table string) string {
+	return fmt.Sprintf("%s has no icebloom index: `icebloom build %s --columns COL` builds one (or `icebloom columns %s --enable COL` and then `icebloom sync %s`, as maintain does)",
+		table, table, table, table)
 }

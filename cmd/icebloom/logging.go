@@ -157,6 +157,9 @@ func logMaintained(log *slog.Logger, r maintenance.TableReport, round int, dur t
 	if c := r.Compact; c != nil {
 		attrs = append(attrs, "segments_compacted", c.SegmentsBefore)
 	}
+	if x := r.Repair; x != nil && x.Compacted != nil {
+		attrs = append(attrs, "index_files_repaired", len(x.Damaged), "groups_dropped", len(x.Compacted.BrokenGroups))
+	}
 	if x := r.Expire; x != nil {
 		attrs = append(attrs, "snapshots_expired", len(x.SnapshotsExpired))
 	}

@@ -94,7 +94,7 @@ func TestLogsAreJSONWhenNotATerminal(t *testing.T) {
 			t.Errorf("--log-level warn let through %v", r)
 		}
 	}
-	if _, stderr, code := icebloom(t, "--log-level", "verbose", "inspect", "db.ids"); code != 2 || !strings.Contains(stderr, `"verbose"`) {
+	if _, stderr, code := icebloomTTY(t, "--log-level", "verbose", "inspect", "db.ids"); code != 2 || !strings.Contains(stderr, `"verbose"`) {
 		t.Errorf("--log-level verbose: exit %d, %s", code, stderr)
 	}
 

@@ -42,6 +42,10 @@ func (f *whereFlags) validate() error {
 	return nil
 }
 
+// maxWhereFileBytes bounds what --where-file reads: a filter holds at
+// most where.MaxValues values, which fit in far less.
+const maxWhereFileBytes = 16 << 20
+
 // filter parses the filter from --where or --where-file; its errors name
 // the flag, and the file.
 func (f *whereFlags) filter(e *env) (iceberg.BooleanExpression, error) {
@@ -57,15 +61,22 @@ func (f *whereFlags) filter(e *env) (iceberg.BooleanExpression, error) {
 	source := f.WhereFile
 	if source == "-" {
 		source = "stdin"
-		text, err = io.ReadAll(e.stdin)
+		text, err = io.ReadAll(io.LimitReader(e.stdin, maxWhereFileBytes+1))
 	} else {
-		text, err = os.ReadFile(f.WhereFile)
+		var file *os.File
+		if file, err = os.Open(f.WhereFile); err == nil {
+			text, err = io.ReadAll(io.LimitReader(file, maxWhereFileBytes+1))
+			file.Close()
+		}
 		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
 			err = pe.Err // the path is said once, below
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("--where-file %s: %w", source, err)
+	}
+	if len(text) > maxWhereFileBytes {
+		return nil, fmt.Errorf("--where-file %s: larger than %d MiB, the limit of a filter (split it into several lookups)", source, maxWhereFileBytes>>20)
 	}
 	if !utf8.Valid(text) {
 		return nil, fmt.Errorf("--where-file %s: not UTF-8 text", source)
@@ -150,6 +161,11 @@ func (c *LookupCmd) run(ctx context.Context, e *env) error {
 	}
 	for _, f := range out.Candidates {
 		e.printf("%s\n", f)
+	}
+	if e.stdoutTTY {
+		// Said on stdout, where a person looks: an empty answer is not
+		// only a log record.
+		e.printf("(%d of %s may match)\n", len(out.Candidates), plural(out.FilesTotal, "data file"))
 	}
 	e.log.Info("lookup done", "command", "lookup", "table", c.Table, "snapshot", out.SnapshotID,
 		"candidates", len(out.Candidates), "files_total", out.FilesTotal, "files_after_stats", out.FilesAfterStats,

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"os"
 	"os/signal"
 	"reflect"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -49,6 +52,8 @@ type Args struct {
 	Serve        *ServeCmd        `arg:"subcommand:serve" help:"serve an Iceberg REST catalog that plans scans with the index (proxy or read-only)"`
 	VersionCmd   *VersionCmd      `arg:"subcommand:version" help:"print icebloom's version: module version and the VCS revision it was built from"`
 	Completion   *CompletionCmd   `arg:"subcommand:completion" help:"print a bash or zsh script that completes icebloom's commands and flags"`
+	List         *ListCmd         `arg:"subcommand:list" help:"list the tables of the catalog, or of a namespace, with their index: columns, coverage, segments, last sync"`
+	Columns      *ColumnsCmd      `arg:"subcommand:columns" help:"show the columns a table's index holds and its properties enable; enable or disable columns in one commit"`
 }
 
 func (Args) Description() string {
@@ -61,9 +66,12 @@ func (Args) Description() string {
 type env struct {
 	stdin          io.Reader // where --where-file - reads
 	stdout, stderr io.Writer
-	json           bool
-	options        catalog.Options
-	cat            icecatalog.Catalog // opened on first use, closed by run
+	// stdoutTTY: stdout is a terminal, where scan aligns its rows and
+	// says how many there were.
+	stdoutTTY bool
+	json      bool
+	options   catalog.Options
+	cat       icecatalog.Catalog // opened on first use, closed by run
 	// log takes the diagnostics; results go to stdout.
 	log *slog.Logger
 	// status is stderr when it is a terminal (progress bars are drawn on
@@ -143,37 +151,64 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintln(stderr, "icebloom:", err)
 		return 2
 	}
+	// usage reports a bad command line, exit code 2: with the usage and
+	// an "icebloom: …" line per problem on a terminal, else as JSON
+	// records like every other message (the usage in a field).
+	usage := func(withUsage bool, problems ...string) int {
+		var text bytes.Buffer
+		if withUsage {
+			p.WriteUsageForSubcommand(&text, p.SubcommandNames()...)
+		}
+		if tty {
+			stderr.Write(text.Bytes())
+			for _, line := range problems {
+				fmt.Fprintln(stderr, "icebloom:", line)
+			}
+			return 2
+		}
+		log := newLogger(stderr, slog.LevelInfo, false)
+		command, _ := commandOf(p)
+		for _, line := range problems {
+			attrs := []any{"command", command, "error", line}
+			if withUsage {
+				attrs = append(attrs, "usage", strings.TrimSpace(text.String()))
+			}
+			log.Error("bad command line", attrs...)
+		}
+		return 2
+	}
+	if len(argv) > 0 && argv[0] == "help" {
+		// icebloom help CMD is icebloom CMD --help.
+		if len(argv) > 1 && subcommandHelp(argv[1]) == "" {
+			return usage(false, fmt.Sprintf("help %s: no such command (icebloom help lists them)", argv[1]))
+		}
+		argv = append(slices.Clone(argv[1:]), "--help")
+	}
 	if err := p.Parse(argv); err != nil {
 		if errors.Is(err, arg.ErrHelp) {
 			writeHelp(stdout, p)
 			return 0
 		}
-		p.WriteUsageForSubcommand(stderr, p.SubcommandNames()...)
-		fmt.Fprintln(stderr, "icebloom:", err)
-		return 2
+		return usage(true, err.Error())
 	}
 	// Flags that depend on each other, and values the parser takes but no
 	// command can use.
 	if c, ok := p.Subcommand().(interface{ validate() error }); ok {
 		if err := c.validate(); err != nil {
-			p.WriteUsageForSubcommand(stderr, p.SubcommandNames()...)
-			fmt.Fprintln(stderr, "icebloom:", err)
-			return 2
+			return usage(true, err.Error())
 		}
 	}
 	if err := checkFlags(p.Subcommand()); err != nil {
-		p.WriteUsageForSubcommand(stderr, p.SubcommandNames()...)
-		for _, line := range strings.Split(err.Error(), "\n") { // one line per bad flag
-			fmt.Fprintln(stderr, "icebloom:", line)
-		}
-		return 2
+		return usage(true, strings.Split(err.Error(), "\n")...) // one line per bad flag
 	}
 	output := strings.ToLower(args.Output)
 	if output != "text" && output != "json" {
-		fmt.Fprintf(stderr, "icebloom: --output %q: want text or json\n", args.Output)
-		return 2
+		return usage(false, fmt.Sprintf("--output %q: want text or json", args.Output))
 	}
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, json: output == "json", options: args.Options, now: now}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, stdoutTTY: stdoutTerminal(stdout), json: output == "json", options: args.Options, now: now}
+	// Every command works on existing tables; the ones that make a catalog
+	// of their own (quickstart, bench) open it with catalog.Embedded.
+	e.options.MustExist = true
 	logOut := stderr
 	if tty {
 		e.status = &statusLine{w: stderr, width: width}
@@ -216,16 +251,20 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 		cmd = args.Serve
 	case args.Completion != nil:
 		cmd = args.Completion
+	case args.Columns != nil:
+		cmd = args.Columns
+	case args.List != nil:
+		cmd = args.List
 	default:
-		p.WriteHelp(stderr)
-		fmt.Fprintln(stderr, "icebloom: a command is required (icebloom COMMAND --help says what each does)")
-		return 2
+		if tty {
+			p.WriteHelp(stderr)
+		}
+		return usage(false, "a command is required (icebloom help COMMAND says what each does)")
 	}
 	command, table := commandOf(p)
 	if args.MetricsFile != "" && metricsCommands[command] {
 		if err := checkMetricsFile(args.MetricsFile); err != nil {
-			fmt.Fprintln(stderr, "icebloom:", err)
-			return 2
+			return usage(false, err.Error())
 		}
 		var err error
 		if e.metrics, err = metricsfile.Open(args.MetricsFile); err != nil {
@@ -233,7 +272,7 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 		}
 	}
 	start := now()
-	err = cmd.run(ctx, e)
+	err = runSafely(ctx, cmd, e)
 	if e.metrics != nil {
 		// Also after a failure: the file then says so.
 		if werr := e.metrics.Write(); werr != nil {
@@ -262,4 +301,25 @@ func commandOf(p *arg.Parser) (command, table string) {
 		}
 	}
 	return command, table
+}
+
+// stdoutTerminal reports whether stdout is a terminal; tests pretend.
+var stdoutTerminal = func(w io.Writer) bool {
+	_, ok := terminal(w)
+	return ok
+}
+
+// runSafely runs cmd, returning a panic on its goroutine as an error (with
+// its stack at debug level), so that no input ends icebloom with a Go stack
+// trace and exit code 2.
+func runSafely(ctx context.Context, cmd interface {
+	run(ctx context.Context, e *env) error
+}, e *env) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.log.Debug("panic", "stack", string(debug.Stack()))
+			err = fmt.Errorf("internal error: %v", r)
+		}
+	}()
+	return cmd.run(ctx, e)
 }

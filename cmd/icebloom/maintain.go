@@ -21,7 +21,7 @@ import (
 // CompactIndexCmd is `icebloom compact-index TABLE`.
 type CompactIndexCmd struct {
 	Table       string `arg:"positional,required" help:"table identifier, ns.table"`
-	DropColumns string `arg:"--drop-columns" placeholder:"COLS" help:"comma-separated columns to remove from the index: their filters are left out, lookups on them keep every file, and sync no longer indexes them"`
+	DropColumns string `arg:"--drop-columns" placeholder:"COLS" help:"comma-separated columns to remove from the index (a name with a comma in double quotes): their filters are left out, lookups on them keep every file, and sync no longer indexes them"`
 	memoryFlag
 }
 
@@ -32,7 +32,7 @@ func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
 		if err != nil {
 			return nil, err
 		}
-		return indexer.Compact(ctx, cat, ident, indexer.CompactOptions{Logger: e.log, MemoryBudget: c.budget(), DropColumns: columnList(c.DropColumns)})
+		return indexer.Compact(ctx, cat, ident, indexer.CompactOptions{Logger: e.log, MemoryBudget: c.budget(), DropColumns: columnList("--drop-columns", c.DropColumns)})
 	}()
 	if e.metrics != nil {
 		end := e.now()
@@ -48,6 +48,10 @@ func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
 		"dropped_columns", sum.DroppedColumns)
 	if e.json {
 		return e.printJSON(sum)
+	}
+	if sum.SegmentsBefore == 0 && sum.StatisticsPath == "" {
+		e.printf("%s\n", noIndex(c.Table))
+		return nil
 	}
 	if sum.StatisticsPath == "" {
 		e.printf("%s: the index is one segment of the current snapshot already: nothing committed\n", c.Table)
@@ -81,6 +85,7 @@ type ExpireCmd struct {
 	Table      string `arg:"positional,required" help:"table identifier, ns.table"`
 	OlderThan  *gcAge `arg:"--older-than" placeholder:"DUR" help:"expire snapshots older than this (a Go duration or days such as 7d); 0s expires every snapshot but the retained ones (required)"`
 	RetainLast int    `arg:"--retain-last" default:"1" help:"always keep this many most recent snapshots"`
+	memoryFlag
 }
 
 // validate requires --older-than: go-arg would name a missing required
@@ -97,7 +102,8 @@ func (c *ExpireCmd) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	sum, err := maintenance.Expire(ctx, cat, ident, maintenance.ExpireOptions{OlderThan: new(c.OlderThan.d), RetainLast: c.RetainLast, Logger: e.log})
+	sum, err := maintenance.Expire(ctx, cat, ident, maintenance.ExpireOptions{OlderThan: new(c.OlderThan.d), RetainLast: c.RetainLast, Logger: e.log,
+		MemoryBudget: c.budget()})
 	if err != nil {
 		return err
 	}
@@ -122,8 +128,10 @@ type MaintainCmd struct {
 	CompactAbove    *int     `arg:"--compact-above" help:"compact a table's index when it has more segments than this; negative: never [default: 8]"`
 	Parallel        *int     `arg:"--parallel" help:"data files read at once, 1 or more [default: number of CPUs]"`
 	requestsFlag
+	memoryFlag
 	Every        *gcAge `arg:"--every" placeholder:"DUR" help:"keep running, once every DUR (more than 0s)"`
 	VerifySample *int   `arg:"--verify-sample" placeholder:"N" help:"verify each table's index last (as icebloom verify), re-reading N sampled data files; a problem fails the table"`
+	NoRepair     bool   `arg:"--no-repair" help:"skip the checksum pass over each table's whole index that finds and rewrites damaged index files (it reads every index byte once)"`
 }
 
 // MaintainOutput is the JSON output of one maintenance round.
@@ -139,7 +147,7 @@ func (c *MaintainCmd) run(ctx context.Context, e *env) error {
 		c.failedBeforeTables(e, e.now())
 		return err
 	}
-	o := maintenance.MaintainOptions{Index: indexer.Options{RequestsInFlight: c.requests(), Logger: e.log}}
+	o := maintenance.MaintainOptions{Index: indexer.Options{RequestsInFlight: c.requests(), Logger: e.log, MemoryBudget: c.budget()}, NoRepair: c.NoRepair}
 	if c.Parallel != nil {
 		o.Index.Parallel = *c.Parallel
 	}
@@ -286,6 +294,10 @@ func (c *MaintainCmd) print(e *env, out MaintainOutput) {
 		}
 		if r.Compact != nil {
 			e.printf(", compacted %s into %d", plural(r.Compact.SegmentsBefore, "segment"), r.Compact.SegmentsAfter)
+		}
+		if r.Repair != nil && r.Repair.Compacted != nil {
+			e.printf(", repaired %s (%s indexed again)", plural(len(r.Repair.Damaged), "damaged index file"),
+				plural(len(r.Repair.Compacted.BrokenGroups), "broken group"))
 		}
 		if r.Expire != nil {
 			e.printf(", expired %s", plural(len(r.Expire.SnapshotsExpired), "snapshot"))

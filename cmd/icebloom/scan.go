@@ -3,152 +3,153 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 
-	"github.com/icebloom/icebloom/index/where"
+	"github.com/icebloom/icebloom/index/rowscan"
 )
 
-// ScanCmd is `icebloom scan TABLE --where EXPR`.
+// ScanCmd is `icebloom scan TABLE [--where EXPR] [--select COLS]`.
 type ScanCmd struct {
 	Table string `arg:"positional,required" help:"table identifier, ns.table"`
 	whereFlags
-	Limit    int64 `arg:"--limit" default:"100" help:"rows to print at most (0: all)"`
-	Snapshot int64 `arg:"--snapshot" help:"snapshot to read [default: current]"`
-	NoIndex  bool  `arg:"--no-index" help:"read every file statistics leave, ignoring the index (for comparison)"`
+	Select   string `arg:"--select" placeholder:"COLS" help:"comma-separated columns to print, in this order [default: every column]"`
+	Format   string `arg:"--format" placeholder:"FORMAT" help:"rows as text (aligned on a terminal, tab-separated otherwise), tsv, csv or jsonl (one JSON object a line), written as they are read [default: text; with --output json one JSON document]"`
+	Limit    int64  `arg:"--limit" default:"100" help:"rows to print at most (0: all)"`
+	Snapshot int64  `arg:"--snapshot" help:"snapshot to read [default: current]"`
+	NoIndex  bool   `arg:"--no-index" help:"read every file statistics leave, ignoring the index (for comparison)"`
+}
+
+// scanFormats are the values of --format.
+var scanFormats = []string{"text", "tsv", "csv", "jsonl"}
+
+// validate: a scan without a filter reads every row (up to --limit); the
+// two filter flags exclude each other.
+func (c *ScanCmd) validate() error {
+	if f := strings.ToLower(c.Format); f != "" && !slices.Contains(scanFormats, f) {
+		return fmt.Errorf("--format %q: want %s", c.Format, strings.Join(scanFormats, ", "))
+	}
+	if c.Where == "" && c.WhereFile == "" {
+		return nil
+	}
+	return c.whereFlags.validate()
 }
 
 // ScanOutput is the JSON output of scan. Rows hold values with JSON's
-// types (values.go says how each SQL type is written).
+// types (values.go says how each SQL type is written), their keys in the
+// order of the columns.
 type ScanOutput struct {
-	SnapshotID int64            `json:"snapshot_id"`
-	FilesTotal int              `json:"files_total"`
-	FilesRead  int              `json:"files_read"`
-	Rows       []map[string]any `json:"rows"`
+	SnapshotID int64 `json:"snapshot_id"`
+	FilesTotal int   `json:"files_total"`
+	FilesRead  int   `json:"files_read"`
+	// Columns are the names of the rows' columns, in order.
+	Columns []string         `json:"columns"`
+	Rows    []map[string]any `json:"rows"`
 	// Truncated says that more rows match than --limit let through.
 	Truncated     bool    `json:"truncated"`
 	ElapsedMillis float64 `json:"elapsed_ms"`
 }
 
-// scanResult is what a scan read.
-type scanResult struct {
-	snapshotID int64
-	filesTotal int
-	filesRead  int
-	schema     *arrow.Schema
-	// rows are the cells of each row: valueJSON's values when e.json,
-	// valueText's strings otherwise.
-	rows [][]any
-	// truncated: more rows match than the limit let through.
-	truncated bool
-	// indexErrors are the index's problems planning met; their files were
-	// kept.
-	indexErrors []error
-	elapsed     time.Duration
-}
-
-// scanRows plans the filter of --where (with or without the index) and
-// reads the planned files with iceberg-go's reader, which applies the
-// filter to rows.
-func scanRows(ctx context.Context, e *env, tableName, whereText string, snapshot, limit int64, noIndex bool) (*scanResult, error) {
-	filter, err := where.Parse(whereText)
-	if err != nil {
-		return nil, fmt.Errorf("--where: %w", err)
-	}
-	return scanFilter(ctx, e, tableName, filter, snapshot, limit, noIndex)
-}
-
-// scanFilter is scanRows with the filter parsed. A limit above 0 keeps that
-// many rows; one more is read to tell whether the limit cut any.
-func scanFilter(ctx context.Context, e *env, tableName string, filter iceberg.BooleanExpression, snapshot, limit int64, noIndex bool) (*scanResult, error) {
+func (c *ScanCmd) run(ctx context.Context, e *env) error {
 	start := time.Now()
-	tbl, filter, res, err := planFilter(ctx, e, tableName, filter, snapshot)
-	if err != nil {
-		return nil, err
+	format := strings.ToLower(c.Format)
+	switch {
+	case format == "" && e.json:
+		format = "json"
+	case format == "":
+		format = "text"
 	}
+	selected, err := splitColumns("--select", c.Select)
+	if err != nil {
+		return err
+	}
+	var filter iceberg.BooleanExpression = iceberg.AlwaysTrue{}
+	if c.Where != "" || c.WhereFile != "" {
+		if filter, err = c.filter(e); err != nil {
+			return err
+		}
+	}
+	tbl, _, res, err := planFilter(ctx, e, c.Table, filter, c.Snapshot)
+	if err != nil {
+		return err
+	}
+	logIndexErrors(e.log, "scan", c.Table, res.IndexErrors)
 	tasks := res.Candidates
-	if noIndex {
+	if c.NoIndex {
 		tasks = res.AfterStats
 	}
-	opts := []table.ScanOption{table.WithRowFilter(filter), table.WithSnapshotID(res.SnapshotID)}
-	if limit > 0 {
-		// iceberg-go stops reading files once this many rows came out.
-		opts = append(opts, table.WithLimit(limit+1))
+	readLimit := c.Limit
+	if readLimit > 0 {
+		readLimit++ // one more tells whether the limit cut any
 	}
-	scan := tbl.Scan(opts...)
-	schema, records, err := scan.ReadTasks(ctx, tasks)
+	// The rows are filtered with the plan's own binding (one binding for
+	// lookup and scan), partly by iceberg-go, partly by rowscan.
+	schema, records, err := rowscan.Read(ctx, tbl, res.Schema, res.Bound, tasks,
+		rowscan.Options{Select: selected, Limit: readLimit, SnapshotID: res.SnapshotID})
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", tableName, err)
+		return fmt.Errorf("read %s: %w", c.Table, filterError(c.Table, tbl, err))
 	}
-	out := &scanResult{snapshotID: res.SnapshotID, filesTotal: res.FilesTotal,
-		filesRead: len(dataFiles(tasks)), schema: schema, indexErrors: res.IndexErrors}
-	cell := func(a arrow.Array, i int) any { return valueText(a, i) }
-	if e.json {
-		cell = valueJSON
+	filesRead := len(dataFiles(tasks))
+	w := newRowWriter(e, format, schema)
+	if jw, ok := w.(*jsonDocWriter); ok {
+		jw.head = ScanOutput{SnapshotID: res.SnapshotID, FilesTotal: res.FilesTotal, FilesRead: filesRead}
 	}
+	if err := w.begin(); err != nil {
+		return err
+	}
+	var rows int64
+	truncated := false
+read:
 	for rec, err := range records {
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", tableName, err)
+			return fmt.Errorf("read %s: %w", c.Table, err)
 		}
 		for i := range int(rec.NumRows()) {
-			if limit > 0 && int64(len(out.rows)) >= limit {
-				out.truncated = true
-				break
+			if c.Limit > 0 && rows >= c.Limit {
+				truncated = true
+				rec.Release()
+				break read
 			}
-			row := make([]any, rec.NumCols())
-			for c, col := range rec.Columns() {
-				row[c] = cell(col, i)
+			if err := w.row(rec, i); err != nil {
+				rec.Release()
+				return fmt.Errorf("write rows: %w", err)
 			}
-			out.rows = append(out.rows, row)
+			rows++
 		}
 		rec.Release()
 	}
-	out.elapsed = time.Since(start)
-	return out, nil
-}
-
-func (c *ScanCmd) run(ctx context.Context, e *env) error {
-	filter, err := c.filter(e)
-	if err != nil {
-		return err
+	elapsed := time.Since(start)
+	if err := w.end(rows, truncated, elapsed); err != nil {
+		return fmt.Errorf("write rows: %w", err)
 	}
-	res, err := scanFilter(ctx, e, c.Table, filter, c.Snapshot, c.Limit, c.NoIndex)
-	if err != nil {
-		return err
-	}
-	logIndexErrors(e.log, "scan", c.Table, res.indexErrors)
-	if e.json {
-		out := ScanOutput{SnapshotID: res.snapshotID, FilesTotal: res.filesTotal, FilesRead: res.filesRead,
-			Rows: []map[string]any{}, Truncated: res.truncated, ElapsedMillis: float64(res.elapsed.Microseconds()) / 1000}
-		for _, row := range res.rows {
-			m := map[string]any{}
-			for i, f := range res.schema.Fields() {
-				m[f.Name] = row[i]
-			}
-			out.Rows = append(out.Rows, m)
+	if e.stdoutTTY && format == "text" {
+		// Said on stdout, where a person looks, not only in a log record.
+		if rows == 0 {
+			e.printf("(0 rows; %d of %s may match)\n", filesRead, plural(res.FilesTotal, "data file"))
+		} else {
+			e.printf("(%s)\n", plural(rows, "row"))
 		}
-		return e.printJSON(out)
 	}
-	var names []string
-	for _, f := range res.schema.Fields() {
-		names = append(names, f.Name)
+	if format == "json" {
+		return nil // the document says it all, truncated included
 	}
-	e.printf("%s\n", strings.Join(names, "\t"))
-	cells := make([]string, len(names))
-	for _, row := range res.rows {
-		for i, v := range row {
-			cells[i] = v.(string)
-		}
-		e.printf("%s\n", strings.Join(cells, "\t"))
-	}
-	e.log.Info("scan done", "command", "scan", "table", c.Table, "snapshot", res.snapshotID, "rows", len(res.rows),
-		"files_read", res.filesRead, "files_total", res.filesTotal, "duration", res.elapsed)
-	if res.truncated {
+	e.log.Info("scan done", "command", "scan", "table", c.Table, "snapshot", res.SnapshotID, "rows", rows,
+		"files_read", filesRead, "files_total", res.FilesTotal, "duration", elapsed)
+	if truncated {
 		e.log.Warn("more rows match: output cut at --limit", "command", "scan", "table", c.Table, "limit", c.Limit)
 	}
 	return nil
+}
+
+// arrowNames are the field names of schema.
+func arrowNames(schema *arrow.Schema) []string {
+	names := make([]string, schema.NumFields())
+	for i, f := range schema.Fields() {
+		names[i] = f.Name
+	}
+	return names
 }

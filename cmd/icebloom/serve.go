@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index/indexer"
@@ -32,8 +32,8 @@ type ServeCmd struct {
 	NoScanPlanningMode bool          `arg:"--no-scan-planning-mode" help:"do not add scan-planning-mode=server to indexed tables' load-table config"`
 	SyncOnCommit       bool          `arg:"--sync-on-commit" help:"proxy mode: sync a table's index after a commit through the proxy succeeds"`
 	SyncTokenFile      string        `arg:"--sync-token-file" placeholder:"PATH" help:"file holding icebloom's own upstream token for --sync-on-commit [default: $ICEBLOOM_SYNC_TOKEN]"`
-	SyncQuiet          time.Duration `arg:"--sync-quiet" default:"30s" help:"sync once a table had no commit for this long"`
-	SyncMaxDelay       time.Duration `arg:"--sync-max-delay" default:"5m" help:"sync at the latest this long after a table's first unsynced commit"`
+	SyncQuiet          time.Duration `arg:"--sync-quiet" default:"2s" help:"sync once a table had no commit for this long"`
+	SyncMaxDelay       time.Duration `arg:"--sync-max-delay" default:"30s" help:"sync at the latest this long after a table's first unsynced commit"`
 	SyncWorkers        int           `arg:"--sync-workers" default:"2" help:"syncs run at once"`
 }
 
@@ -115,7 +115,7 @@ func (c *ServeCmd) startSyncer(e *env, o *serve.Options) (stop func(), err error
 	}
 	opts := e.options
 	opts.Type, opts.URI, opts.Token, opts.Credential = "rest", c.Upstream, token, ""
-	sync := serve.NewSyncFunc(func(ctx context.Context) (icecat.Catalog, error) { return catalog.Open(ctx, opts) },
+	sync := serve.NewSyncFunc(func(ctx context.Context) (icecatalog.Catalog, error) { return catalog.Open(ctx, opts) },
 		indexer.Options{Logger: e.log}, e.log)
 	return startCommitSyncer(sync, c, e, o), nil
 }

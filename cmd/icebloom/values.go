@@ -51,7 +51,7 @@ func valueText(arr arrow.Array, i int) string {
 		case *array.Int64:
 			return strconv.FormatInt(a.Value(i), 10)
 		case *array.Float64:
-			return floatText(a.Value(i), 64)
+			return cellFloat(a.Value(i), 64)
 		case *array.String:
 			if v := a.Value(i); !strings.ContainsAny(v, "\\\t\n\r") {
 				return v
@@ -90,9 +90,9 @@ func writeValueText(b *strings.Builder, arr arrow.Array, i int) {
 	case *array.Uint64:
 		b.WriteString(strconv.FormatUint(a.Value(i), 10))
 	case *array.Float32:
-		b.WriteString(floatText(float64(a.Value(i)), 32))
+		b.WriteString(cellFloat(float64(a.Value(i)), 32))
 	case *array.Float64:
-		b.WriteString(floatText(a.Value(i), 64))
+		b.WriteString(cellFloat(a.Value(i), 64))
 	case *array.Decimal128, *array.Decimal256:
 		b.WriteString(decimalText(arr, i))
 	case *array.Date32, *array.Date64, *array.Time32, *array.Time64:
@@ -262,6 +262,17 @@ func floatText(v float64, bits int) string {
 	return strconv.FormatFloat(v, 'g', -1, bits)
 }
 
+// cellFloat is a float or double value of a row: floatText, with ".0"
+// after a whole number (3.0, as Trino and Spark print a double), so that
+// a double never reads as an integer.
+func cellFloat(v float64, bits int) string {
+	s := floatText(v, bits)
+	if !math.IsNaN(v) && !math.IsInf(v, 0) && !strings.ContainsAny(s, ".e") { // not 1.5, 1e+21
+		s += ".0"
+	}
+	return s
+}
+
 // floatJSON is a float as a JSON number, or as a string for the values
 // JSON has no number for (encoding/json refuses them, failing the whole
 // output).
@@ -269,7 +280,7 @@ func floatJSON(v float64, bits int) any {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return floatText(v, bits)
 	}
-	return json.Number(floatText(v, bits))
+	return json.Number(cellFloat(v, bits))
 }
 
 // decimalText renders a decimal with exactly its type's scale: 1.50 for

@@ -76,7 +76,7 @@ func allTypes(t *testing.T) *idTable {
 // TestScanPrintsValuesAsSQL: scan's text output prints every type as the
 // Trino CLI does — lists [1, 2], maps {k=v}, structs {a=1}, decimals with
 // their scale, NULL, timestamps with the column's precision — doubles as
-// typed (0.1, 1234567; an exponent only for 1e+21), binary as X'00ff';
+// typed (0.1, 1234567.0 — a whole double with its ".0" — an exponent only for 1e+21), binary as X'00ff';
 // strings stay on their line and column (tab, newline and backslash
 // escaped); its JSON keeps numbers numbers (decimals exact, with their scale), lists
 // arrays, maps with string keys and structs objects, and writes what JSON
@@ -91,7 +91,7 @@ func TestScanPrintsValuesAsSQL(t *testing.T) {
 		"id\ti\tf\td\tdec\tday\ttod\tts\ttstz\ts\tu\tbin\tfx\tb\tl\tm\tst\tmi",
 		"1\t7\t0.1\t0.00001\t1.50\t2024-01-31\t10:00:00.123456\t2024-01-31 10:00:00.500000\t2024-01-31 10:00:00.123456 UTC\théllo\t" +
 			"f79c3e09-677c-4ea1-9a4c-7a4a5c6a1b2c\tX'00ff'\tX'00ff'\ttrue\t[1, 2, NULL]\t{k=1, k2=NULL}\t{a=1, z=[x, y]}\t{3=-0.05}",
-		"2\tNULL\tNULL\t1234567\t-0.05\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\t[]\t{}\tNULL\tNULL",
+		"2\tNULL\tNULL\t1234567.0\t-0.05\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\t[]\t{}\tNULL\tNULL",
 		"3\tNULL\t0.00001\t1e+21\t12.00\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\t{a=NULL, z=NULL}\tNULL",
 		"4\tNULL\t-Infinity\tNaN\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL",
 		"5\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\tNULL\ta\\tb\\nc\\\\d\tNULL\tNULL\tNULL\tNULL\t[]\tNULL\tNULL\tNULL",
@@ -120,7 +120,7 @@ func TestScanPrintsValuesAsSQL(t *testing.T) {
 			"u": "f79c3e09-677c-4ea1-9a4c-7a4a5c6a1b2c", "bin": "00ff", "fx": "00ff", "b": true,
 			"l": []any{n("1"), n("2"), nil}, "m": map[string]any{"k": n("1"), "k2": nil},
 			"st": map[string]any{"a": n("1"), "z": []any{"x", "y"}}, "mi": []any{map[string]any{"key": n("3"), "value": n("-0.05")}}},
-		{"id": n("2"), "d": n("1234567"), "dec": n("-0.05"), "l": []any{}, "m": map[string]any{}},
+		{"id": n("2"), "d": n("1234567.0"), "dec": n("-0.05"), "l": []any{}, "m": map[string]any{}},
 		{"id": n("3"), "d": n("1e+21"), "f": n("0.00001"), "dec": n("12.00"), "st": map[string]any{"a": nil, "z": nil}},
 		{"id": n("4"), "d": "NaN", "f": "-Infinity"},
 		{"id": n("5"), "s": "a\tb\nc\\d", "l": []any{}},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/icebloom/icebloom/cmd/internal/cli"
@@ -25,6 +26,9 @@ func (c *VerifyCmd) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
+	if len(rep.Segments) == 0 && rep.OK() {
+		return errors.New(noIndex(c.Table)) // nothing verified is no pass
+	}
 	e.log.Info("index verified", "command", "verify", "table", c.Table, "segments", len(rep.Segments),
 		"sampled", len(rep.Sampled), "problems", len(rep.Problems), "seed", rep.Seed)
 	if e.json {
@@ -35,8 +39,8 @@ func (c *VerifyCmd) run(ctx context.Context, e *env) error {
 		printVerify(e, c.Table, rep)
 	}
 	if !rep.OK() {
-		return fmt.Errorf("%s: the index has %d problems; the files they concern are kept by every lookup, and `icebloom rebuild %s` writes a new index",
-			c.Table, len(rep.Problems), c.Table)
+		return fmt.Errorf("%s: the index has %d problems; the files they concern are kept by every lookup, the next `icebloom maintain %s` repairs them (and `icebloom rebuild %s` writes a new index)",
+			c.Table, len(rep.Problems), c.Table, c.Table)
 	}
 	return nil
 }

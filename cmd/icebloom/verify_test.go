@@ -12,8 +12,9 @@ import (
 
 // TestVerifyCommand: verify passes on the quickstart's index (text and
 // JSON), and after a bit flips in the index file it exits 1, naming the
-// file, with the problem in its JSON; maintain --verify-sample fails the
-// table the same way.
+// file, with the problem in its JSON; maintain --no-repair --verify-sample
+// fails the table the same way, and maintain --verify-sample repairs the
+// index first, after which it verifies.
 func TestVerifyCommand(t *testing.T) {
 	t.Chdir(t.TempDir())
 	if _, stderr, code := icebloom(t, "quickstart", "--files", "3", "--rows", "50"); code != 0 {
@@ -43,12 +44,22 @@ func TestVerifyCommand(t *testing.T) {
 	rep = verify.Report{}
 	if code != 1 || json.Unmarshal([]byte(stdout), &rep) != nil || rep.OK() ||
 		!strings.Contains(rep.Problems[0], rep.Segments[0].Path) || !strings.Contains(rep.Problems[0], "checksum mismatch") ||
-		!strings.Contains(stderr, "icebloom rebuild demo.events") {
+		!strings.Contains(stderr, "icebloom maintain demo.events") || !strings.Contains(stderr, "icebloom rebuild demo.events") {
 		t.Fatalf("verify of a corrupt index: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	stdout, _, code = icebloom(t, "--output", "json", "maintain", "--verify-sample", "1")
+	stdout, _, code = icebloom(t, "--output", "json", "maintain", "--no-repair", "--verify-sample", "1")
 	if code != 1 || !strings.Contains(stdout, "checksum mismatch") {
+		t.Fatalf("maintain --no-repair --verify-sample of a corrupt index: exit %d, %s", code, stdout)
+	}
+	// Without --no-repair, maintain repairs the index before verifying it.
+	stdout, _, code = icebloom(t, "--output", "json", "maintain", "--verify-sample", "1")
+	var out MaintainOutput
+	if code != 0 || json.Unmarshal([]byte(stdout), &out) != nil || len(out.Tables) != 1 || out.Tables[0].Repair == nil ||
+		len(out.Tables[0].Repair.Damaged) != 1 || out.Tables[0].Verify == nil || !out.Tables[0].Verify.OK() {
 		t.Fatalf("maintain --verify-sample of a corrupt index: exit %d, %s", code, stdout)
+	}
+	if stdout, stderr, code := icebloom(t, "verify", "demo.events"); code != 0 {
+		t.Fatalf("verify after maintain: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	if _, stderr, code := icebloom(t, "verify", "demo.events", "--sample", "-1"); code != 2 || !strings.Contains(stderr, "--sample -1") {
 		t.Fatalf("verify --sample -1: exit %d, %s", code, stderr)

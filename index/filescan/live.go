@@ -25,7 +25,11 @@ func LiveFiles(fs icebergio.IO, meta table.Metadata, snap *table.Snapshot, keep 
 // EachDataFile calls fn for every live data file of the snapshot's data
 // manifests, skipping manifests already in seen (nil: none) and adding the
 // others to it, so that walking several snapshots reads a shared manifest
-// once.
+// once. The data files passed to fn carry no column statistics: the
+// manifests are read with iceberg-go's projection that leaves them out
+// (ManifestEntryProjection), as every caller needs only a file's location,
+// size, spec and partition, and decoding the per-column maps of every entry
+// was most of the cost of walking a large table's manifests.
 func EachDataFile(fs icebergio.IO, snap *table.Snapshot, seen map[string]bool, fn func(iceberg.DataFile)) error {
 	manifests, err := snap.Manifests(fs)
 	if err != nil {
@@ -38,13 +42,23 @@ func EachDataFile(fs icebergio.IO, snap *table.Snapshot, seen map[string]bool, f
 		if seen != nil {
 			seen[m.FilePath()] = true
 		}
-		for entry, err := range m.Entries(fs, true) {
-			if err != nil {
-				return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-			}
-			if df := entry.DataFile(); df.ContentType() == iceberg.EntryContentData {
-				fn(df)
-			}
+		if err := ManifestDataFiles(fs, m, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ManifestDataFiles calls fn for every live data file of one data manifest
+// (entries not marked DELETED), without their column statistics, as
+// EachDataFile does.
+func ManifestDataFiles(fs icebergio.IO, m iceberg.ManifestFile, fn func(iceberg.DataFile)) error {
+	for entry, err := range iceberg.EntriesWithProjection(fs, m, true, iceberg.ManifestEntryProjection{}) {
+		if err != nil {
+			return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+		}
+		if df := entry.DataFile(); df.ContentType() == iceberg.EntryContentData {
+			fn(df)
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
@@ -48,6 +50,16 @@ type CompactOptions struct {
 	// dropped) and not one a table property enables, which the next sync
 	// would index again: that is an error naming it.
 	DropColumns []string
+}
+
+// compactOptions is the one hand-off from a run's options to the
+// compactions the run starts (a sync's above CompactAbove, a rebuild's, a
+// sharded run's merge): what a compaction shares with its run — the
+// logger, the memory budget — is carried here and nowhere else, so a new
+// shared option cannot be lost on one of the ways (the budget once was on
+// all but the sharded one).
+func (o Options) compactOptions() CompactOptions {
+	return CompactOptions{Logger: o.Logger, MemoryBudget: o.MemoryBudget}
 }
 
 // CompactSummary reports what Compact did.
@@ -89,6 +101,10 @@ type DroppedColumn struct {
 // matches the table: a statistics file it merges changed meanwhile.
 var errStatisticsMoved = errors.New("the table's statistics files changed during compaction")
 
+// errReplan makes a compaction plan again, having found the one segment
+// of an index damaged (compaction.checked).
+var errReplan = errors.New("plan the compaction again")
+
 // Compact merges the index's segments into one segment of the current
 // snapshot by copying blob bytes, never re-hashing; drops entries of data
 // files no retained snapshot holds, and duplicate entries; and removes the
@@ -96,18 +112,35 @@ var errStatisticsMoved = errors.New("the table's statistics files changed during
 // statistics file that also holds other tools' blobs. The number of
 // segments and what table metadata lists for the index stay bounded however
 // many syncs ran. A segment that cannot be read is left as it is. With
-// nothing to merge or drop, nothing is committed.
+// nothing to merge or drop — one v2 segment of the current snapshot, all of
+// it needed — the segment is read once as a stream to check its checksums
+// (index.CheckSegment, as Repair does), and nothing is committed unless it
+// is damaged: then it is rewritten without the groups that fail them.
 //
 // Like a sync, a compaction checks after committing what its commit
 // replaced: a segment another run registered between the compaction's plan
 // and its commit is read back and merged in by another pass, so no run's
 // entries are lost.
 func Compact(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions) (*CompactSummary, error) {
+	return (&compaction{broken: map[groupRef]bool{}}).run(ctx, cat, ident, o)
+}
+
+// run is Compact, with what c holds already (Repair's broken groups).
+func (c *compaction) run(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions) (*CompactSummary, error) {
+	if o.Logger != nil {
+		// What the compaction was handed, for a reader of debug logs (and
+		// the tests of every way a compaction is started).
+		o.Logger.Debug("index compaction started", "table", strings.Join(ident, "."),
+			"memory_budget_bytes", cmp.Or(o.MemoryBudget, segment.DefaultMemoryBudget), "drop_columns", o.DropColumns)
+	}
 	start := time.Now()
-	c := &compaction{broken: map[groupRef]bool{}}
 	for attempt := 0; attempt < maxOverwrites; attempt++ {
 		sum, err := c.once(ctx, cat, ident, o)
 		if errors.Is(err, errStatisticsMoved) {
+			continue
+		}
+		if errors.Is(err, errReplan) {
+			attempt-- // not a conflict: it happens once per Compact
 			continue
 		}
 		var se *segment.SourceError
@@ -158,6 +191,15 @@ type compaction struct {
 	// resolved them (nil until then), as a later pass (after a commit that
 	// dropped them) could not.
 	drop map[int]string
+	// force rewrites the index even when it is one v2 segment of the
+	// current snapshot, all of it needed: it is damaged (Repair).
+	force bool
+	// checked is set once the one segment of such an index has been
+	// checked for damage (index.CheckSegment).
+	checked bool
+	// manifests are the live data files of each manifest decoded so far,
+	// by its path (heldDataFiles).
+	manifests map[string][]fileKey
 }
 
 // once plans and commits one compaction of the segments table metadata
@@ -219,7 +261,7 @@ func (c *compaction) once(ctx context.Context, cat icecatalog.Catalog, ident tab
 			retained = append(retained, s)
 		}
 	}
-	held, err := heldDataFiles(fs, retained)
+	held, err := c.heldDataFiles(ctx, fs, retained)
 	if err != nil {
 		return nil, err
 	}
@@ -250,9 +292,20 @@ func (c *compaction) once(ctx context.Context, cat icecatalog.Catalog, ident tab
 	}
 	sum.DroppedColumns = droppedColumns(segments, keep, c.drop)
 	if len(c.lost) == 0 && len(c.broken) == 0 && len(broken) == 0 && !v1 && !linking && sum.EntriesDropped == 0 && len(segments) <= 1 &&
-		(len(segments) == 0 || segments[0].File.SnapshotID == snap.SnapshotID) {
+		(len(segments) == 0 || segments[0].File.SnapshotID == snap.SnapshotID) && !c.force {
+		if len(segments) == 0 || c.checked {
+			sum.SegmentsAfter = sum.SegmentsBefore
+			return sum, nil // already one v2 segment of the current snapshot, all of it needed
+		}
+		// Nothing to merge: the segment is rewritten only if it is damaged
+		// (a broken group, footer or tail), which one streaming read of it
+		// tells — as a merge would have read all of it.
+		c.checked = true
+		if c.seed(fs, segments[0].File) {
+			return nil, errReplan // plan again, rewriting it without its broken groups
+		}
 		sum.SegmentsAfter = sum.SegmentsBefore
-		return sum, nil // already one v2 segment of the current snapshot, all of it needed
+		return sum, nil
 	}
 
 	planned := map[int64]string{}
@@ -409,6 +462,16 @@ func (j *job) writeCompacted(segments []index.Segment, listed int, broken []tabl
 			continue
 		}
 		rewritten, err := j.foreignOnlyCopy(seg.File)
+		if err != nil && indexfile.IsBroken(err) {
+			// Its footer is damaged: the other tools' blobs cannot be
+			// found, its filters were read from its directory above.
+			change.Remove = append(change.Remove, seg.File.SnapshotID)
+			if j.o.Logger != nil {
+				j.o.Logger.Warn("other tools' blobs of a damaged index file are lost",
+					"table", strings.Join(j.ident, "."), "statistics_file", seg.File.StatisticsPath, "blob_types", blobTypes(seg.File))
+			}
+			continue
+		}
 		if err != nil {
 			return fail(err)
 		}
@@ -468,24 +531,85 @@ type fileKey struct {
 }
 
 // heldDataFiles returns the data files the snapshots hold, each with a
-// number of its own (0, 1, …), reading each manifest once however many
-// snapshots share it.
-func heldDataFiles(fs icebergio.IO, snaps []table.Snapshot) (map[fileKey]int32, error) {
-	held := map[fileKey]int32{}
+// number of its own (0, 1, …), decoding each manifest once however many
+// snapshots share it — and once per compaction, however many passes it
+// takes (a pass per broken group found, per commit raced): the live files
+// of every manifest decoded are kept by path in c.manifests, manifests
+// being immutable. The snapshots' manifest lists, then the manifests not
+// decoded yet, are read walkConcurrency at a time: on object storage a
+// table of many snapshots or manifests costs round trips, not their sum.
+func (c *compaction) heldDataFiles(ctx context.Context, fs icebergio.IO, snaps []table.Snapshot) (map[fileKey]int32, error) {
+	if c.manifests == nil {
+		c.manifests = map[string][]fileKey{}
+	}
+	lists := make([][]iceberg.ManifestFile, len(snaps))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(walkConcurrency)
+	for i := range snaps {
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			var err error
+			if lists[i], err = snaps[i].Manifests(fs); err != nil {
+				return fmt.Errorf("read manifest list of snapshot %d: %w", snaps[i].SnapshotID, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	// The distinct data manifests, in the order the snapshots list them,
+	// which numbers the files the same way every time.
+	var order []iceberg.ManifestFile
 	seen := map[string]bool{}
-	for _, snap := range snaps {
-		err := filescan.EachDataFile(fs, &snap, seen, func(df iceberg.DataFile) {
-			key := fileKey{df.FilePath(), df.FileSizeBytes()}
+	for _, list := range lists {
+		for _, m := range list {
+			if m.ManifestContent() == iceberg.ManifestContentData && !seen[m.FilePath()] {
+				seen[m.FilePath()] = true
+				order = append(order, m)
+			}
+		}
+	}
+	decoded := make([][]fileKey, len(order))
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(walkConcurrency)
+	for i, m := range order {
+		if files, ok := c.manifests[m.FilePath()]; ok {
+			decoded[i] = files
+			continue
+		}
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			files := []fileKey{}
+			err := filescan.ManifestDataFiles(fs, m, func(df iceberg.DataFile) {
+				files = append(files, fileKey{df.FilePath(), df.FileSizeBytes()})
+			})
+			decoded[i] = files
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	held := map[fileKey]int32{}
+	for i, m := range order {
+		c.manifests[m.FilePath()] = decoded[i]
+		for _, key := range decoded[i] {
 			if _, ok := held[key]; !ok {
 				held[key] = int32(len(held))
 			}
-		})
-		if err != nil {
-			return nil, err
 		}
 	}
 	return held, nil
 }
+
+// walkConcurrency bounds how many manifest lists or manifests a
+// compaction reads at once.
+const walkConcurrency = 16
 
 // chooseFilters decides which filters a compaction keeps, by segment and
 // place in Segment.Filters: the first filter of each data file and field

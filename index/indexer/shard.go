@@ -166,7 +166,7 @@ func mergeRun(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 	if !rebuild && (limit < 0 || sum.Segments <= limit) {
 		return nil
 	}
-	co := CompactOptions{Logger: o.Logger, MemoryBudget: o.MemoryBudget}
+	co := o.compactOptions()
 	if rebuild {
 		co.OnlyRun = sh.Run
 	}

@@ -3,6 +3,7 @@ package indexer
 import (
 	"context"
 	"errors"
+	"slices"
 
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -38,7 +39,7 @@ func Sync(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o
 		limit = DefaultCompactAbove
 	}
 	if limit > 0 && (sum.Segments > limit || sum.v1Segments > 0 || sum.brokenSegments > 0) {
-		if sum.Compacted, err = Compact(ctx, cat, ident, CompactOptions{Logger: o.Logger}); err != nil {
+		if sum.Compacted, err = Compact(ctx, cat, ident, o.compactOptions()); err != nil {
 			return nil, err
 		}
 		sum.Segments = sum.Compacted.SegmentsAfter
@@ -57,20 +58,20 @@ func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 	if err != nil {
 		return nil, err
 	}
-	ix := j.ix
 	for _, err := range j.ixErrs {
 		var se *index.SegmentError
 		if errors.As(err, &se) && indexfile.IsBroken(&indexfile.UnreadableError{Path: se.Path, Err: se.Err}) {
 			j.sum.brokenSegments++ // its files are indexed again below; a compaction removes it
 		}
 	}
+	cov := j.coverage(files)
 	var todo []filescan.File
-	for _, f := range files {
-		if f.Columns = j.missing(f); f.Columns == nil || len(f.Columns) > 0 {
+	for i, f := range files {
+		if f.Columns = j.missing(cov, i); f.Columns == nil || len(f.Columns) > 0 {
 			todo = append(todo, f)
 		}
 	}
-	j.has = func(df filescan.File, fieldID int) bool { _, ok := ix.Lookup(df.Path, df.Size, fieldID); return ok }
+	j.has = cov.has
 	j.sum.FilesTotal, j.sum.FilesCovered = len(files), len(files)-len(todo)
 	if len(todo) == 0 && j.o.Shard == nil { // a shard commits even so: its run counts it
 		return j.finish(j.tbl), nil
@@ -78,14 +79,51 @@ func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 	return j.run(ctx, todo)
 }
 
+// coverage is which indexed columns (job.cols) of a sync's live files the
+// index holds a filter of.
+type coverage struct {
+	pos     map[string]int // a live file's location → its place in files
+	sizes   []int64        // by place, the file's size
+	fields  []int          // the columns' field ids, in the order of job.cols
+	covered []bool         // by place × column
+}
+
+// coverage matches the live files against the index with TableIndex.Match,
+// one pass over each segment's list of files: it builds no map of the
+// index's (file, column) entries, whose size is the whole index's, so a
+// sync's cost beyond listing the live files stays with the files it reads.
+func (j *job) coverage(files []filescan.File) *coverage {
+	c := &coverage{pos: make(map[string]int, len(files)), sizes: make([]int64, len(files)),
+		covered: make([]bool, len(files)*len(j.cols))}
+	for i, f := range files {
+		c.pos[f.Path], c.sizes[i] = i, f.Size
+	}
+	for _, col := range j.cols {
+		c.fields = append(c.fields, col.Field.ID)
+	}
+	j.ix.Match(c.pos, c.sizes, c.fields, func(i int, f index.StoredFilter) {
+		c.covered[i*len(c.fields)+slices.Index(c.fields, f.FieldID)] = true
+	})
+	return c
+}
+
+// has reports whether the index holds a filter of the live file's column
+// (field id): for the files a sync reads again because another column of
+// theirs failed before, whose filters it does not write twice.
+func (c *coverage) has(df filescan.File, fieldID int) bool {
+	i, ok := c.pos[df.Path]
+	ci := slices.Index(c.fields, fieldID)
+	return ok && ci >= 0 && c.sizes[i] == df.Size && c.covered[i*len(c.fields)+ci]
+}
+
 // missing returns the columns (indexes into j.cols) the index has no
-// filter of for the file, counting the others as covered in the summary:
-// nil when it has none (the file is read whole), empty when the file is
-// covered. A column added to the index is so read only for itself.
-func (j *job) missing(f filescan.File) []int {
+// filter of for live file i, counting the others as covered in the
+// summary: nil when it has none (the file is read whole), empty when the
+// file is covered. A column added to the index is so read only for itself.
+func (j *job) missing(c *coverage, i int) []int {
 	var cols []int
-	for ci, c := range j.cols {
-		if _, ok := j.ix.Lookup(f.Path, f.Size, c.Field.ID); ok {
+	for ci := range j.cols {
+		if c.covered[i*len(c.fields)+ci] {
 			j.sum.PerColumn[ci].FilesCovered++
 		} else {
 			cols = append(cols, ci)
@@ -120,7 +158,9 @@ func Rebuild(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier
 	if err != nil || sum.StatisticsPath == "" {
 		return sum, err
 	}
-	cs, err := Compact(ctx, cat, ident, CompactOptions{OnlyFrom: sum.StatisticsPath, Logger: o.Logger})
+	co := o.compactOptions()
+	co.OnlyFrom = sum.StatisticsPath
+	cs, err := Compact(ctx, cat, ident, co)
 	if err != nil {
 		return nil, err
 	}

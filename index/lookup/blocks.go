@@ -92,7 +92,7 @@ func readBlocks(ctx context.Context, fsys icebergio.IO, probes []*probe) blockSt
 	g.SetLimit(readConcurrency)
 	for i := range spans {
 		g.Go(func() error {
-			s := readSpan(ctx, &spans[i])
+			s := readSpanSafely(ctx, &spans[i])
 			mu.Lock()
 			defer mu.Unlock()
 			total.add(s)
@@ -127,6 +127,19 @@ func appendSpans(spans []span, f icebergio.File, path string, probes []*probe) [
 }
 
 // readSpan reads one span and answers its probes.
+// readSpanSafely is readSpan with a panic (a storage client's, a decoder's)
+// turned into the span's error: its probes answer "maybe", so their files
+// stay candidates, and the process lives on.
+func readSpanSafely(ctx context.Context, sp *span) (s blockStats) {
+	defer func() {
+		if r := recover(); r != nil {
+			answerUnread(sp.probes)
+			s.errs = append(s.errs, fmt.Errorf("lookup: read index blocks of %s: internal error: %v", sp.path, r))
+		}
+	}()
+	return readSpan(ctx, sp)
+}
+
 func readSpan(ctx context.Context, sp *span) blockStats {
 	s := blockStats{requests: 1, bytes: sp.end - sp.start}
 	if err := ctx.Err(); err != nil {

@@ -73,3 +73,20 @@ func TestReadBlocks(t *testing.T) {
 		}
 	}
 }
+
+// panickingFile panics on every read, as a broken storage client might.
+type panickingFile struct{ icebergio.File }
+
+func (panickingFile) ReadAt([]byte, int64) (int, error) { panic("storage client bug") }
+
+// TestReadSpanRecoversAPanic: a panic reading index blocks in a worker is
+// the span's error, and its probes answer "maybe" (their files stay
+// candidates): no panic ends the process.
+func TestReadSpanRecoversAPanic(t *testing.T) {
+	p := &probe{path: "stats.puffin"}
+	sp := span{file: panickingFile{}, path: "stats.puffin", start: 0, end: 32, probes: []*probe{p}}
+	s := readSpanSafely(context.Background(), &sp)
+	if len(s.errs) != 1 || !strings.Contains(s.errs[0].Error(), "internal error: storage client bug") || !p.done || !p.present {
+		t.Fatalf("errors %v, probe %+v", s.errs, p)
+	}
+}

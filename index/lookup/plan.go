@@ -42,6 +42,11 @@ type Options struct {
 // left of that, with what reading the index cost.
 type Result struct {
 	SnapshotID int64
+	// Schema is the schema the filter was bound to, and Bound the filter
+	// bound to it, for a reader of the candidates to apply to rows as the
+	// plan applied it (index/rowscan does).
+	Schema *iceberg.Schema
+	Bound  iceberg.BooleanExpression
 	// FilesTotal is the number of live data files in the snapshot: its
 	// summary's total-data-files when present, else counted.
 	FilesTotal int
@@ -86,7 +91,7 @@ func Plan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpressio
 		return nil, err
 	}
 	if snap == nil {
-		return &Result{}, nil // a table without snapshots has no files
+		return &Result{Schema: schema, Bound: bound}, nil // a table without snapshots has no files
 	}
 
 	scanOpts := []table.ScanOption{table.WithCaseSensitive(o.CaseSensitive)}
@@ -97,7 +102,7 @@ func Plan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpressio
 	if err != nil {
 		return nil, fmt.Errorf("lookup: plan scan of snapshot %d: %w", snap.SnapshotID, err)
 	}
-	res := &Result{SnapshotID: snap.SnapshotID, AfterStats: tasks, Candidates: tasks}
+	res := &Result{SnapshotID: snap.SnapshotID, Schema: schema, Bound: bound, AfterStats: tasks, Candidates: tasks}
 	if res.FilesTotal, err = countFiles(ctx, tbl, snap, scanOpts); err != nil {
 		return nil, err
 	}

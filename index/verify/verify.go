@@ -6,7 +6,8 @@
 // as a build does.
 //
 // It only reads and reports: it changes no file and commits nothing;
-// repairing what it finds is a sync's or a rebuild's job (index/indexer).
+// repairing what it finds is the next maintain's job (indexer.Repair, then
+// a sync).
 package verify
 
 import (
@@ -28,7 +29,6 @@ import (
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/sbbf"
 	"github.com/icebloom/icebloom/index/segment"
-	"github.com/icebloom/icebloom/puffin"
 )
 
 // Options configure Table.
@@ -188,69 +188,14 @@ func Table(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, 
 	return rep, nil
 }
 
-// checkSegment checks one statistics file holding index filters.
+// checkSegment checks one statistics file holding index filters
+// (index.CheckSegment).
 func checkSegment(fs icebergio.IO, sf table.StatisticsFile) SegmentReport {
-	sr := SegmentReport{Path: sf.StatisticsPath, SnapshotID: sf.SnapshotID, Problems: []string{}}
-	problem := func(format string, args ...any) {
-		sr.Problems = append(sr.Problems, fmt.Sprintf("index file %s: ", sf.StatisticsPath)+fmt.Sprintf(format, args...))
-	}
-	f, err := fs.Open(sf.StatisticsPath)
-	if err != nil {
-		problem("%v", err)
-		return sr
-	}
-	defer f.Close()
-	pr, err := puffin.Open(f, sf.FileSizeInBytes, puffin.WithFooterSize(sf.FileFooterSizeInBytes))
-	if err != nil {
-		problem("%v", err)
-		return sr
-	}
-	off, length, isV2 := segment.FindDirectory(pr)
-	if !isV2 {
-		sr.Format = 1
-		seg := index.Segment{File: sf}
-		for i := range pr.NumBlobs() {
-			if b, _ := pr.Blob(i); index.IsEntry(b) {
-				e, err := index.DecodeEntry(b)
-				if err != nil {
-					problem("%v", err)
-					continue
-				}
-				seg.Entries = append(seg.Entries, e)
-			}
-		}
-		for flt := range seg.Filters() {
-			sr.Filters++
-			bits, err := index.ReadFilter(f, flt)
-			if err != nil {
-				problem("%v", err)
-			} else if flt.NDV > 0 && !slices.ContainsFunc(bits, func(b byte) bool { return b != 0 }) {
-				problem("the filter of %s, field %d, holds %d values and is all zero", flt.DataFile, flt.FieldID, flt.NDV)
-			}
-		}
-		return sr
-	}
-	sr.Format = 2
-	if mOff, mLen, ok := segment.DirectoryPlace(sf); ok && (mOff != off || mLen != length) {
-		problem("table metadata places the directory at %d (%d bytes), the footer at %d (%d bytes)", mOff, mLen, off, length)
-	}
-	dir, err := segment.ReadDirectory(f, off, length)
-	if err != nil {
-		problem("%v", err)
-		return sr
-	}
-	if err := segment.CheckFooter(pr, dir); err != nil {
-		problem("%v", err)
-	}
-	sr.Groups, sr.links = len(dir.Groups), dir.Links
-	for gi := range dir.Groups {
-		g := &dir.Groups[gi]
-		sr.Filters += len(g.Members)
-		if err := segment.VerifyGroup(f, sf.StatisticsPath, g, 1<<20); err != nil {
-			problem("%v", err)
-			continue
-		}
-		sr.BytesVerified += g.Bytes()
+	c := index.CheckSegment(fs, sf)
+	sr := SegmentReport{Path: sf.StatisticsPath, SnapshotID: sf.SnapshotID, Format: c.Format, Groups: c.Groups,
+		Filters: c.Filters, BytesVerified: c.BytesVerified, Problems: append([]string{}, c.Problems...)}
+	if c.Dir != nil {
+		sr.links = c.Dir.Links
 	}
 	return sr
 }

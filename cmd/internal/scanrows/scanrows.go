@@ -17,6 +17,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index/lookup"
+	"github.com/icebloom/icebloom/index/rowscan"
 	"github.com/icebloom/icebloom/index/where"
 )
 
@@ -29,13 +30,13 @@ type Result struct {
 }
 
 // Count loads the table ident of cat, plans the filter where (the WHERE
-// language of lookup.ParseWhere) with the index or, with noIndex, keeps
+// language of where.Parse) with the index or, with noIndex, keeps
 // every file min/max statistics leave (as scan --no-index), and reads the
-// planned files with iceberg-go's reader, which applies the filter to rows.
+// planned files as scan does (index/rowscan).
 func Count(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, where string, noIndex bool) (Result, error) {
 	start := time.Now()
 	name := strings.Join(ident, ".")
-	tbl, filter, res, err := Plan(ctx, cat, ident, where)
+	tbl, _, res, err := Plan(ctx, cat, ident, where)
 	if err != nil {
 		return Result{}, err
 	}
@@ -43,7 +44,9 @@ func Count(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, 
 	if noIndex {
 		tasks = res.AfterStats
 	}
-	_, records, err := tbl.Scan(table.WithRowFilter(filter), table.WithSnapshotID(res.SnapshotID)).ReadTasks(ctx, tasks)
+	// As icebloom scan reads: with the plan's binding, iceberg-go filtering
+	// what it evaluates correctly and rowscan the rest.
+	_, records, err := rowscan.Read(ctx, tbl, res.Schema, res.Bound, tasks, rowscan.Options{SnapshotID: res.SnapshotID})
 	if err != nil {
 		return Result{}, fmt.Errorf("read %s: %w", name, err)
 	}

@@ -1,0 +1,115 @@
+package indexer
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	icecatalog "github.com/apache/iceberg-go/catalog"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/catalog"
+	"github.com/icebloom/icebloom/index"
+)
+
+// RepairSummary reports what Repair found and did.
+type RepairSummary struct {
+	// Checked counts the index files read and checked (linked ones too);
+	// BytesVerified the filter bytes checked against their checksums.
+	Checked       int   `json:"checked"`
+	BytesVerified int64 `json:"bytes_verified"`
+	// Damaged are the index files that failed a check (verify reports
+	// each of their problems), rewritten by the compaction from what reads
+	// clean; Problems the problems found.
+	Damaged  []string `json:"damaged,omitempty"`
+	Problems []string `json:"problems,omitempty"`
+	// Compacted is the compaction that rewrote them, nil when nothing was
+	// damaged. Its BrokenGroups lost their filters: the next sync indexes
+	// their data files again (as maintain does right after).
+	Compacted *CompactSummary `json:"compacted,omitempty"`
+}
+
+// Repair reads every index file of the table (the segments table metadata
+// lists and the files they link) as one stream each and checks every byte a
+// reader relies on, as verify does (index.CheckSegment): footers, tails,
+// directories, links, every chunk of every group against its checksum.
+// When a file is damaged, an index compaction rewrites the index from what
+// reads clean — leaving out the groups that fail their checksums, whose
+// data files the next sync indexes again, and replacing every damaged file
+// (a footer or tail that no longer reads, a link whose recorded sizes are
+// wrong) by the merged segment, read from its directory as lookups read it.
+// A segment whose directory cannot be read at all is removed by the same
+// compaction (as a sync's does). Until the sync, the files of the groups
+// left out are uncovered, never dropped by a lookup.
+//
+// Reading the index costs its size in bytes — small next to the data a
+// sync reads — and nothing is committed when nothing is damaged.
+func Repair(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o CompactOptions) (*RepairSummary, error) {
+	name := strings.Join(ident, ".")
+	tbl, err := catalog.LoadTable(ctx, cat, ident, commitOptions(o.Logger)...)
+	if err != nil {
+		return nil, fmt.Errorf("load table %s: %w", name, err)
+	}
+	fs, err := catalog.TableIO(ctx, tbl)
+	if err != nil {
+		return nil, fmt.Errorf("table %s storage: %w", name, err)
+	}
+	c := &compaction{broken: map[groupRef]bool{}}
+	sum := &RepairSummary{}
+	for sf := range tbl.Metadata().Statistics() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if index.HoldsEntries(sf) {
+			c.check(fs, sf, "", sum)
+		}
+	}
+	if len(sum.Damaged) == 0 {
+		return sum, nil
+	}
+	if o.Logger != nil {
+		o.Logger.Warn("index files are damaged: the index is rewritten from what reads clean, the broken groups' data files indexed again",
+			"table", name, "files", sum.Damaged, "problems", len(sum.Problems))
+	}
+	c.force = true
+	if sum.Compacted, err = c.run(ctx, cat, ident, o); err != nil {
+		return nil, fmt.Errorf("repair the index of %s: %w", name, err)
+	}
+	return sum, nil
+}
+
+// check checks the index file sf (linked from the file at linkedFrom, ""
+// for one table metadata lists) and the files it links, adding what it
+// finds to sum and its broken groups to c.broken. A damaged linked file is
+// reported as itself; the file linking it is the one the compaction
+// replaces.
+func (c *compaction) check(fs icebergio.IO, sf table.StatisticsFile, linkedFrom string, sum *RepairSummary) {
+	res := index.CheckSegment(fs, sf)
+	sum.Checked++
+	sum.BytesVerified += res.BytesVerified
+	for _, off := range res.BrokenGroups {
+		c.broken[groupRef{sf.StatisticsPath, off}] = true
+	}
+	if res.Damaged() && !slices.Contains(sum.Damaged, sf.StatisticsPath) {
+		sum.Damaged = append(sum.Damaged, sf.StatisticsPath)
+		sum.Problems = append(sum.Problems, res.Problems...)
+	}
+	if res.Dir == nil || linkedFrom != "" {
+		return // a linked file's own links are an error verify reports, never followed
+	}
+	for _, l := range res.Dir.Links {
+		c.check(fs, index.LinkedFile(sf, l), sf.StatisticsPath, sum)
+	}
+}
+
+// seed checks the one segment of an index that a compaction would leave as
+// it is (index.CheckSegment) and reports whether it is damaged, its broken
+// groups then in c.broken and c.force set, so the compaction rewrites it.
+func (c *compaction) seed(fs icebergio.IO, sf table.StatisticsFile) bool {
+	sum := &RepairSummary{}
+	c.check(fs, sf, "", sum)
+	c.force = len(sum.Damaged) > 0
+	return c.force
+}
