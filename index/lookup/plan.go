@@ -86,7 +86,7 @@ type Result struct {
 // the index are reported in Result.IndexErrors and never fail the call.
 // Plan is safe for concurrent use.
 func Plan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpression, o Options) (*Result, error) {
-	snap, f, err := prepare(tbl, filter, o)
+	snap, schema, bound, f, err := prepare(tbl, filter, o)
 	if err != nil {
 		return nil, err
 	}
@@ -119,33 +119,33 @@ func Plan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpressio
 // row of which can match. Result.FilesTotal is left 0: Prune reads no
 // manifest. Errors are Plan's.
 func Prune(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, filter iceberg.BooleanExpression, o Options) (*Result, error) {
-	snap, f, err := prepare(tbl, filter, o)
+	snap, schema, bound, f, err := prepare(tbl, filter, o)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{AfterStats: tasks, Candidates: tasks}
+	res := &Result{Schema: schema, Bound: bound, AfterStats: tasks, Candidates: tasks}
 	if snap != nil {
 		res.SnapshotID = snap.SnapshotID
 	}
 	return res, res.prune(ctx, tbl, f, o)
 }
 
-// prepare returns the snapshot o selects and filter bound to its schema and
-// compiled for the index.
-func prepare(tbl *table.Table, filter iceberg.BooleanExpression, o Options) (*table.Snapshot, *predicate, error) {
+// prepare returns the snapshot o selects, its schema, and filter bound to
+// it and compiled for the index.
+func prepare(tbl *table.Table, filter iceberg.BooleanExpression, o Options) (*table.Snapshot, *iceberg.Schema, iceberg.BooleanExpression, *predicate, error) {
 	snap, schema, err := Snapshot(tbl, o.SnapshotID)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	bound, err := where.Bind(schema, filter, o.CaseSensitive)
 	if err != nil {
-		return nil, nil, fmt.Errorf("lookup: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("lookup: %w", err)
 	}
 	f, err := compile(schema, bound)
 	if err != nil {
-		return nil, nil, fmt.Errorf("lookup: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("lookup: %w", err)
 	}
-	return snap, f, nil
+	return snap, schema, bound, f, nil
 }
 
 // prune sets res.Candidates to res.AfterStats without the tasks of the
