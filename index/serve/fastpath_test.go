@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -198,3 +199,46 @@ func TestFastPathCache(t *testing.T) {
 }
 
 func itoa(v int) string { return strconv.Itoa(v) }
+
+// TestFastPathConcurrent: plans of many values at once share one base plan,
+// its decoded statistics and the index's matches (run it with -race), and
+// each plans local planning's files.
+func TestFastPathConcurrent(t *testing.T) {
+	cat, load, _ := idTable(t, 8)
+	p := NewPlanner(load, PlannerOptions{MemoryBudget: 64 << 20})
+	want := map[int][]string{}
+	for v := range 20 {
+		want[v] = localFiles(t, cat, `{"type":"eq","term":"id","value":`+itoa(v)+`}`)
+	}
+	errs := make(chan error, 4)
+	for w := range 4 {
+		go func() {
+			for i := range 20 {
+				v := (i + 5*w) % 20
+				f := `{"type":"eq","term":"id","value":` + itoa(v) + `}`
+				res, err := p.Plan(context.Background(), table.Identifier{"db", "events"}, rest.PlanTableScanRequest{Filter: []byte(f)})
+				if err != nil {
+					errs <- err
+					return
+				}
+				var got []string
+				for _, page := range res.Pages {
+					for _, task := range page.FileScanTasks {
+						got = append(got, task.DataFile.FilePath)
+					}
+				}
+				slices.Sort(got)
+				if !res.FastPath && !res.Cached || !slices.Equal(got, want[v]) {
+					errs <- fmt.Errorf("id = %d: fast path %v, files %v, local %v", v, res.FastPath, got, want[v])
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
