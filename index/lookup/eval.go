@@ -120,22 +120,40 @@ func (compiler) VisitUnbound(p iceberg.UnboundPredicate) *node {
 }
 
 func (c compiler) VisitBound(p iceberg.BoundPredicate) *node {
-	ref, isColumn := p.Term().(iceberg.BoundReference) // not a transform
-	if !isColumn || !hashing.SupportsType(ref.Type()) {
+	values, ok := testValues(p)
+	if !ok {
 		return keep
 	}
-	var values []iceberg.Literal
-	switch p.Op() {
-	case iceberg.OpEQ:
-		values = []iceberg.Literal{p.(iceberg.BoundLiteralPredicate).Literal()}
-	case iceberg.OpIn:
-		values = p.(iceberg.BoundSetPredicate).Literals().Members()
-	default:
-		return keep
-	}
-	id := ref.Field().ID
+	id := p.Term().Ref().Field().ID
 	name, _ := c.schema.FindColumnName(id)
 	return &node{kind: testNode, test: &test{fieldID: id, column: name, values: values}}
+}
+
+// testValues returns the values of a predicate the index can prune with:
+// col = v or col IN (…) of a column (not a transform of one) of a type the
+// index hashes.
+func testValues(p iceberg.BoundPredicate) ([]iceberg.Literal, bool) {
+	ref, isColumn := p.Term().(iceberg.BoundReference) // not a transform
+	if !isColumn || !hashing.SupportsType(ref.Type()) {
+		return nil, false
+	}
+	switch p.Op() {
+	case iceberg.OpEQ:
+		return []iceberg.Literal{p.(iceberg.BoundLiteralPredicate).Literal()}, true
+	case iceberg.OpIn:
+		return p.(iceberg.BoundSetPredicate).Literals().Members(), true
+	}
+	return nil, false
+}
+
+// Prunable reports whether the index can prune with a bound predicate on
+// its own: col = v or col IN (…) of a column of a type it hashes, whether
+// or not the column is indexed (a file without an entry is kept). A caller
+// splitting a filter's AND into what the index prunes with and the rest
+// (Prune the first, plan the rest) decides with it as Plan does.
+func Prunable(p iceberg.BoundPredicate) bool {
+	_, ok := testValues(p)
+	return ok
 }
 
 // fileCheck is the evaluation of the filter for one data file. A test is
@@ -145,7 +163,6 @@ func (c compiler) VisitBound(p iceberg.BoundPredicate) *node {
 // nothing of its own: checks is carved from one slice for all files.
 type fileCheck struct {
 	path   string
-	size   int64
 	checks []testCheck // by test.idx
 	pruned bool
 	listed bool // in Result.Candidates already
@@ -156,9 +173,9 @@ type fileCheck struct {
 // values that need a block, and whether a value already answered maybe
 // without one.
 type testCheck struct {
-	stored                   index.StoredFilter
-	prepared, indexed, maybe bool
-	probes                   []probe // carved from the run's probe arena
+	stored          *index.StoredFilter // nil: the file has none (unindexed)
+	prepared, maybe bool
+	probes          []probe // carved from the run's probe arena
 }
 
 // hashedValue is a test value converted for one value type: the same for
@@ -200,11 +217,11 @@ func (r *run) hashes(t *test, valueType iceberg.PrimitiveType) []hashedValue {
 func (fc *fileCheck) prepare(r *run, t *test) {
 	tc := &fc.checks[t.idx]
 	tc.prepared = true
-	if !tc.indexed {
+	if tc.stored == nil {
 		tc.maybe = true
 		return
 	}
-	flt := &tc.stored
+	flt := tc.stored
 	probes := r.arena.take(len(t.values))[:0]
 	for i, hv := range r.hashes(t, flt.ValueType) {
 		if hv.err != nil {

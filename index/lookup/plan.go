@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -32,6 +33,9 @@ type Options struct {
 	// Cache keeps Puffin footers across calls (and tables); nil reads every
 	// footer on every call.
 	Cache *index.FooterCache
+	// Memo keeps what Prune derives from its tasks for its next call with
+	// the same tasks (see Memo); nil derives it every call. Plan ignores it.
+	Memo *Memo
 }
 
 // Result is a planned lookup: what statistics left and what the index
@@ -82,17 +86,9 @@ type Result struct {
 // the index are reported in Result.IndexErrors and never fail the call.
 // Plan is safe for concurrent use.
 func Plan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpression, o Options) (*Result, error) {
-	snap, schema, err := snapshot(tbl, o.SnapshotID)
+	snap, schema, bound, f, err := prepare(tbl, filter, o)
 	if err != nil {
 		return nil, err
-	}
-	bound, err := where.Bind(schema, filter, o.CaseSensitive)
-	if err != nil {
-		return nil, fmt.Errorf("lookup: %w", err)
-	}
-	f, err := compile(schema, bound)
-	if err != nil {
-		return nil, fmt.Errorf("lookup: %w", err)
 	}
 	if snap == nil {
 		return &Result{Schema: schema, Bound: bound}, nil // a table without snapshots has no files
@@ -110,25 +106,70 @@ func Plan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpressio
 	if res.FilesTotal, err = countFiles(ctx, tbl, snap, scanOpts); err != nil {
 		return nil, err
 	}
-	if f.root.kind == keepNode || len(tasks) == 0 {
-		return res, nil // nothing for the index to do
-	}
+	o.Memo = nil // for Prune's callers' plans, not this one
+	return res, res.prune(ctx, tbl, f, o)
+}
 
+// Prune is Plan's index step alone: it drops from tasks, a plan of tbl's
+// snapshot o.SnapshotID made by the caller, the tasks of the data files the
+// index proves cannot hold a row matching filter, as Plan does for the plan
+// it makes. It lets a caller that keeps a plan in memory (a server planning
+// many lookups of one table) consult the index without planning again; it
+// is sound for any tasks, since the index only ever drops a file that no
+// row of which can match. Result.FilesTotal is left 0: Prune reads no
+// manifest. Errors are Plan's.
+func Prune(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, filter iceberg.BooleanExpression, o Options) (*Result, error) {
+	snap, schema, bound, f, err := prepare(tbl, filter, o)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Schema: schema, Bound: bound, AfterStats: tasks, Candidates: tasks}
+	if snap != nil {
+		res.SnapshotID = snap.SnapshotID
+	}
+	return res, res.prune(ctx, tbl, f, o)
+}
+
+// prepare returns the snapshot o selects, its schema, and filter bound to
+// it and compiled for the index.
+func prepare(tbl *table.Table, filter iceberg.BooleanExpression, o Options) (*table.Snapshot, *iceberg.Schema, iceberg.BooleanExpression, *predicate, error) {
+	snap, schema, err := Snapshot(tbl, o.SnapshotID)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	bound, err := where.Bind(schema, filter, o.CaseSensitive)
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("lookup: %w", err)
+	}
+	f, err := compile(schema, bound)
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("lookup: %w", err)
+	}
+	return snap, schema, bound, f, nil
+}
+
+// prune sets res.Candidates to res.AfterStats without the tasks of the
+// files the index proves cannot match f, with what reading the index cost.
+func (res *Result) prune(ctx context.Context, tbl *table.Table, f *predicate, o Options) error {
+	tasks := res.AfterStats
+	if f.root.kind == keepNode || len(tasks) == 0 {
+		return nil // nothing for the index to do
+	}
 	fsys, err := catalog.TableIO(ctx, tbl)
 	if err != nil {
-		return nil, fmt.Errorf("lookup: table file system: %w", err)
+		return fmt.Errorf("lookup: table file system: %w", err)
 	}
 	indexStart := time.Now()
 	ix, errs := index.Load(ctx, fsys, tbl.Metadata(), o.Cache)
 	r := &run{ix: ix, fsys: fsys, blockStats: blockStats{errs: errs}, hashed: make([][]typedHashes, len(f.tests))}
-	files, byPath := r.files(f, tasks)
-	r.match(f, files, byPath)
+	pf, matched := o.Memo.planFiles(ix, tasks, f)
+	files := r.files(f, pf, matched)
 	if err := r.prune(ctx, f, files); err != nil {
-		return nil, err
+		return err
 	}
 	res.Candidates = nil
-	for _, t := range tasks {
-		fc := &files[byPath[t.File.FilePath()]]
+	for ti, t := range tasks {
+		fc := &files[pf.fileOf[ti]]
 		if fc.pruned {
 			continue
 		}
@@ -140,12 +181,13 @@ func Plan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpressio
 	}
 	res.IndexErrors, res.BlocksRead, res.BytesRead, res.Requests = r.errs, r.blocks, r.bytes, r.requests
 	res.IndexTime = time.Since(indexStart)
-	return res, nil
+	return nil
 }
 
-// snapshot returns the snapshot to plan and the schema to bind the filter
-// to, as iceberg-go's scan chooses them.
-func snapshot(tbl *table.Table, id *int64) (*table.Snapshot, *iceberg.Schema, error) {
+// Snapshot returns the snapshot to plan (nil for a table without
+// snapshots) and the schema to bind the filter to, as iceberg-go's scan
+// chooses them: a selected snapshot's schema, else the table's current one.
+func Snapshot(tbl *table.Table, id *int64) (*table.Snapshot, *iceberg.Schema, error) {
 	if id == nil {
 		return tbl.CurrentSnapshot(), tbl.Schema(), nil
 	}
@@ -191,23 +233,23 @@ type run struct {
 
 func (r *run) report(err error) { r.errs = append(r.errs, err) }
 
-// files returns one check per data file of tasks (a large file may be split
-// into several tasks) and the index of each file's check by path.
-func (r *run) files(f *predicate, tasks []table.FileScanTask) ([]fileCheck, map[string]int) {
-	byPath := make(map[string]int, len(tasks))
-	files := make([]fileCheck, 0, len(tasks))
-	for _, t := range tasks {
-		path := t.File.FilePath()
-		if _, ok := byPath[path]; !ok {
-			byPath[path] = len(files)
-			files = append(files, fileCheck{path: path, size: t.File.FileSizeBytes()})
-		}
-	}
+// files returns one check per data file of pf, with each test's filter for
+// it (matched, by test index).
+func (r *run) files(f *predicate, pf *planFiles, matched []*matchedFilters) []fileCheck {
+	files := make([]fileCheck, len(pf.paths))
 	checks := make([]testCheck, len(files)*len(f.tests))
 	for i := range files {
-		files[i].checks = checks[i*len(f.tests) : (i+1)*len(f.tests) : (i+1)*len(f.tests)]
+		files[i] = fileCheck{path: pf.paths[i], checks: checks[i*len(f.tests) : (i+1)*len(f.tests) : (i+1)*len(f.tests)]}
 	}
-	return files, byPath
+	for _, t := range f.tests {
+		ff := matched[t.idx]
+		for i := range files {
+			if ff.found[i] {
+				files[i].checks[t.idx].stored = &ff.filters[i]
+			}
+		}
+	}
+	return files
 }
 
 // prune evaluates the filter for files and marks those it proves cannot
@@ -242,35 +284,102 @@ func (r *run) prune(ctx context.Context, f *predicate, files []fileCheck) error 
 	return nil
 }
 
-// match finds each file's applicable filter for each test's column, one
-// pass over each segment's files (index.TableIndex.Match).
-func (r *run) match(f *predicate, files []fileCheck, byPath map[string]int) {
-	sizes := make([]int64, len(files))
-	for i := range files {
-		sizes[i] = files[i].size
+// planFiles are the data files of a plan's tasks and their applicable
+// filters for the fields looked up so far. None of it depends on a
+// filter's values, so a Memo keeps it for the next lookup of the same
+// tasks.
+type planFiles struct {
+	ix     *index.TableIndex
+	paths  []string
+	sizes  []int64
+	byPath map[string]int
+	fileOf []int                   // by task: its file's index in paths
+	fields map[int]*matchedFilters // by field id
+}
+
+// matchedFilters are each file's applicable filter for one field; the
+// first segment's wins.
+type matchedFilters struct {
+	filters []index.StoredFilter
+	found   []bool
+}
+
+func newPlanFiles(ix *index.TableIndex, tasks []table.FileScanTask) *planFiles {
+	pf := &planFiles{ix: ix, byPath: make(map[string]int, len(tasks)), fileOf: make([]int, len(tasks)), fields: map[int]*matchedFilters{}}
+	for ti, t := range tasks {
+		path := t.File.FilePath()
+		i, ok := pf.byPath[path]
+		if !ok {
+			i = len(pf.paths)
+			pf.byPath[path] = i
+			pf.paths = append(pf.paths, path)
+			pf.sizes = append(pf.sizes, t.File.FileSizeBytes())
+		}
+		pf.fileOf[ti] = i
 	}
-	testsOf := map[int][]int{} // test indexes by field id
+	return pf
+}
+
+// match finds each file's applicable filter for the fields of f's tests
+// not matched yet, one pass over each segment's files
+// (index.TableIndex.Match), and returns the filters of each test.
+func (pf *planFiles) match(f *predicate) []*matchedFilters {
 	var fields []int
 	for _, t := range f.tests {
-		if testsOf[t.fieldID] == nil {
+		if pf.fields[t.fieldID] == nil {
+			pf.fields[t.fieldID] = &matchedFilters{filters: make([]index.StoredFilter, len(pf.paths)), found: make([]bool, len(pf.paths))}
 			fields = append(fields, t.fieldID)
 		}
-		testsOf[t.fieldID] = append(testsOf[t.fieldID], t.idx)
 	}
-	r.ix.Match(byPath, sizes, fields, func(i int, flt index.StoredFilter) {
-		for _, ti := range testsOf[flt.FieldID] {
-			if tc := &files[i].checks[ti]; !tc.indexed { // the first segment's wins
-				tc.stored, tc.indexed = flt, true
+	if len(fields) > 0 {
+		pf.ix.Match(pf.byPath, pf.sizes, fields, func(i int, flt index.StoredFilter) {
+			if m := pf.fields[flt.FieldID]; !m.found[i] { // the first segment's wins
+				m.filters[i], m.found[i] = flt, true
 			}
-		}
-	})
+		})
+	}
+	matched := make([]*matchedFilters, len(f.tests))
+	for _, t := range f.tests {
+		matched[t.idx] = pf.fields[t.fieldID]
+	}
+	return matched
+}
+
+// Memo keeps, for the tasks of one plan, what Prune derives from them that
+// no filter value changes: their data files and each file's applicable
+// filters (the index's directories matched to the files). A caller that
+// keeps a plan in memory and prunes it for many values (a server) passes
+// one Memo per plan in Options.Memo, so that each later Prune of the same
+// tasks (the same slice) and index only checks the values' blocks. A Memo
+// is safe for concurrent use.
+type Memo struct {
+	mu    sync.Mutex
+	tasks []table.FileScanTask
+	pf    *planFiles
+}
+
+// planFiles returns the plan files of tasks for ix and the filters matched
+// for each of f's tests: the memo's when it holds them for the same tasks
+// and index. What it returns is not changed afterwards.
+func (m *Memo) planFiles(ix *index.TableIndex, tasks []table.FileScanTask, f *predicate) (*planFiles, []*matchedFilters) {
+	if m == nil {
+		pf := newPlanFiles(ix, tasks)
+		return pf, pf.match(f)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	same := m.pf != nil && m.pf.ix == ix && len(m.tasks) == len(tasks) && (len(tasks) == 0 || &m.tasks[0] == &tasks[0])
+	if !same {
+		m.tasks, m.pf = tasks, newPlanFiles(ix, tasks)
+	}
+	return m.pf, m.pf.match(f)
 }
 
 // indexed reports whether a data file has an applicable filter for every
 // column of the filter's tests.
 func (r *run) indexed(f *predicate, fc *fileCheck) bool {
 	for _, t := range f.tests {
-		if !fc.checks[t.idx].indexed {
+		if fc.checks[t.idx].stored == nil {
 			return false
 		}
 	}

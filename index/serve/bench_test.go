@@ -1,13 +1,24 @@
 package serve_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index/indexer"
@@ -15,15 +26,61 @@ import (
 	"github.com/icebloom/icebloom/index/serve"
 )
 
-// benchTable is a catalog with db.events of files one-id data files,
-// indexed.
+// benchMaxID is the largest id of the bench table; every file holds 0 and
+// it, so that min/max statistics keep every file and the index decides.
+const benchMaxID = 1 << 40
+
+// benchTable is a catalog with db.events of files data files, registered
+// with one add_files commit and indexed: file i holds the ids 0, 2i+2 and
+// benchMaxID, so an odd id is in no file.
 func benchTable(b *testing.B, files int) *catalogtest.Catalog {
+	ctx := context.Background()
 	cat := catalogtest.NewCatalog(b)
 	tbl := cat.NewTable(b, "events", catalogtest.IDSchema, nil)
-	for i := range int64(files) {
-		tbl = catalogtest.AppendIDs(b, tbl, i)
+	dir := strings.TrimPrefix(tbl.Location(), "file://") + "/data"
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
 	}
-	if _, err := indexer.Build(context.Background(), cat, table.Identifier{"db", "events"}, indexer.Options{Columns: []string{"id"}}); err != nil {
+	as, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	paths := make([]string, files)
+	var g errgroup.Group
+	g.SetLimit(4)
+	for i := range files {
+		g.Go(func() error {
+			bld := array.NewInt64Builder(memory.DefaultAllocator)
+			defer bld.Release()
+			bld.AppendValues([]int64{0, 2*int64(i) + 2, benchMaxID}, nil)
+			col := bld.NewArray()
+			defer col.Release()
+			rec := array.NewRecordBatch(as, []arrow.Array{col}, 3)
+			defer rec.Release()
+			var buf bytes.Buffer
+			tab := array.NewTableFromRecords(as, []arrow.RecordBatch{rec})
+			defer tab.Release()
+			if err := pqarrow.WriteTable(tab, &buf, 3, nil, pqarrow.DefaultWriterProps()); err != nil {
+				return err
+			}
+			paths[i] = filepath.Join(dir, fmt.Sprintf("f%07d.parquet", i))
+			return os.WriteFile(paths[i], buf.Bytes(), 0o644)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	for i := range paths {
+		paths[i] = "file://" + paths[i]
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.AddFiles(ctx, paths, nil, false); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := txn.Commit(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := indexer.Build(ctx, cat, table.Identifier{"db", "events"}, indexer.Options{Columns: []string{"id"}}); err != nil {
 		b.Fatal(err)
 	}
 	return cat
@@ -33,45 +90,109 @@ func filterJSON(v int64) rest.PlanTableScanRequest {
 	return rest.PlanTableScanRequest{Filter: []byte(`{"type":"eq","term":"id","value":` + strconv.FormatInt(v, 10) + `}`)}
 }
 
-// BenchmarkPlan compares a point lookup planned by the server's Planner
-// warm (the same scan again: from its cache), cold (another value each
-// time), and by lookup.Plan locally, on a table of 200 files.
-// go test -run - -bench BenchmarkPlan ./index/serve
-func BenchmarkPlan(b *testing.B) {
-	const files = 200
-	cat := benchTable(b, files)
-	ident := table.Identifier{"db", "events"}
-	srv, err := serve.New(serve.Options{Catalog: cat.Catalog})
-	if err != nil {
-		b.Fatal(err)
+// benchFiles is the bench table's size: ICEBLOOM_BENCH_FILES, else 200.
+func benchFiles(b *testing.B) int {
+	if s := os.Getenv("ICEBLOOM_BENCH_FILES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("ICEBLOOM_BENCH_FILES=%q is not a number of files", s)
+		}
+		return n
 	}
+	return 200
+}
+
+// BenchmarkPlan compares point lookups of a table whose statistics keep
+// every file, planned by the server's Planner warm (the same scan again:
+// from its plan cache), warm with a new value each time (the fast path:
+// iceberg-go's plan kept in memory, then the index), cold (a new Planner
+// each time: the table's manifests read and decoded), and by the client
+// locally: iceberg-go's planning alone, as an engine without icebloom
+// plans, and lookup.Plan (that planning and the index). It logs the ratio
+// of the warm new-value plan to each local one, measured in the same run.
+// ICEBLOOM_BENCH_FILES sets the number of files (default 200).
+//
+//	ICEBLOOM_BENCH_FILES=10000 go test -run - -bench BenchmarkPlan -benchtime 20x ./index/serve
+func BenchmarkPlan(b *testing.B) {
+	files := benchFiles(b)
+	start := time.Now()
+	cat := benchTable(b, files)
+	b.Logf("table of %d files made and indexed in %s", files, time.Since(start).Round(time.Millisecond))
+	ident := table.Identifier{"db", "events"}
+	newServer := func() *serve.Server {
+		srv, err := serve.New(serve.Options{Catalog: cat.Catalog})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return srv
+	}
+	srv := newServer()
 	ctx := context.Background()
-	b.Run("server-warm", func(b *testing.B) {
-		req := filterJSON(7)
+	plan := func(b *testing.B, p *serve.Planner, v int64) *serve.PlanResult {
+		res, err := p.Plan(ctx, ident, filterJSON(v))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return res
+	}
+	perOp := map[string]time.Duration{}
+	measure := func(name string, fn func(b *testing.B)) {
+		b.Run(name, func(b *testing.B) {
+			fn(b)
+			perOp[name] = b.Elapsed() / time.Duration(b.N)
+		})
+	}
+	measure("server-warm", func(b *testing.B) {
+		plan(b, srv.Planner(), 7)
+		b.ResetTimer()
 		for b.Loop() {
-			if _, err := srv.Planner().Plan(ctx, ident, req); err != nil {
-				b.Fatal(err)
+			if res := plan(b, srv.Planner(), 7); !res.Cached {
+				b.Fatal("a repeated plan was not cached")
 			}
 		}
 	})
-	b.Run("server-cold", func(b *testing.B) {
-		v := int64(files)
+	plan(b, srv.Planner(), 1) // the base plan, once (7 is server-warm's)
+	v := int64(9)             // across the runs b.Run makes
+	measure("server-warm-new-value", func(b *testing.B) {
 		for b.Loop() {
-			v++ // a value not planned before: no cached plan
-			if _, err := srv.Planner().Plan(ctx, ident, filterJSON(v)); err != nil {
-				b.Fatal(err)
+			v += 2 // an odd id: in no file, and never planned before
+			if res := plan(b, srv.Planner(), v); res.Cached || !res.FastPath || res.FilesAfterStats != files {
+				b.Fatalf("id = %d: cached %v, fast path %v, %d files after statistics", v, res.Cached, res.FastPath, res.FilesAfterStats)
 			}
 		}
 	})
-	b.Run("local", func(b *testing.B) {
+	measure("server-cold", func(b *testing.B) {
+		for b.Loop() {
+			plan(b, newServer().Planner(), 7)
+		}
+	})
+	filter := iceberg.EqualTo(iceberg.Reference("id"), int64(7))
+	measure("local-iceberg-go", func(b *testing.B) {
 		for b.Loop() {
 			tbl, err := cat.LoadTable(ctx, ident)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := lookup.Plan(ctx, tbl, iceberg.EqualTo(iceberg.Reference("id"), int64(7)), lookup.Options{}); err != nil {
+			if _, err := tbl.Scan(table.WithRowFilter(filter)).PlanFiles(ctx); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
+	measure("local-lookup", func(b *testing.B) {
+		for b.Loop() {
+			tbl, err := cat.LoadTable(ctx, ident)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := lookup.Plan(ctx, tbl, filter, lookup.Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	warm := perOp["server-warm-new-value"]
+	for _, local := range []string{"local-iceberg-go", "local-lookup"} {
+		if perOp[local] > 0 {
+			b.Logf("%d files: warm server plan of a new value %s, %s %s: %.3f×", files, warm, local, perOp[local], float64(warm)/float64(perOp[local]))
+		}
+	}
 }

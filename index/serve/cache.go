@@ -52,6 +52,37 @@ func (c *lruCache[V]) add(key string, val V, size int64) {
 		c.order.Remove(el)
 		delete(c.entries, key)
 	}
+	c.evict(size)
+	c.entries[key] = c.order.PushFront(&lruEntry[V]{key: key, val: val, size: size})
+	c.used += size
+}
+
+// grow charges delta more bytes to the entry of key (what it decoded
+// since it was added), evicting others to stay within the budget, or the
+// entry itself when it no longer fits. A key not held is left alone.
+func (c *lruCache[V]) grow(key string, delta int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.entries[key]
+	if !ok {
+		return
+	}
+	e := el.Value.(*lruEntry[V])
+	c.order.Remove(el)
+	delete(c.entries, key)
+	c.used -= e.size
+	e.size += delta
+	if e.size > c.budget {
+		c.evicted++
+		return
+	}
+	c.evict(e.size)
+	c.entries[key] = c.order.PushFront(e)
+	c.used += e.size
+}
+
+// evict drops the least recently used entries until size more bytes fit.
+func (c *lruCache[V]) evict(size int64) {
 	for c.used+size > c.budget {
 		last := c.order.Back()
 		e := last.Value.(*lruEntry[V])
@@ -60,8 +91,6 @@ func (c *lruCache[V]) add(key string, val V, size int64) {
 		c.used -= e.size
 		c.evicted++
 	}
-	c.entries[key] = c.order.PushFront(&lruEntry[V]{key: key, val: val, size: size})
-	c.used += size
 }
 
 // stats returns the bytes held, entries, hits, misses and evictions.

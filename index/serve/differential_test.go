@@ -6,6 +6,8 @@ import (
 	"maps"
 	"net/url"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -87,7 +89,11 @@ func predicate[T int64 | int32 | float64 | string | iceberg.Date](op int, ref ic
 // of a row (nil for NULL).
 func leaf[T int64 | int32 | float64 | string | iceberg.Date](fx *fixture, col string, get func(row) *T, values []T, lit func(T) string) randFilter {
 	ref := iceberg.Reference(col)
-	switch k := fx.rng.IntN(10); {
+	k := fx.rng.IntN(10)
+	if fx.pointOnly {
+		k = fx.rng.IntN(6)
+	}
+	switch {
 	case k < 4: // =, the index's case, often
 		v := values[fx.rng.IntN(len(values))]
 		return randFilter{iceberg.EqualTo(ref, v), func(r row) tri {
@@ -145,6 +151,37 @@ func (fx *fixture) randLeaf() randFilter {
 	}
 }
 
+// pointLeaf is a random = or IN of a column the index can prune with (by
+// lookup.Prunable): a conjunct for the fast path, of the indexed id, name
+// and cat, or of the partition source day, which is not indexed (score is
+// a double, which the index does not hash).
+func (fx *fixture) pointLeaf() randFilter {
+	fx.pointOnly = true
+	defer func() { fx.pointOnly = false }()
+	for {
+		if f := fx.randLeaf(); !strings.HasPrefix(f.text, "score") {
+			return f
+		}
+	}
+}
+
+func and(a, b randFilter) randFilter {
+	return randFilter{iceberg.NewAnd(a.expr, b.expr), func(r row) tri { return min(a.eval(r), b.eval(r)) }, "(" + a.text + " AND " + b.text + ")"}
+}
+
+// fastFilter is a random filter with = or IN conjuncts at its top: P
+// alone, P AND R, or R AND (P AND P).
+func (fx *fixture) fastFilter(int) randFilter {
+	switch fx.rng.IntN(3) {
+	case 0:
+		return fx.pointLeaf()
+	case 1:
+		return and(fx.pointLeaf(), fx.randFilter(2))
+	default:
+		return and(fx.randFilter(2), and(fx.pointLeaf(), fx.pointLeaf()))
+	}
+}
+
 func (fx *fixture) randFilter(depth int) randFilter {
 	if depth == 0 || fx.rng.IntN(3) == 0 {
 		return fx.randLeaf()
@@ -154,8 +191,7 @@ func (fx *fixture) randFilter(depth int) randFilter {
 		c := fx.randFilter(depth - 1)
 		return randFilter{iceberg.NewNot(c.expr), func(r row) tri { return c.eval(r).not() }, "NOT (" + c.text + ")"}
 	case 1, 2:
-		a, b := fx.randFilter(depth-1), fx.randFilter(depth-1)
-		return randFilter{iceberg.NewAnd(a.expr, b.expr), func(r row) tri { return min(a.eval(r), b.eval(r)) }, "(" + a.text + " AND " + b.text + ")"}
+		return and(fx.randFilter(depth-1), fx.randFilter(depth-1))
 	default:
 		a, b := fx.randFilter(depth-1), fx.randFilter(depth-1)
 		return randFilter{iceberg.NewOr(a.expr, b.expr), func(r row) tri { return max(a.eval(r), b.eval(r)) }, "(" + a.text + " OR " + b.text + ")"}
@@ -217,10 +253,10 @@ func mustURL(t *testing.T, s string) *url.URL {
 
 // differential plans and reads random filters through the server and
 // locally, and checks both against the ground truth.
-func differential(t *testing.T, fx *fixture, tbl *table.Table, n int) (pruned, readerDiffs int) {
+func differential(t *testing.T, fx *fixture, tbl *table.Table, n int, gen func(depth int) randFilter) (pruned, readerDiffs int) {
 	t.Helper()
 	for i := range n {
-		f := fx.randFilter(3)
+		f := gen(3)
 		var snap *int64
 		rows := fx.live
 		if i%10 == 9 {
@@ -284,11 +320,71 @@ func TestDifferentialProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pruned, readerDiffs := differential(t, fx, tbl, 200)
-	t.Logf("the index pruned files for %d of 200 filters; iceberg-go's reader differed from the ground truth for %d", pruned, readerDiffs)
+	pruned, readerDiffs := differential(t, fx, tbl, 200, fx.randFilter)
+	t.Logf("the index pruned files for %d of 200 filters; iceberg-go's reader differed from the ground truth for %d; %d fast-path plans",
+		pruned, readerDiffs, fastPlans(t, hs.URL))
 	if pruned == 0 {
 		t.Fatal("the index pruned no file for any filter")
 	}
+}
+
+// TestDifferentialFastPath is TestDifferentialProxy with filters made for
+// the fast path: = or IN conjuncts (pointLeaf) alone or ANDed with random
+// filters,
+// a tenth of them of the time-travel snapshot. Every plan but the repeated
+// ones must be made by the fast path.
+func TestDifferentialFastPath(t *testing.T) {
+	s := seed(t)
+	t.Logf("seed %d (ICEBLOOM_SERVE_SEED=%d replays)", s, s)
+	fx, up, hs, _ := proxyFixture(t, s, "2", serve.Options{TasksPerPage: 2})
+	tbl, err := client(t, hs.URL, up.Token).LoadTable(context.Background(), ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	// Every plan the server makes (a repeated one comes from the plan
+	// cache) must take the fast path, but those of filters that iceberg-go
+	// folds to AlwaysFalse before sending them, which have no conjuncts.
+	folded := 0
+	gen := func(depth int) randFilter {
+		f := fx.fastFilter(depth)
+		if bound, err := iceberg.BindExpr(schema, f.expr, true); err == nil && bound.Equals(iceberg.AlwaysFalse{}) {
+			folded++
+		}
+		return f
+	}
+	pruned, readerDiffs := differential(t, fx, tbl, n, gen)
+	fast, planned := metric(t, hs.URL, "icebloom_serve_fast_path_plans_total"), metric(t, hs.URL, `icebloom_serve_plans_total{outcome="planned"}`)
+	t.Logf("the index pruned files for %d of %d filters; iceberg-go's reader differed from the ground truth for %d; %d fast-path plans",
+		pruned, n, readerDiffs, fast)
+	if pruned == 0 {
+		t.Fatal("the index pruned no file for any filter")
+	}
+	if fast < planned-folded {
+		t.Fatalf("%d of %d plans took the fast path; %d filters fold to AlwaysFalse", fast, planned, folded)
+	}
+}
+
+// fastPlans reads the server's count of fast-path plans from /metrics.
+func fastPlans(t *testing.T, url string) int {
+	return metric(t, url, "icebloom_serve_fast_path_plans_total")
+}
+
+// metric reads a value of the server's /metrics.
+func metric(t *testing.T, url, name string) int {
+	t.Helper()
+	_, body := do(t, "GET", url+"/metrics", "", "")
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("/metrics has no %s:\n%s", name, body)
+	return 0
 }
 
 // TestDifferentialCatalog is TestDifferentialProxy in catalog mode, over the
@@ -307,7 +403,7 @@ func TestDifferentialCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pruned, readerDiffs := differential(t, fx, tbl, 200)
+	pruned, readerDiffs := differential(t, fx, tbl, 200, fx.randFilter)
 	t.Logf("the index pruned files for %d of 200 filters; iceberg-go's reader differed from the ground truth for %d", pruned, readerDiffs)
 	if pruned == 0 {
 		t.Fatal("the index pruned no file for any filter")
@@ -382,6 +478,6 @@ func TestDifferentialDeletionVectors(t *testing.T) {
 	if dvs == 0 {
 		t.Fatal("the format version 3 table has no deletion vectors")
 	}
-	pruned, readerDiffs := differential(t, fx, tbl, 100)
+	pruned, readerDiffs := differential(t, fx, tbl, 100, fx.randFilter)
 	t.Logf("the index pruned files for %d of 100 filters; iceberg-go's reader differed from the ground truth for %d", pruned, readerDiffs)
 }

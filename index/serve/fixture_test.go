@@ -57,6 +57,8 @@ type fixture struct {
 	live    map[int64]row
 	oldSnap int64         // a time-travel snapshot
 	oldLive map[int64]row // its rows
+	// pointOnly makes leaf draw only = and IN (pointLeaf).
+	pointOnly bool
 }
 
 func seed(t *testing.T) uint64 {

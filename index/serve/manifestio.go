@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	icebergio "github.com/apache/iceberg-go/io"
@@ -19,12 +20,16 @@ import (
 type manifestIO struct {
 	icebergio.IO
 	cache *lruCache[[]byte]
+	// opens counts the manifest lists and manifests opened, from memory or
+	// storage: each is decoded by whoever opened it.
+	opens *atomic.Int64
 }
 
 func (m *manifestIO) Open(name string) (icebergio.File, error) {
 	if !strings.HasSuffix(name, ".avro") {
 		return m.IO.Open(name)
 	}
+	m.opens.Add(1)
 	if b, ok := m.cache.get(name); ok {
 		return newMemFile(name, b), nil
 	}

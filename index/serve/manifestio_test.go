@@ -9,9 +9,6 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-
-	"github.com/icebloom/icebloom/catalog/catalogtest"
-	"github.com/icebloom/icebloom/index/indexer"
 )
 
 // countingIO counts the manifest files opened from storage.
@@ -31,27 +28,8 @@ func (c countingIO) Open(name string) (icebergio.File, error) {
 // planned, plans of other filters read no manifest from storage and plan
 // the same files as a planner without caches.
 func TestWarmPlansReadNoManifest(t *testing.T) {
-	cat := catalogtest.NewCatalog(t)
-	tbl := cat.NewTable(t, "events", catalogtest.IDSchema, nil)
-	for i := range int64(5) {
-		tbl = catalogtest.AppendIDs(t, tbl, 2*i, 2*i+1)
-	}
+	_, load, avro := idTable(t, 5)
 	ident := table.Identifier{"db", "events"}
-	if _, err := indexer.Build(context.Background(), cat, ident, indexer.Options{Columns: []string{"id"}}); err != nil {
-		t.Fatal(err)
-	}
-	var avro atomic.Int64
-	load := func(ctx context.Context, ident table.Identifier) (*Loaded, error) {
-		tbl, err := cat.LoadTable(ctx, ident)
-		if err != nil {
-			return nil, err
-		}
-		counted := table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), func(ctx context.Context) (icebergio.IO, error) {
-			fsys, err := tbl.FS(ctx)
-			return countingIO{IO: fsys, avro: &avro}, err
-		}, nil)
-		return &Loaded{Table: counted}, nil
-	}
 	warm := NewPlanner(load, PlannerOptions{MemoryBudget: 64 << 20})
 	cold := NewPlanner(load, PlannerOptions{MemoryBudget: -1})
 	plan := func(p *Planner, filter string) []string {

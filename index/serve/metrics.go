@@ -57,6 +57,7 @@ type metrics struct {
 	// plans by outcome: planned, cached, bad_request, upstream_error, error, rejected
 	plans                                 map[string]int64
 	filesTotal, filesAfterStats, filesOut int64
+	fastPlans                             int64               // plans made by the fast path
 	planLatency                           map[bool]*histogram // by cached
 	requests                              map[string]int64    // by route kind
 	commits                               int64               // 2xx commits seen passing through
@@ -74,6 +75,9 @@ func (m *metrics) planned(res *PlanResult, cached bool, d time.Duration) {
 		m.plans["cached"]++
 	} else {
 		m.plans["planned"]++
+		if res.FastPath {
+			m.fastPlans++
+		}
 	}
 	m.filesTotal += int64(res.FilesTotal)
 	m.filesAfterStats += int64(res.FilesAfterStats)
@@ -115,6 +119,9 @@ func (m *metrics) write(w io.Writer, cacheBytes int64, cacheEntries int, hits, m
 	for _, k := range sortedKeys(m.plans) {
 		fmt.Fprintf(w, "icebloom_serve_plans_total{outcome=%q} %d\n", k, m.plans[k])
 	}
+	fmt.Fprintln(w, "# HELP icebloom_serve_fast_path_plans_total Plans made from a kept plan of the filter without its = and IN conjuncts, without decoding manifests.")
+	fmt.Fprintln(w, "# TYPE icebloom_serve_fast_path_plans_total counter")
+	fmt.Fprintf(w, "icebloom_serve_fast_path_plans_total %d\n", m.fastPlans)
 	fmt.Fprintln(w, "# HELP icebloom_serve_plan_files_total Data files of the planned snapshots, by stage: live in the snapshot, left by partitions and statistics, left by the index (answered).")
 	fmt.Fprintln(w, "# TYPE icebloom_serve_plan_files_total counter")
 	fmt.Fprintf(w, "icebloom_serve_plan_files_total{stage=\"snapshot\"} %d\n", m.filesTotal)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -47,22 +48,33 @@ const DefaultTasksPerPage = 1000
 // Its results are cached per table metadata location and request, within a
 // memory budget, so a repeated plan of an unchanged table is answered from
 // memory; a table's new metadata location is a new key, so a commit
-// invalidates what was planned before it. Planner is safe for concurrent
+// invalidates what was planned before it. A lookup of a new value (a filter
+// with = or IN conjuncts) is planned from iceberg-go's plan of the rest of
+// the filter, kept in memory too, without decoding a manifest: see the fast
+// path in fastpath.go. Planner is safe for concurrent
 // use and needs no HTTP: Plan is what the server's plan endpoint calls.
 type Planner struct {
 	load         Loader
 	footers      *index.FooterCache
 	results      *lruCache[*PlanResult]
+	bases        *lruCache[*base]
 	tables       *lruCache[*table.Table]
 	manifests    *lruCache[[]byte]
 	tasksPerPage int
 	metrics      *metrics
+	// manifestOpens counts the manifest files the planner's tables opened
+	// (and so decoded), from memory or storage.
+	manifestOpens atomic.Int64
 }
 
 // PlannerOptions configure NewPlanner.
 type PlannerOptions struct {
-	// MemoryBudget bounds the bytes kept: a quarter for plans (estimated
-	// by their encoded size), the rest for manifest files; 0 keeps none.
+	// MemoryBudget bounds the bytes kept: an eighth for plans (estimated
+	// by their encoded size), three quarters for the fast path's base
+	// plans (estimated from their files' paths and statistics: about
+	// 1.2 KiB per data file) and an eighth for manifest files, which only
+	// planning other than the fast path's, and making base plans, reads;
+	// 0 keeps none.
 	MemoryBudget int64
 	// TasksPerPage is the number of data files per page; 0 means
 	// DefaultTasksPerPage.
@@ -77,8 +89,9 @@ func NewPlanner(load Loader, o PlannerOptions) *Planner {
 	return &Planner{
 		load:         load,
 		footers:      index.NewFooterCache(4096),
-		results:      newLRU[*PlanResult](o.MemoryBudget / 4),
-		manifests:    newLRU[[]byte](o.MemoryBudget - o.MemoryBudget/4),
+		results:      newLRU[*PlanResult](o.MemoryBudget / 8),
+		bases:        newLRU[*base](o.MemoryBudget / 4 * 3),
+		manifests:    newLRU[[]byte](o.MemoryBudget - o.MemoryBudget/8 - o.MemoryBudget/4*3),
 		tables:       newLRU[*table.Table](maxTables),
 		tasksPerPage: o.TasksPerPage,
 		metrics:      newMetrics(),
@@ -102,7 +115,11 @@ type PlanResult struct {
 	IndexErrors []string
 	// Cached says the result came from the cache.
 	Cached bool
-	size   int64
+	// FastPath says the plan was made from a base plan of the filter
+	// without its = and IN conjuncts (fastpath.go), read from memory when
+	// warm, rather than by iceberg-go planning the whole filter.
+	FastPath bool
+	size     int64
 }
 
 // RequestError is a planning request the server cannot plan: a bad filter,
@@ -147,7 +164,7 @@ func (p *Planner) reuse(loaded *Loaded) *table.Table {
 		if err != nil {
 			return nil, err
 		}
-		return &manifestIO{IO: fsys, cache: p.manifests}, nil
+		return &manifestIO{IO: fsys, cache: p.manifests, opens: &p.manifestOpens}, nil
 	}, nil)
 	if keep {
 		p.tables.add(key, cached, 1)
@@ -229,9 +246,15 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, req rest.PlanTable
 		statsFields[f.ID] = true
 	}
 
-	planned, err := lookup.Plan(ctx, tbl, filter, lookup.Options{
-		SnapshotID: req.SnapshotID, CaseSensitive: caseSensitive, Cache: p.footers,
-	})
+	o := lookup.Options{SnapshotID: req.SnapshotID, CaseSensitive: caseSensitive, Cache: p.footers}
+	planned, afterStats, err := p.fastPlan(ctx, tbl, filter, o)
+	fast := planned != nil && err == nil
+	if !fast { // not for the fast path, or it failed: the usual path reports why
+		planned, err = lookup.Plan(ctx, tbl, filter, o)
+		if err == nil {
+			afterStats = distinctFiles(planned.AfterStats)
+		}
+	}
 	if err != nil {
 		var unknown *where.UnknownColumnError
 		if errors.As(err, &unknown) || errors.Is(err, iceberg.ErrInvalidArgument) || errors.Is(err, iceberg.ErrType) {
@@ -244,8 +267,9 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, req rest.PlanTable
 		MetadataLocation: tbl.MetadataLocation(),
 		SnapshotID:       planned.SnapshotID,
 		FilesTotal:       planned.FilesTotal,
-		FilesAfterStats:  distinctFiles(planned.AfterStats),
+		FilesAfterStats:  afterStats,
 		Unindexed:        len(planned.Unindexed),
+		FastPath:         fast,
 	}
 	for _, e := range planned.IndexErrors {
 		res.IndexErrors = append(res.IndexErrors, e.Error())

@@ -62,7 +62,8 @@ type Options struct {
 	// Hosts are the Host header values accepted; others are answered 421.
 	// Empty accepts any (as behind a load balancer that names us variously).
 	Hosts []string
-	// MemoryBudget bounds the bytes of plans cached; 0 means
+	// MemoryBudget bounds the bytes kept warm: plans, the fast path's base
+	// plans and manifest files (PlannerOptions.MemoryBudget); 0 means
 	// DefaultMemoryBudget, negative caches nothing.
 	MemoryBudget int64
 	// MaxPlansInFlight bounds the plans computed at once; a plan request

@@ -1,0 +1,103 @@
+package lookup
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/where"
+)
+
+// TestPrune: Prune over a plan without a filter keeps every file holding
+// the value and drops what the index rules out; over Plan's own AfterStats
+// it gives Plan's candidates; a Memo changes nothing it keeps.
+func TestPrune(t *testing.T) {
+	fx := eventsFixture(t, 3, rowsPerFile)
+	cache := index.NewFooterCache(4)
+	all, err := fx.tbl.Scan().PlanFiles(fx.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped := 0
+	memo := &Memo{} // kept across values and columns of the same tasks
+	for c := range fx.cols {
+		for _, v := range []any{fx.files[1].rows[2][c], fx.absent(c)} {
+			filter := fx.where(c, v)
+			planned := fx.plan(filter, Options{Cache: cache})
+			again, err := Prune(fx.ctx, fx.tbl, planned.AfterStats, filter, Options{Cache: cache})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(paths(again.Candidates), paths(planned.Candidates)) || again.SnapshotID != planned.SnapshotID {
+				t.Fatalf("%s: Prune of Plan's AfterStats kept %v, Plan %v", filter, paths(again.Candidates), paths(planned.Candidates))
+			}
+			wide, err := Prune(fx.ctx, fx.tbl, all, filter, Options{Cache: cache})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range paths(planned.Candidates) {
+				if !slices.Contains(paths(wide.Candidates), p) {
+					t.Fatalf("%s: Prune of the whole plan dropped %s, a candidate of Plan", filter, p)
+				}
+			}
+			if wide.FilesTotal != 0 || len(wide.IndexErrors) > 0 {
+				t.Fatalf("%s: FilesTotal %d, errors %v", filter, wide.FilesTotal, wide.IndexErrors)
+			}
+			memoized, err := Prune(fx.ctx, fx.tbl, all, filter, Options{Cache: cache, Memo: memo})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(paths(memoized.Candidates), paths(wide.Candidates)) {
+				t.Fatalf("%s: Prune with a memo kept %v, without %v", filter, paths(memoized.Candidates), paths(wide.Candidates))
+			}
+			// Other tasks with the same memo: it must not answer for them.
+			part, err := Prune(fx.ctx, fx.tbl, planned.AfterStats, filter, Options{Cache: cache, Memo: memo})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(paths(part.Candidates), paths(planned.Candidates)) {
+				t.Fatalf("%s: Prune of other tasks with a memo kept %v, Plan %v", filter, paths(part.Candidates), paths(planned.Candidates))
+			}
+			dropped += len(all) - len(wide.Candidates)
+		}
+	}
+	if dropped == 0 {
+		t.Fatal("Prune dropped no file")
+	}
+	if _, err := Prune(fx.ctx, fx.tbl, all, mustParse(t, "nosuch = 1"), Options{}); err == nil {
+		t.Fatal("Prune of a filter on an unknown column succeeded")
+	}
+}
+
+// TestPrunable: = and IN of a column prune; other predicates do not.
+func TestPrunable(t *testing.T) {
+	_, schema, err := Snapshot(eventsFixture(t, 1, 2).tbl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := schema.Fields()[0].Name
+	for _, c := range []struct {
+		expr iceberg.BooleanExpression
+		want bool
+	}{
+		{iceberg.EqualTo(iceberg.Reference(col), int64(3)), true},
+		{iceberg.IsIn(iceberg.Reference(col), int64(3), int64(4)), true},
+		{iceberg.NotEqualTo(iceberg.Reference(col), int64(3)), false},
+		{iceberg.LessThan(iceberg.Reference(col), int64(3)), false},
+		{iceberg.NotIn(iceberg.Reference(col), int64(3), int64(4)), false},
+	} {
+		bound, err := where.Bind(schema, c.expr, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ok := bound.(iceberg.BoundPredicate)
+		if !ok {
+			t.Fatalf("%s bound to %T", c.expr, bound)
+		}
+		if got := Prunable(p); got != c.want {
+			t.Errorf("Prunable(%s) = %v, want %v", c.expr, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,244 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog/rest"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/catalog/catalogtest"
+	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/lookup"
+)
+
+// idTable is db.events of files data files of ids 2i and 2i+1, indexed,
+// with a loader counting the manifest files read from storage.
+func idTable(t *testing.T, files int) (*catalogtest.Catalog, Loader, *atomic.Int64) {
+	cat := catalogtest.NewCatalog(t)
+	tbl := cat.NewTable(t, "events", catalogtest.IDSchema, nil)
+	for i := range int64(files) {
+		tbl = catalogtest.AppendIDs(t, tbl, 2*i, 2*i+1)
+	}
+	ident := table.Identifier{"db", "events"}
+	if _, err := indexer.Build(context.Background(), cat, ident, indexer.Options{Columns: []string{"id"}}); err != nil {
+		t.Fatal(err)
+	}
+	var avro atomic.Int64
+	load := func(ctx context.Context, ident table.Identifier) (*Loaded, error) {
+		tbl, err := cat.LoadTable(ctx, ident)
+		if err != nil {
+			return nil, err
+		}
+		counted := table.New(ident, tbl.Metadata(), tbl.MetadataLocation(), func(ctx context.Context) (icebergio.IO, error) {
+			fsys, err := tbl.FS(ctx)
+			return countingIO{IO: fsys, avro: &avro}, err
+		}, nil)
+		return &Loaded{Table: counted}, nil
+	}
+	return cat, load, &avro
+}
+
+func planFiles(t *testing.T, p *Planner, filter string) ([]string, *PlanResult) {
+	t.Helper()
+	res, err := p.Plan(context.Background(), table.Identifier{"db", "events"}, rest.PlanTableScanRequest{Filter: []byte(filter)})
+	if err != nil {
+		t.Fatalf("plan %s: %v", filter, err)
+	}
+	var files []string
+	for _, page := range res.Pages {
+		for _, task := range page.FileScanTasks {
+			files = append(files, task.DataFile.FilePath)
+		}
+	}
+	slices.Sort(files)
+	return files, res
+}
+
+// localFiles is what lookup.Plan (the client's local planning with the
+// index) plans for filter.
+func localFiles(t *testing.T, cat *catalogtest.Catalog, filter string) []string {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := cat.LoadTable(ctx, table.Identifier{"db", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expr, err := iceberg.ParseExpr([]byte(filter), tbl.Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := lookup.Plan(ctx, tbl, expr, lookup.Options{CaseSensitive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, task := range res.Candidates {
+		files = append(files, task.File.FilePath())
+	}
+	slices.Sort(files)
+	return files
+}
+
+// TestWarmFastPathDecodesNoManifest: once a filter's rest (R) was planned,
+// lookups of new values with it decode no manifest, not even from memory,
+// and plan local planning's files.
+func TestWarmFastPathDecodesNoManifest(t *testing.T) {
+	cat, load, avro := idTable(t, 6)
+	p := NewPlanner(load, PlannerOptions{MemoryBudget: 64 << 20})
+	for _, first := range []string{
+		`{"type":"eq","term":"id","value":3}`, // R = true
+		`{"type":"and","left":{"type":"eq","term":"id","value":3},"right":{"type":"lt","term":"id","value":9}}`,
+	} {
+		if _, res := planFiles(t, p, first); !res.FastPath {
+			t.Fatalf("%s was not planned by the fast path", first)
+		}
+	}
+	if avro.Load() == 0 || p.manifestOpens.Load() == 0 {
+		t.Fatal("the first plans read no manifest")
+	}
+	for _, f := range []string{
+		`{"type":"eq","term":"id","value":6}`,
+		`{"type":"eq","term":"id","value":11}`,
+		`{"type":"eq","term":"id","value":1000}`,
+		`{"type":"in","term":"id","values":[1,8,10]}`,
+		`{"type":"and","left":{"type":"eq","term":"id","value":5},"right":{"type":"lt","term":"id","value":9}}`,
+		`{"type":"and","left":{"type":"lt","term":"id","value":9},"right":{"type":"in","term":"id","values":[2,10]}}`,
+	} {
+		opens := p.manifestOpens.Load()
+		got, res := planFiles(t, p, f)
+		if n := p.manifestOpens.Load() - opens; n != 0 || !res.FastPath || res.Cached {
+			t.Fatalf("a warm plan of %s decoded %d manifest files (fast path %v, cached %v)", f, n, res.FastPath, res.Cached)
+		}
+		if want := localFiles(t, cat, f); !slices.Equal(got, want) {
+			t.Fatalf("%s: the fast path plans %v, local planning %v", f, got, want)
+		}
+		if res.FilesTotal != 6 {
+			t.Fatalf("%s: FilesTotal %d, want 6", f, res.FilesTotal)
+		}
+	}
+	// Not for the fast path: a range alone, an OR.
+	for _, f := range []string{`{"type":"lt","term":"id","value":4}`,
+		`{"type":"or","left":{"type":"eq","term":"id","value":5},"right":{"type":"eq","term":"id","value":7}}`} {
+		if got, res := planFiles(t, p, f); res.FastPath || !slices.Equal(got, localFiles(t, cat, f)) {
+			t.Fatalf("%s: fast path %v, files %v, local %v", f, res.FastPath, got, localFiles(t, cat, f))
+		}
+	}
+}
+
+// TestFastPathCache: base plans stay within their share of the memory
+// budget (evicting the least recently used, or not kept when larger than
+// it, and then planned again each time), and a commit (a new metadata
+// location) makes a new base plan that holds the new file.
+func TestFastPathCache(t *testing.T) {
+	cat, load, _ := idTable(t, 6)
+	eq := func(v int) string { return `{"type":"eq","term":"id","value":` + itoa(v) + `}` }
+	withR := func(v, below int) string {
+		return `{"type":"and","left":{"type":"eq","term":"id","value":` + itoa(v) + `},"right":{"type":"lt","term":"id","value":` + itoa(below) + `}}`
+	}
+
+	// A budget too small for one base: each plan decodes the manifests,
+	// and plans what local planning plans.
+	tiny := NewPlanner(load, PlannerOptions{MemoryBudget: 2 << 10})
+	for _, v := range []int{3, 4, 5} {
+		opens := tiny.manifestOpens.Load()
+		got, res := planFiles(t, tiny, eq(v))
+		if !res.FastPath || tiny.manifestOpens.Load() == opens {
+			t.Fatalf("id = %d with a tiny budget: fast path %v, %d manifests decoded", v, res.FastPath, tiny.manifestOpens.Load()-opens)
+		}
+		if want := localFiles(t, cat, eq(v)); !slices.Equal(got, want) {
+			t.Fatalf("id = %d: %v, local %v", v, got, want)
+		}
+	}
+	if used, n, _, _, _ := tiny.bases.stats(); used != 0 || n != 0 {
+		t.Fatalf("a tiny budget holds %d bytes of %d base plans", used, n)
+	}
+
+	// A budget of about one base: a second one evicts the first.
+	probe := NewPlanner(load, PlannerOptions{MemoryBudget: 64 << 20})
+	planFiles(t, probe, eq(3))
+	size, _, _, _, _ := probe.bases.stats()
+	if size == 0 {
+		t.Fatal("a base plan has no size")
+	}
+	one := NewPlanner(load, PlannerOptions{MemoryBudget: size/3*4 + size/2}) // bases get 3/4: one fits, not two
+	planFiles(t, one, withR(3, 9))
+	planFiles(t, one, withR(3, 11))
+	used, n, _, _, evicted := one.bases.stats()
+	if n != 1 || evicted != 1 || used > one.bases.budget {
+		t.Fatalf("one base's budget holds %d bytes (budget %d) in %d bases, %d evicted", used, one.bases.budget, n, evicted)
+	}
+	opens := one.manifestOpens.Load()
+	planFiles(t, one, withR(4, 11)) // the kept one
+	if one.manifestOpens.Load() != opens {
+		t.Fatal("the base kept was planned again")
+	}
+
+	// A commit: a new metadata location, a new base holding the new file.
+	warm := NewPlanner(load, PlannerOptions{MemoryBudget: 64 << 20})
+	planFiles(t, warm, eq(3))
+	tbl, err := cat.LoadTable(context.Background(), table.Identifier{"db", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalogtest.AppendIDs(t, tbl, 500)
+	opens = warm.manifestOpens.Load()
+	got, res := planFiles(t, warm, eq(500))
+	if warm.manifestOpens.Load() == opens || len(got) != 1 || !res.FastPath || res.FilesTotal != 7 {
+		t.Fatalf("after a commit: %d manifests decoded, files %v, fast path %v, FilesTotal %d", warm.manifestOpens.Load()-opens, got, res.FastPath, res.FilesTotal)
+	}
+	if want := localFiles(t, cat, eq(500)); !slices.Equal(got, want) {
+		t.Fatalf("after a commit: %v, local %v", got, want)
+	}
+}
+
+func itoa(v int) string { return strconv.Itoa(v) }
+
+// TestFastPathConcurrent: plans of many values at once share one base plan,
+// its decoded statistics and the index's matches (run it with -race), and
+// each plans local planning's files.
+func TestFastPathConcurrent(t *testing.T) {
+	cat, load, _ := idTable(t, 8)
+	p := NewPlanner(load, PlannerOptions{MemoryBudget: 64 << 20})
+	want := map[int][]string{}
+	for v := range 20 {
+		want[v] = localFiles(t, cat, `{"type":"eq","term":"id","value":`+itoa(v)+`}`)
+	}
+	errs := make(chan error, 4)
+	for w := range 4 {
+		go func() {
+			for i := range 20 {
+				v := (i + 5*w) % 20
+				f := `{"type":"eq","term":"id","value":` + itoa(v) + `}`
+				res, err := p.Plan(context.Background(), table.Identifier{"db", "events"}, rest.PlanTableScanRequest{Filter: []byte(f)})
+				if err != nil {
+					errs <- err
+					return
+				}
+				var got []string
+				for _, page := range res.Pages {
+					for _, task := range page.FileScanTasks {
+						got = append(got, task.DataFile.FilePath)
+					}
+				}
+				slices.Sort(got)
+				if !res.FastPath && !res.Cached || !slices.Equal(got, want[v]) {
+					errs <- fmt.Errorf("id = %d: fast path %v, files %v, local %v", v, res.FastPath, got, want[v])
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
