@@ -174,7 +174,9 @@ func TestBenchServeJSON(t *testing.T) {
 		"serve_concurrent_p50_ms", "serve_concurrent_p99_ms", "serve_concurrent_p99_vs_p50",
 		"serve_heap_retained_mib", "serve_heap_peak_mib", "process_rss_mib"}
 	targeted := map[string]bool{"serve_concurrent_p99_vs_p50": true, "serve_heap_retained_mib": true, "serve_heap_peak_mib": true}
-	got := checkLines(t, out.Runs[0].Measurements, want, targeted)
+	// What the server keeps is a difference of two heap samples of the
+	// whole test process, clamped at 0: at 50 files it can be none.
+	got := checkLines(t, out.Runs[0].Measurements, want, targeted, map[string]bool{"serve_heap_retained_mib": true})
 	if l := got["serve_warm_vs_local"]; !strings.Contains(l.Target, "from 100000 files") {
 		t.Errorf("serve_warm_vs_local at 50 files: target %q, want none below 100000 files", l.Target)
 	}
