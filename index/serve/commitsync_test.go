@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
@@ -62,7 +62,7 @@ func covered(t *testing.T, cat *catalogtest.Catalog, id int64) {
 func TestSyncOnCommit(t *testing.T) {
 	up := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{})
 	smallTable(t, up.Catalog)
-	syncFn := serve.NewSyncFunc(func(ctx context.Context) (icecat.Catalog, error) {
+	syncFn := serve.NewSyncFunc(func(ctx context.Context) (icecatalog.Catalog, error) {
 		return rest.NewCatalog(ctx, "sync", up.URL, rest.WithOAuthToken(up.Token))
 	}, indexer.Options{}, nil)
 	newSyncer := func(quiet time.Duration) *maintenance.CommitSyncer {
