@@ -71,18 +71,23 @@ func (c *Catalog) NewTable(t testing.TB, name string, sc *iceberg.Schema, props 
 // as committed.
 func Append(t testing.TB, tbl *table.Table, rec arrow.RecordBatch) *table.Table {
 	t.Helper()
-	ctx := context.Background()
-	txn := tbl.NewTransaction()
-	at := array.NewTableFromRecords(rec.Schema(), []arrow.RecordBatch{rec})
-	defer at.Release()
-	if err := txn.AppendTable(ctx, at, rec.NumRows(), nil); err != nil {
-		t.Fatal(err)
-	}
-	out, err := txn.Commit(ctx)
+	out, err := TryAppend(context.Background(), tbl, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TryAppend is Append returning its error, for tests whose appends may
+// race other commits (table.ErrCommitFailed: reload and try again).
+func TryAppend(ctx context.Context, tbl *table.Table, rec arrow.RecordBatch) (*table.Table, error) {
+	txn := tbl.NewTransaction()
+	at := array.NewTableFromRecords(rec.Schema(), []arrow.RecordBatch{rec})
+	defer at.Release()
+	if err := txn.AppendTable(ctx, at, rec.NumRows(), nil); err != nil {
+		return nil, err
+	}
+	return txn.Commit(ctx)
 }
 
 // Register adds an existing table (its metadata file) to the catalog as
@@ -135,6 +140,15 @@ var IDSchema = iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type:
 // AppendIDs appends one data file holding ids to a table of IDSchema.
 func AppendIDs(t testing.TB, tbl *table.Table, ids ...int64) *table.Table {
 	t.Helper()
+	rec := IDRecord(t, tbl, ids...)
+	defer rec.Release()
+	return Append(t, tbl, rec)
+}
+
+// IDRecord returns a record of ids for tbl's first (long) column, as
+// AppendIDs appends it; the caller releases it.
+func IDRecord(t testing.TB, tbl *table.Table, ids ...int64) arrow.RecordBatch {
+	t.Helper()
 	as, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +156,5 @@ func AppendIDs(t testing.TB, tbl *table.Table, ids ...int64) *table.Table {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, as)
 	defer b.Release()
 	b.Field(0).(*array.Int64Builder).AppendValues(ids, nil)
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	return Append(t, tbl, rec)
+	return b.NewRecordBatch()
 }

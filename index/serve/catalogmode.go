@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
@@ -68,7 +68,7 @@ func (s *Server) serveCatalog(w http.ResponseWriter, r *http.Request, rt route) 
 				catalogError(w, err)
 				return
 			}
-			idents = append(idents, ident{icecat.NamespaceFromIdent(id), icecat.TableNameFromIdent(id)})
+			idents = append(idents, ident{icecatalog.NamespaceFromIdent(id), icecatalog.TableNameFromIdent(id)})
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"identifiers": idents})
 	case rt.kind == routeTable && get:
@@ -105,9 +105,9 @@ func exists(w http.ResponseWriter, check func() (bool, error)) {
 
 func catalogError(w http.ResponseWriter, err error) {
 	switch {
-	case errors.Is(err, icecat.ErrNoSuchTable):
+	case errors.Is(err, icecatalog.ErrNoSuchTable):
 		writeError(w, http.StatusNotFound, "NoSuchTableException", err.Error())
-	case errors.Is(err, icecat.ErrNoSuchNamespace):
+	case errors.Is(err, icecatalog.ErrNoSuchNamespace):
 		writeError(w, http.StatusNotFound, "NoSuchNamespaceException", err.Error())
 	default:
 		writeError(w, http.StatusInternalServerError, "ServerErrorException", err.Error())

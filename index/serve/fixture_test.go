@@ -14,7 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
@@ -166,7 +166,7 @@ func newFixture(t *testing.T, cat *catalogtest.Catalog, s uint64, formatVersion 
 	ctx := context.Background()
 	fx := &fixture{t: t, rng: rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15)), cat: cat, nextID: 1, live: map[int64]row{}}
 	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{3}, FieldID: 1000, Name: "day", Transform: iceberg.IdentityTransform{}})
-	_, err := cat.CreateTable(ctx, ident, schema, icecat.WithPartitionSpec(&spec), icecat.WithProperties(iceberg.Properties{
+	_, err := cat.CreateTable(ctx, ident, schema, icecatalog.WithPartitionSpec(&spec), icecatalog.WithProperties(iceberg.Properties{
 		"format-version":         formatVersion,
 		table.WriteDeleteModeKey: table.WriteModeMergeOnRead,
 	}))

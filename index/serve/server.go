@@ -34,7 +34,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 )
@@ -55,7 +55,7 @@ type Options struct {
 	// http.DefaultTransport.
 	Transport http.RoundTripper
 	// Catalog is the catalog served in catalog mode.
-	Catalog icecat.Catalog
+	Catalog icecatalog.Catalog
 	// BearerToken, in catalog mode, is the token every /v1 request must
 	// carry ("Authorization: Bearer …"); "" requires none.
 	BearerToken string
@@ -349,9 +349,9 @@ func (s *Server) planError(w http.ResponseWriter, err error) {
 	case errors.As(err, &bad):
 		s.planner.metrics.count("bad_request")
 		writeError(w, http.StatusBadRequest, "BadRequestException", bad.Error())
-	case errors.Is(err, icecat.ErrNoSuchTable):
+	case errors.Is(err, icecatalog.ErrNoSuchTable):
 		writeError(w, http.StatusNotFound, "NoSuchTableException", err.Error())
-	case errors.Is(err, icecat.ErrNoSuchNamespace):
+	case errors.Is(err, icecatalog.ErrNoSuchNamespace):
 		writeError(w, http.StatusNotFound, "NoSuchNamespaceException", err.Error())
 	default:
 		s.planner.metrics.count("error")

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"sync"
 
-	icecat "github.com/apache/iceberg-go/catalog"
+	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
@@ -18,12 +18,12 @@ import (
 // upstream opened with icebloom's own service credentials, never a
 // caller's. A table without an icebloom index is left alone. The catalog is
 // opened on first use and kept; a failed open is tried again next time.
-func NewSyncFunc(open func(ctx context.Context) (icecat.Catalog, error), o indexer.Options, log *slog.Logger) func(ctx context.Context, ident table.Identifier) error {
+func NewSyncFunc(open func(ctx context.Context) (icecatalog.Catalog, error), o indexer.Options, log *slog.Logger) func(ctx context.Context, ident table.Identifier) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	var mu sync.Mutex
-	var cat icecat.Catalog
+	var cat icecatalog.Catalog
 	return func(ctx context.Context, ident table.Identifier) error {
 		mu.Lock()
 		if cat == nil {
