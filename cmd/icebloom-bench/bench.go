@@ -60,6 +60,12 @@ type BenchCmd struct {
 	// (bench_s3floor.go) instead.
 	S3Floor     int `arg:"--s3-floor" placeholder:"FILES" help:"measure the build on the in-process S3 server (10 ms per request) against the network floor and the build without reading ahead, on a table of this many data files, instead"`
 	S3FloorRows int `arg:"--s3-floor-rows" default:"2000" help:"with --s3-floor: rows per data file"`
+	// Serve and the flags after it select the benchmark of server-side
+	// scan planning (bench_serve.go) instead.
+	Serve           string `arg:"--serve" placeholder:"[N,N,...]" help:"measure icebloom serve's planning (warm, cold) against the client's own on tables of these many data files instead [default with no value: 10000,100000]"`
+	ServeClients    int    `arg:"--serve-clients" default:"16" help:"with --serve: clients planning at once"`
+	ServePlans      int    `arg:"--serve-plans" default:"8" help:"with --serve: plans of each concurrent client"`
+	MemoryBudgetMiB int64  `arg:"--memory-budget-mib" default:"256" help:"with --serve: the server's memory budget (icebloom serve --memory-budget-mib), MiB"`
 }
 
 // BenchOutput is the JSON output of bench: the run's setup, notes on what
@@ -103,6 +109,9 @@ func (c *BenchCmd) run(ctx context.Context, e *env) error {
 	}
 	if c.S3Floor != 0 {
 		return c.runS3Floor(ctx, e)
+	}
+	if c.Serve != "" {
+		return c.runServe(ctx, e)
 	}
 	if c.Files < 1 || c.Rows < 1 || c.Repeat < 1 || c.Probes < 1 || c.PruneFiles < 0 {
 		return fmt.Errorf("--files, --rows, --repeat and --probes must be positive, --prune-files not negative")

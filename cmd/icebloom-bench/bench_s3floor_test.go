@@ -32,8 +32,23 @@ func TestBenchS3FloorJSON(t *testing.T) {
 	want := []string{"s3_build_vs_floor_throughput", "s3_whole_build_vs_floor", "s3_build_vs_workers_speedup",
 		"s3_data_requests_per_file", "s3_build_ms", "s3_floor_ms", "s3_workers_build_ms",
 		"local_build_ahead_vs_workers", "local_build_ahead_vs_workers_cpu"}
+	got := checkLines(t, out.Measurements, want, targeted, nil)
+	if l := got["s3_data_requests_per_file"]; l.Value != 1 || !strings.Contains(l.Detail, "no HEAD") {
+		t.Errorf("reading ahead: %v requests per data file (%s), want 1", l.Value, l.Detail)
+	}
+	if _, _, code := icebloomBench(t, "--s3-floor", "-2", "--dir", t.TempDir()); code == 0 {
+		t.Error("bench --s3-floor -2 succeeded")
+	}
+}
+
+// checkLines checks that lines are exactly the measurements want, each
+// with a finite value, positive unless mayBeZero says it may be 0, a
+// target, unit and detail, and a verdict just where targeted says a target
+// applies; it returns them by key.
+func checkLines(t *testing.T, lines []BenchLine, want []string, targeted, mayBeZero map[string]bool) map[string]BenchLine {
+	t.Helper()
 	got := map[string]BenchLine{}
-	for _, l := range out.Measurements {
+	for _, l := range lines {
 		got[l.Key] = l
 	}
 	for _, key := range want {
@@ -41,7 +56,7 @@ func TestBenchS3FloorJSON(t *testing.T) {
 		switch {
 		case !ok:
 			t.Errorf("no measurement %q", key)
-		case math.IsNaN(l.Value) || math.IsInf(l.Value, 0) || l.Value <= 0:
+		case math.IsNaN(l.Value) || math.IsInf(l.Value, 0) || l.Value < 0 || (l.Value == 0 && !mayBeZero[key]):
 			t.Errorf("%s = %v", key, l.Value)
 		case l.Target == "" || l.Unit == "" || l.Detail == "":
 			t.Errorf("%s: target %q, unit %q, detail %q", key, l.Target, l.Unit, l.Detail)
@@ -52,10 +67,5 @@ func TestBenchS3FloorJSON(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("%d measurements, want %d", len(got), len(want))
 	}
-	if l := got["s3_data_requests_per_file"]; l.Value != 1 || !strings.Contains(l.Detail, "no HEAD") {
-		t.Errorf("reading ahead: %v requests per data file (%s), want 1", l.Value, l.Detail)
-	}
-	if _, _, code := icebloomBench(t, "--s3-floor", "-2", "--dir", t.TempDir()); code == 0 {
-		t.Error("bench --s3-floor -2 succeeded")
-	}
+	return got
 }

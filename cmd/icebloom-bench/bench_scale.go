@@ -103,13 +103,14 @@ type ScaleRun struct {
 
 func (r *ScaleRun) add(l BenchLine) { r.Measurements = append(r.Measurements, l) }
 
-// parseScale reads --scale: comma-separated positive file counts.
-func parseScale(s string) ([]int, error) {
+// parseSizes reads the value of flag (--scale, --serve): comma-separated
+// positive file counts.
+func parseSizes(flag, s string) ([]int, error) {
 	var sizes []int
 	for f := range strings.SplitSeq(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(strings.ReplaceAll(f, "_", "")))
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("--scale %q: want comma-separated positive file counts", s)
+			return nil, fmt.Errorf("%s %q: want comma-separated positive file counts", flag, s)
 		}
 		sizes = append(sizes, n)
 	}
@@ -118,7 +119,7 @@ func parseScale(s string) ([]int, error) {
 
 // runScale is bench --scale.
 func (c *BenchCmd) runScale(ctx context.Context, e *env) error {
-	sizes, err := parseScale(c.Scale)
+	sizes, err := parseSizes("--scale", c.Scale)
 	if err != nil {
 		return err
 	}
@@ -129,18 +130,11 @@ func (c *BenchCmd) runScale(ctx context.Context, e *env) error {
 	if c.S3Files < 0 || c.Repeat < 1 || !(c.FPP > 0 && c.FPP < 1) {
 		return fmt.Errorf("--s3-files must not be negative, --repeat positive, --fpp within (0, 1)")
 	}
-	dir, cleanup, err := c.workDir("icebloom-bench-scale")
+	dir, cat, cleanup, err := c.benchCatalog(ctx, e, "icebloom-bench-scale")
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	cat, err := e.embedded(ctx, dir)
-	if err != nil {
-		return err
-	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil); err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
-		return fmt.Errorf("create namespace bench: %w", err)
-	}
 	out := &ScaleOutput{Sizes: sizes, S3Files: c.S3Files, S3DelayMS: float64(scaleS3Delay) / 1e6, RowsPerFile: scaleRows,
 		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), Dir: dir,
 		Notes: []string{}, Runs: []ScaleRun{}}
@@ -179,6 +173,30 @@ func (c *BenchCmd) runScale(ctx context.Context, e *env) error {
 	}
 	printScale(e.stdout, out)
 	return nil
+}
+
+// benchCatalog opens the embedded catalog in the bench's directory (see
+// workDir) with the namespace bench, for the runs that make their own
+// tables; cleanup removes the directory unless it is kept.
+func (c *BenchCmd) benchCatalog(ctx context.Context, e *env, prefix string) (string, icecatalog.Catalog, func(), error) {
+	dir, cleanup, err := c.workDir(prefix)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	cat, err := e.embedded(ctx, dir)
+	if err == nil {
+		err = cat.CreateNamespace(ctx, table.Identifier{"bench"}, nil)
+		if errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
+			err = nil
+		} else if err != nil {
+			err = fmt.Errorf("create namespace bench: %w", err)
+		}
+	}
+	if err != nil {
+		cleanup()
+		return "", nil, nil, err
+	}
+	return dir, cat, cleanup, nil
 }
 
 // scaler holds what the scale runs share.
@@ -820,19 +838,29 @@ func printScale(w io.Writer, out *ScaleOutput) {
 		if run.Storage == "s3" {
 			fmt.Fprintf(w, "  in-process S3 server, %.0f ms per request\n", out.S3DelayMS)
 		}
-		fmt.Fprintf(w, "%-28s %14s  %-30s %-6s %s\n", "measurement", "value", "target", "result", "detail")
-		for _, l := range run.Measurements {
-			verdict := "-"
-			if l.Pass != nil {
-				verdict = map[bool]string{true: "pass", false: "MISSED"}[*l.Pass]
-			}
-			fmt.Fprintf(w, "%-28s %14s  %-30s %-6s %s\n", l.Key, scaleValue(l),
-				strings.TrimSuffix(l.Target, " (reported)"), verdict, l.Detail)
-		}
+		printLines(w, run.Measurements)
 	}
-	if len(out.Notes) > 0 {
+	printNotes(w, out.Notes)
+}
+
+// printLines writes measurements as the rows of a text table.
+func printLines(w io.Writer, lines []BenchLine) {
+	fmt.Fprintf(w, "%-28s %14s  %-30s %-6s %s\n", "measurement", "value", "target", "result", "detail")
+	for _, l := range lines {
+		verdict := "-"
+		if l.Pass != nil {
+			verdict = map[bool]string{true: "pass", false: "MISSED"}[*l.Pass]
+		}
+		fmt.Fprintf(w, "%-28s %14s  %-30s %-6s %s\n", l.Key, scaleValue(l),
+			strings.TrimSuffix(l.Target, " (reported)"), verdict, l.Detail)
+	}
+}
+
+// printNotes writes the run's notes, if any.
+func printNotes(w io.Writer, notes []string) {
+	if len(notes) > 0 {
 		fmt.Fprintln(w, "\nnotes:")
-		for _, n := range out.Notes {
+		for _, n := range notes {
 			fmt.Fprintf(w, "  - %s\n", n)
 		}
 	}

@@ -5,6 +5,7 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -144,5 +145,69 @@ func TestBenchScaleJSON(t *testing.T) {
 	}
 	if f := local["measured_fpp_vs_target"].Value; f > 1.05 {
 		t.Errorf("measured FPP %vx the target: %s", f, local["measured_fpp_vs_target"].Detail)
+	}
+}
+
+// TestBenchServeJSON runs bench --serve on a table of 50 files with 4
+// clients and checks the shape of its JSON output: every line present with
+// a sane value, a verdict where a target applies (the warm/local target
+// only from 100,000 files), the plans' file counts (the index pruned the
+// server's, the client's kept every file), and memory held to the budget
+// given. The verdicts of timed targets are not asserted.
+func TestBenchServeJSON(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, code := icebloomBench(t, "--output", "json", "--serve", "50", "--serve-clients", "4",
+		"--serve-plans", "3", "--memory-budget-mib", "64", "--dir", dir, "--repeat", "1")
+	if code != 0 {
+		t.Fatalf("bench --serve exited %d: %s", code, stderr)
+	}
+	var out ServeOutput
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("bench --serve output %q: %v", stdout, err)
+	}
+	if len(out.Runs) != 1 || out.Runs[0].Files != 50 || out.Clients != 4 || out.PlansPerClient != 3 ||
+		out.MemoryBudgetMiB != 64 || out.Rounds < 1 || out.Driver == "" {
+		t.Fatalf("output %+v, want one run of 50 files, 4 clients x 3 plans, budget 64 MiB", out)
+	}
+	want := []string{"serve_setup_ms", "serve_files_planned", "serve_warm_ms", "serve_warm_planner_ms", "serve_cached_ms",
+		"serve_cold_ms", "local_plan_ms", "serve_warm_vs_local", "serve_cold_vs_local",
+		"serve_concurrent_p50_ms", "serve_concurrent_p99_ms", "serve_concurrent_p99_vs_p50",
+		"serve_heap_retained_mib", "serve_heap_peak_mib", "process_rss_mib"}
+	targeted := map[string]bool{"serve_concurrent_p99_vs_p50": true, "serve_heap_retained_mib": true, "serve_heap_peak_mib": true}
+	// What the server keeps is a difference of two heap samples of the
+	// whole test process, clamped at 0: at 50 files it can be none.
+	got := checkLines(t, out.Runs[0].Measurements, want, targeted, map[string]bool{"serve_heap_retained_mib": true})
+	if l := got["serve_warm_vs_local"]; !strings.Contains(l.Target, "from 100000 files") {
+		t.Errorf("serve_warm_vs_local at 50 files: target %q, want none below 100000 files", l.Target)
+	}
+	// Counted, not timed: the server's plan is pruned by the index (a
+	// lookup keeps its file and few others at fpp 1%), the client's keeps
+	// every file, and what the server keeps is within a 64 MiB budget.
+	if f := got["serve_files_planned"]; f.Value >= 50 || !strings.Contains(f.Detail, "by the client locally 50 ") {
+		t.Errorf("serve_files_planned = %v: %s", f.Value, f.Detail)
+	}
+	if l := got["serve_heap_retained_mib"]; l.Pass == nil || !*l.Pass || l.Target != "<= 64 MiB" {
+		t.Errorf("serve_heap_retained_mib = %v, target %q: %s", l.Value, l.Target, l.Detail)
+	}
+	if p50, p99 := got["serve_concurrent_p50_ms"].Value, got["serve_concurrent_p99_ms"].Value; p99 < p50 {
+		t.Errorf("p99 %v ms < p50 %v ms", p99, p50)
+	}
+	if !strings.Contains(stdout, `"load_before":`) {
+		t.Errorf("JSON lacks load_before: %s", stdout)
+	}
+}
+
+// TestBareServe: --serve without sizes means the default sizes; with
+// sizes, they are kept.
+func TestBareServe(t *testing.T) {
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"--serve"}, []string{"--serve", serveDefaultSizes}},
+		{[]string{"--serve", "--output", "json"}, []string{"--serve", serveDefaultSizes, "--output", "json"}},
+		{[]string{"--serve", "50,100"}, []string{"--serve", "50,100"}},
+		{[]string{"--scale", "1000"}, []string{"--scale", "1000"}},
+	} {
+		if got := bareServe(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("bareServe(%q) = %q, want %q", c.in, got, c.want)
+		}
 	}
 }

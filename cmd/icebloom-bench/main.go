@@ -5,9 +5,11 @@
 // floor of reading the same columns, the index's size and false-positive
 // rate, lookups and scans with and without the index; with --scale, index
 // format v2 on tables of many tiny data files; with --s3-floor, reading
-// ahead on object storage. It is a command of its own so that the shipped
-// icebloom binary carries neither the bench nor the in-process S3 server
-// and test catalog it runs on. It builds only with -tags icebloom_bench
+// ahead on object storage; with --serve, icebloom serve's scan planning
+// (warm, cold, 16 clients at once, its memory) against a client's own. It
+// is a command of its own so that the shipped icebloom binary carries
+// neither the bench nor the in-process S3 server and test catalog it runs
+// on. It builds only with -tags icebloom_bench
 // (go run -tags icebloom_bench ./cmd/icebloom-bench): the tag exports the
 // switches of a run it measures with (indexer.Knobs) and filescan's reading
 // for its floor, which are no public API of those packages.
@@ -78,7 +80,7 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "icebloom-bench:", err)
 		return 2
 	}
-	if err := p.Parse(argv); err != nil {
+	if err := p.Parse(bareServe(argv)); err != nil {
 		if errors.Is(err, arg.ErrHelp) {
 			p.WriteHelp(stdout)
 			return 0
@@ -121,9 +123,17 @@ func (c *BenchCmd) checkValues() error {
 		cli.CheckFPP(c.FPP),
 	}
 	if c.Scale != "" {
-		if _, err := parseScale(c.Scale); err != nil {
+		if _, err := parseSizes("--scale", c.Scale); err != nil {
 			errs = append(errs, err) // names the flag and the value
 		}
+	}
+	if c.Serve != "" {
+		if _, err := parseSizes("--serve", c.Serve); err != nil {
+			errs = append(errs, err)
+		}
+		errs = append(errs, cli.CheckAtLeast("--serve-clients", c.ServeClients, 1, "client"),
+			cli.CheckAtLeast("--serve-plans", c.ServePlans, 1, "plan"),
+			cli.CheckAtLeast("--memory-budget-mib", int(c.MemoryBudgetMiB), 0, "MiB"))
 	}
 	return errors.Join(errs...)
 }

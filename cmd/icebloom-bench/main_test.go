@@ -36,6 +36,9 @@ func TestBenchFlagValues(t *testing.T) {
 		{[]string{"--prune-files", "-1"}, "--prune-files -1: want 0 or more data files"},
 		{[]string{"--scale", "1000", "--s3-files", "-1"}, "--s3-files -1: want 0 or more data files"},
 		{[]string{"--scale", "ten"}, `--scale "ten": want`},
+		{[]string{"--serve", "0"}, `--serve "0": want`},
+		{[]string{"--serve", "50", "--serve-clients", "0"}, "--serve-clients 0: want 1 or more clients"},
+		{[]string{"--serve", "50", "--memory-budget-mib", "-1"}, "--memory-budget-mib -1: want 0 or more MiBs"},
 		{[]string{"--output", "yaml"}, `--output "yaml": want text or json`},
 	} {
 		_, stderr, code := icebloomBench(t, c.args...)
