@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
+	"github.com/icebloom/icebloom/cmd/icebloom/internal/rowformat"
 	"github.com/icebloom/icebloom/index/indexer"
 )
 
@@ -112,7 +113,7 @@ func (c *ColumnsCmd) run(ctx context.Context, e *env) error {
 		}
 		line := fmt.Sprintf("%s\t%s\t%s", s.Name, s.Type, strings.Join(state, ", "))
 		if s.FPP > 0 {
-			line += "\tfpp " + floatText(s.FPP, 64)
+			line += "\tfpp " + rowformat.FloatText(s.FPP, 64)
 		}
 		if s.NotIndexable != "" {
 			line += "\t(" + s.NotIndexable + ")"

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/icebloom/icebloom/cmd/icebloom/internal/rowformat"
 	"github.com/icebloom/icebloom/cmd/internal/cli"
 )
 
@@ -58,7 +59,7 @@ var dataFiles = cli.DataFiles
 func floatsText(fs []float64) string {
 	parts := make([]string, len(fs))
 	for i, f := range fs {
-		parts[i] = floatText(f, 64)
+		parts[i] = rowformat.FloatText(f, 64)
 	}
 	return strings.Join(parts, ", ")
 }

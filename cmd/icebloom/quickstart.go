@@ -7,6 +7,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/cmd/icebloom/internal/quickstart"
+	"github.com/icebloom/icebloom/cmd/icebloom/internal/rowformat"
 	"github.com/icebloom/icebloom/index/indexer"
 )
 
@@ -95,7 +96,7 @@ func explain(l quickstart.Lookup) []string {
 		fps = plural(l.FalsePositives, "is a false positive", "are false positives")
 	}
 	expected := fmt.Sprintf("(expected ≈ %.2f at fpp %s over the %s without it)", l.ExpectedFalsePositives,
-		floatText(l.FPP, 64), plural(l.FilesAfterStats-l.Holding-l.Unindexed, "indexed file"))
+		rowformat.FloatText(l.FPP, 64), plural(l.FilesAfterStats-l.Holding-l.Unindexed, "indexed file"))
 	var lines []string
 	if l.Candidates == 0 {
 		lines = append(lines, "no file holds the value, and no false positive remains "+expected)

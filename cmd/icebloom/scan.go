@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 
+	"github.com/icebloom/icebloom/cmd/icebloom/internal/rowformat"
 	"github.com/icebloom/icebloom/index/rowscan"
 )
 
@@ -94,11 +94,9 @@ func (c *ScanCmd) run(ctx context.Context, e *env) error {
 		return fmt.Errorf("read %s: %w", c.Table, filterError(c.Table, tbl, err))
 	}
 	filesRead := len(dataFiles(tasks))
-	w := newRowWriter(e, format, schema)
-	if jw, ok := w.(*jsonDocWriter); ok {
-		jw.head = ScanOutput{SnapshotID: res.SnapshotID, FilesTotal: res.FilesTotal, FilesRead: filesRead}
-	}
-	if err := w.begin(); err != nil {
+	w := rowformat.NewWriter(e.stdout, e.stdoutTTY, format, schema,
+		rowformat.Head{SnapshotID: res.SnapshotID, FilesTotal: res.FilesTotal, FilesRead: filesRead})
+	if err := w.Begin(); err != nil {
 		return err
 	}
 	var rows int64
@@ -114,7 +112,7 @@ read:
 				rec.Release()
 				break read
 			}
-			if err := w.row(rec, i); err != nil {
+			if err := w.Row(rec, i); err != nil {
 				rec.Release()
 				return fmt.Errorf("write rows: %w", err)
 			}
@@ -123,7 +121,7 @@ read:
 		rec.Release()
 	}
 	elapsed := time.Since(start)
-	if err := w.end(rows, truncated, elapsed); err != nil {
+	if err := w.End(rows, truncated, elapsed); err != nil {
 		return fmt.Errorf("write rows: %w", err)
 	}
 	if e.stdoutTTY && format == "text" {
@@ -143,13 +141,4 @@ read:
 		e.log.Warn("more rows match: output cut at --limit", "command", "scan", "table", c.Table, "limit", c.Limit)
 	}
 	return nil
-}
-
-// arrowNames are the field names of schema.
-func arrowNames(schema *arrow.Schema) []string {
-	names := make([]string, schema.NumFields())
-	for i, f := range schema.Fields() {
-		names[i] = f.Name
-	}
-	return names
 }

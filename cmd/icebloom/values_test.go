@@ -17,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
+	"github.com/icebloom/icebloom/cmd/icebloom/internal/rowformat"
 )
 
 // allTypes makes db.all in the idTable's catalog: one data file whose rows
@@ -155,8 +156,8 @@ func TestFloatText(t *testing.T) {
 		{float64(float32(0.1)), 32, "0.1"}, {float64(float32(1e-5)), 32, "0.00001"}, {float64(float32(16777216)), 32, "16777216"},
 		{math.NaN(), 64, "NaN"}, {math.Inf(1), 64, "Infinity"}, {math.Inf(-1), 32, "-Infinity"},
 	} {
-		if got := floatText(c.v, c.bits); got != c.want {
-			t.Errorf("floatText(%v, %d) = %q, want %q", c.v, c.bits, got, c.want)
+		if got := rowformat.FloatText(c.v, c.bits); got != c.want {
+			t.Errorf("rowformat.FloatText(%v, %d) = %q, want %q", c.v, c.bits, got, c.want)
 		}
 	}
 }
@@ -236,8 +237,8 @@ func BenchmarkScanCells(b *testing.B) {
 		name string
 		cell func(arrow.Array, int) any
 	}{
-		{"text", func(a arrow.Array, i int) any { return valueText(a, i) }},
-		{"json", valueJSON},
+		{"text", func(a arrow.Array, i int) any { return rowformat.ValueText(a, i) }},
+		{"json", rowformat.ValueJSON},
 		{"before:fmt.Sprint", func(a arrow.Array, i int) any { return fmt.Sprint(a.GetOneForMarshal(i)) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {

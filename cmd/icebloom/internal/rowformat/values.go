@@ -1,4 +1,9 @@
-package main
+// Package rowformat writes the rows a scan reads: each value as SQL
+// prints it (text) or as a JSON value, and the rows in one of scan's
+// --format layouts (aligned text, tsv, csv, jsonl, or --output json's
+// document), one row at a time so that memory does not grow with the
+// rows. It reads no table and knows no flag.
+package rowformat
 
 import (
 	"encoding/hex"
@@ -41,8 +46,8 @@ import (
 // \r.
 var tsvEscaper = strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`, "\r", `\r`)
 
-// valueText renders row i of arr as scan's text output prints it.
-func valueText(arr arrow.Array, i int) string {
+// ValueText renders row i of arr as scan's text output prints it.
+func ValueText(arr arrow.Array, i int) string {
 	// The common scalars without a builder: scan renders every cell.
 	if !arr.IsNull(i) {
 		switch a := arr.(type) {
@@ -157,9 +162,9 @@ func writeValueText(b *strings.Builder, arr arrow.Array, i int) {
 	}
 }
 
-// valueJSON returns row i of arr as a value encoding/json writes with the
+// ValueJSON returns row i of arr as a value encoding/json writes with the
 // JSON type closest to the SQL type (see the comment at the top).
-func valueJSON(arr arrow.Array, i int) any {
+func ValueJSON(arr arrow.Array, i int) any {
 	if arr.IsNull(i) {
 		return nil
 	}
@@ -168,7 +173,7 @@ func valueJSON(arr arrow.Array, i int) any {
 		return a.Value(i)
 	case *array.Int8, *array.Int16, *array.Int32, *array.Int64,
 		*array.Uint8, *array.Uint16, *array.Uint32, *array.Uint64:
-		return json.Number(valueText(arr, i))
+		return json.Number(ValueText(arr, i))
 	case *array.Float32:
 		return floatJSON(float64(a.Value(i)), 32)
 	case *array.Float64:
@@ -201,14 +206,14 @@ func valueJSON(arr arrow.Array, i int) any {
 		if isString(keys.DataType()) {
 			m := make(map[string]any, end-start)
 			for j := start; j < end; j++ {
-				k, _ := valueJSON(keys, int(j)).(string) // map keys are never null
-				m[k] = valueJSON(items, int(j))
+				k, _ := ValueJSON(keys, int(j)).(string) // map keys are never null
+				m[k] = ValueJSON(items, int(j))
 			}
 			return m
 		}
 		pairs := make([]any, 0, end-start)
 		for j := start; j < end; j++ {
-			pairs = append(pairs, map[string]any{"key": valueJSON(keys, int(j)), "value": valueJSON(items, int(j))})
+			pairs = append(pairs, map[string]any{"key": ValueJSON(keys, int(j)), "value": ValueJSON(items, int(j))})
 		}
 		return pairs
 	case array.ListLike:
@@ -216,20 +221,20 @@ func valueJSON(arr arrow.Array, i int) any {
 		start, end := a.ValueOffsets(i)
 		out := make([]any, 0, end-start)
 		for j := start; j < end; j++ {
-			out = append(out, valueJSON(values, int(j)))
+			out = append(out, ValueJSON(values, int(j)))
 		}
 		return out
 	case *array.Struct:
 		st := a.DataType().(*arrow.StructType)
 		m := make(map[string]any, a.NumField())
 		for f := range a.NumField() {
-			m[st.Field(f).Name] = valueJSON(a.Field(f), i)
+			m[st.Field(f).Name] = ValueJSON(a.Field(f), i)
 		}
 		return m
 	case *array.Dictionary:
-		return valueJSON(a.Dictionary(), a.GetValueIndex(i))
+		return ValueJSON(a.Dictionary(), a.GetValueIndex(i))
 	case array.ExtensionArray:
-		return valueJSON(a.Storage(), i)
+		return ValueJSON(a.Storage(), i)
 	}
 	return arr.GetOneForMarshal(i)
 }
@@ -242,12 +247,12 @@ func isString(t arrow.DataType) bool {
 	return false
 }
 
-// floatText renders a float as the shortest decimal that reads back as the
+// FloatText renders a float as the shortest decimal that reads back as the
 // same value of its width (bits 32 or 64): float(0.1) is 0.1, not the
 // 0.10000000149011612 its widening to a double holds. Plain notation from
 // 1e-6 up to 1e21, an exponent beyond, as ECMAScript's Number.toString and
 // encoding/json do; fmt's %v would write 1234567 as 1.234567e+06.
-func floatText(v float64, bits int) string {
+func FloatText(v float64, bits int) string {
 	switch {
 	case math.IsNaN(v):
 		return "NaN"
@@ -262,11 +267,11 @@ func floatText(v float64, bits int) string {
 	return strconv.FormatFloat(v, 'g', -1, bits)
 }
 
-// cellFloat is a float or double value of a row: floatText, with ".0"
+// cellFloat is a float or double value of a row: FloatText, with ".0"
 // after a whole number (3.0, as Trino and Spark print a double), so that
 // a double never reads as an integer.
 func cellFloat(v float64, bits int) string {
-	s := floatText(v, bits)
+	s := FloatText(v, bits)
 	if !math.IsNaN(v) && !math.IsInf(v, 0) && !strings.ContainsAny(s, ".e") { // not 1.5, 1e+21
 		s += ".0"
 	}
@@ -278,7 +283,7 @@ func cellFloat(v float64, bits int) string {
 // output).
 func floatJSON(v float64, bits int) any {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return floatText(v, bits)
+		return FloatText(v, bits)
 	}
 	return json.Number(cellFloat(v, bits))
 }

@@ -1,10 +1,11 @@
-package main
+package rowformat
 
 import (
 	"bufio"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -12,28 +13,39 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
-// rowWriter writes scan's rows as they are read, so that memory does not
+// Writer writes scan's rows as they are read, so that memory does not
 // grow with the rows: one row at a time, in a format of --format.
-type rowWriter interface {
-	begin() error
-	row(rec arrow.RecordBatch, i int) error
-	end(rows int64, truncated bool, elapsed time.Duration) error
+type Writer interface {
+	Begin() error
+	Row(rec arrow.RecordBatch, i int) error
+	End(rows int64, truncated bool, elapsed time.Duration) error
 }
 
-// newRowWriter returns the writer of format (text, tsv, csv, jsonl, or
-// json: --output json's document) for rows of schema.
-func newRowWriter(e *env, format string, schema *arrow.Schema) rowWriter {
-	out := bufio.NewWriterSize(e.stdout, 64<<10)
-	names := arrowNames(schema)
+// Head is what --output json's document says of a scan before its rows.
+type Head struct {
+	SnapshotID            int64
+	FilesTotal, FilesRead int
+}
+
+// NewWriter returns the writer to stdout of format (text, tsv, csv, jsonl,
+// or json: --output json's document, which begins with head) for rows of
+// schema; text is aligned in columns when stdout is a terminal, else
+// tab-separated.
+func NewWriter(stdout io.Writer, terminal bool, format string, schema *arrow.Schema, head Head) Writer {
+	out := bufio.NewWriterSize(stdout, 64<<10)
+	names := make([]string, schema.NumFields())
+	for i, f := range schema.Fields() {
+		names[i] = f.Name
+	}
 	switch format {
 	case "csv":
 		return &csvWriter{out: out, w: csv.NewWriter(out), names: names}
 	case "jsonl":
 		return &jsonlWriter{out: out, names: names}
 	case "json":
-		return &jsonDocWriter{jsonlWriter: jsonlWriter{out: out, names: names}}
+		return &jsonDocWriter{jsonlWriter: jsonlWriter{out: out, names: names}, head: head}
 	case "text":
-		if e.stdoutTTY {
+		if terminal {
 			return &alignedWriter{out: out, names: names}
 		}
 	}
@@ -48,21 +60,21 @@ type tsvWriter struct {
 	cells []string
 }
 
-func (w *tsvWriter) begin() error {
+func (w *tsvWriter) Begin() error {
 	_, err := w.out.WriteString(strings.Join(w.names, "\t") + "\n")
 	return err
 }
 
-func (w *tsvWriter) row(rec arrow.RecordBatch, i int) error {
+func (w *tsvWriter) Row(rec arrow.RecordBatch, i int) error {
 	w.cells = w.cells[:0]
 	for _, col := range rec.Columns() {
-		w.cells = append(w.cells, valueText(col, i))
+		w.cells = append(w.cells, ValueText(col, i))
 	}
 	_, err := w.out.WriteString(strings.Join(w.cells, "\t") + "\n")
 	return err
 }
 
-func (w *tsvWriter) end(int64, bool, time.Duration) error { return w.out.Flush() }
+func (w *tsvWriter) End(int64, bool, time.Duration) error { return w.out.Flush() }
 
 // alignedRows is how many rows an aligned writer holds to measure its
 // columns; later rows are aligned to the same widths (a longer cell
@@ -79,12 +91,12 @@ type alignedWriter struct {
 	ready  bool
 }
 
-func (w *alignedWriter) begin() error { return nil }
+func (w *alignedWriter) Begin() error { return nil }
 
-func (w *alignedWriter) row(rec arrow.RecordBatch, i int) error {
+func (w *alignedWriter) Row(rec arrow.RecordBatch, i int) error {
 	cells := make([]string, rec.NumCols())
 	for c, col := range rec.Columns() {
-		cells[c] = valueText(col, i)
+		cells[c] = ValueText(col, i)
 	}
 	if w.ready {
 		return w.line(cells)
@@ -143,7 +155,7 @@ func (w *alignedWriter) line(cells []string) error {
 	return err
 }
 
-func (w *alignedWriter) end(int64, bool, time.Duration) error {
+func (w *alignedWriter) End(int64, bool, time.Duration) error {
 	if !w.ready {
 		if err := w.flushHeld(); err != nil {
 			return err
@@ -161,12 +173,12 @@ type csvWriter struct {
 	cells []string
 }
 
-func (w *csvWriter) begin() error { return w.w.Write(w.names) }
+func (w *csvWriter) Begin() error { return w.w.Write(w.names) }
 
-func (w *csvWriter) row(rec arrow.RecordBatch, i int) error {
+func (w *csvWriter) Row(rec arrow.RecordBatch, i int) error {
 	w.cells = w.cells[:0]
 	for _, col := range rec.Columns() {
-		switch v := valueJSON(col, i).(type) {
+		switch v := ValueJSON(col, i).(type) {
 		case nil:
 			w.cells = append(w.cells, "")
 		case string:
@@ -174,15 +186,15 @@ func (w *csvWriter) row(rec arrow.RecordBatch, i int) error {
 				w.cells = append(w.cells, v)
 				continue
 			}
-			w.cells = append(w.cells, valueText(col, i))
+			w.cells = append(w.cells, ValueText(col, i))
 		default:
-			w.cells = append(w.cells, valueText(col, i))
+			w.cells = append(w.cells, ValueText(col, i))
 		}
 	}
 	return w.w.Write(w.cells)
 }
 
-func (w *csvWriter) end(int64, bool, time.Duration) error {
+func (w *csvWriter) End(int64, bool, time.Duration) error {
 	w.w.Flush()
 	if err := w.w.Error(); err != nil {
 		return err
@@ -198,7 +210,7 @@ type jsonlWriter struct {
 	keys  [][]byte // the names, JSON-encoded
 }
 
-func (w *jsonlWriter) begin() error {
+func (w *jsonlWriter) Begin() error {
 	for _, n := range w.names {
 		k, err := json.Marshal(n)
 		if err != nil {
@@ -209,7 +221,7 @@ func (w *jsonlWriter) begin() error {
 	return nil
 }
 
-func (w *jsonlWriter) row(rec arrow.RecordBatch, i int) error {
+func (w *jsonlWriter) Row(rec arrow.RecordBatch, i int) error {
 	if err := w.object(rec, i); err != nil {
 		return err
 	}
@@ -225,7 +237,7 @@ func (w *jsonlWriter) object(rec arrow.RecordBatch, i int) error {
 		}
 		w.out.Write(w.keys[c])
 		w.out.WriteByte(':')
-		v, err := json.Marshal(valueJSON(col, i))
+		v, err := json.Marshal(ValueJSON(col, i))
 		if err != nil {
 			return fmt.Errorf("column %s: %w", w.names[c], err)
 		}
@@ -236,18 +248,18 @@ func (w *jsonlWriter) object(rec arrow.RecordBatch, i int) error {
 	return w.out.WriteByte('}')
 }
 
-func (w *jsonlWriter) end(int64, bool, time.Duration) error { return w.out.Flush() }
+func (w *jsonlWriter) End(int64, bool, time.Duration) error { return w.out.Flush() }
 
-// jsonDocWriter writes --output json's ScanOutput document, its rows
+// jsonDocWriter writes --output json's document (scan's ScanOutput), its rows
 // streamed one a line between what is known before and after them.
 type jsonDocWriter struct {
 	jsonlWriter
-	head ScanOutput
+	head Head
 	rows int64
 }
 
-func (w *jsonDocWriter) begin() error {
-	if err := w.jsonlWriter.begin(); err != nil {
+func (w *jsonDocWriter) Begin() error {
+	if err := w.jsonlWriter.Begin(); err != nil {
 		return err
 	}
 	cols, err := json.Marshal(w.names)
@@ -259,7 +271,7 @@ func (w *jsonDocWriter) begin() error {
 	return err
 }
 
-func (w *jsonDocWriter) row(rec arrow.RecordBatch, i int) error {
+func (w *jsonDocWriter) Row(rec arrow.RecordBatch, i int) error {
 	sep := ",\n    "
 	if w.rows == 0 {
 		sep = "\n    "
@@ -269,12 +281,12 @@ func (w *jsonDocWriter) row(rec arrow.RecordBatch, i int) error {
 	return w.object(rec, i)
 }
 
-func (w *jsonDocWriter) end(rows int64, truncated bool, elapsed time.Duration) error {
+func (w *jsonDocWriter) End(rows int64, truncated bool, elapsed time.Duration) error {
 	closing := "]"
 	if rows > 0 {
 		closing = "\n  ]"
 	}
 	fmt.Fprintf(w.out, "%s,\n  \"truncated\": %t,\n  \"elapsed_ms\": %s\n}\n", closing, truncated,
-		floatText(float64(elapsed.Microseconds())/1000, 64))
+		FloatText(float64(elapsed.Microseconds())/1000, 64))
 	return w.out.Flush()
 }
