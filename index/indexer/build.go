@@ -24,6 +24,7 @@ import (
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/filescan"
 	"github.com/icebloom/icebloom/index/indexfile"
+	"github.com/icebloom/icebloom/index/runfiles"
 	"github.com/icebloom/icebloom/index/segment"
 	"github.com/icebloom/icebloom/puffin"
 )
@@ -224,10 +225,10 @@ type job struct {
 	// already, whose filters the run does not write again (a sync of a
 	// file some of whose columns failed before).
 	has func(df filescan.File, fieldID int) bool
-	// runDir is a shard's run directory (run.go), lease its lease there;
+	// runDir is a shard's run directory (index/runfiles), lease its lease there;
 	// rebuildRun marks the shard of a rebuild, whose linking copies nothing.
 	runDir     string
-	lease      *lease
+	lease      *runfiles.Lease
 	rebuildRun bool
 	// linked counts the segments the file the run committed links.
 	linked int

@@ -18,6 +18,7 @@ import (
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/hashing"
 	"github.com/icebloom/icebloom/index/indexfile"
+	"github.com/icebloom/icebloom/index/runfiles"
 	"github.com/icebloom/icebloom/index/segment"
 )
 
@@ -187,52 +188,52 @@ func mergeRun(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 // snapshot their run began on.
 func (j *job) openRun(snapshotID int64) (int64, error) {
 	sh := j.o.Shard
-	if err := checkRunID(sh.Run); err != nil {
+	if err := runfiles.CheckID(sh.Run); err != nil {
 		return 0, err
 	}
-	dir, err := runDirOf(j.tbl, sh.Run)
+	dir, err := runfiles.DirOf(j.tbl, sh.Run)
 	if err != nil {
 		return 0, err
 	}
-	st, err := readRun(j.fs, dir)
+	st, err := runfiles.Read(j.fs, dir)
 	if err != nil {
 		return 0, err
 	}
-	if err := st.checkCount(sh.Run, sh.Count); err != nil {
+	if err := st.CheckCount(sh.Run, sh.Count); err != nil {
 		return 0, err
 	}
-	if st.linked != nil {
+	if st.Linked != nil {
 		return 0, fmt.Errorf("run %s of %s: its %d shards were linked at %s (%s, %w); start another run with another --run-id, or sync",
-			sh.Run, strings.Join(j.ident, "."), st.linked.Shards, st.linked.Linked.Format(time.RFC3339), st.linked.StatisticsPath, ErrRunComplete)
+			sh.Run, strings.Join(j.ident, "."), st.Linked.Shards, st.Linked.Linked.Format(time.RFC3339), st.Linked.StatisticsPath, ErrRunComplete)
 	}
-	if st.record == nil {
-		rec := runRecord{Run: sh.Run, Shards: sh.Count, SnapshotID: snapshotID, Started: clock().UTC()}
-		created, err := createJSON(j.fs, dir+"/run.json", rec)
+	if st.Record == nil {
+		rec := runfiles.Record{Run: sh.Run, Shards: sh.Count, SnapshotID: snapshotID, Started: clock().UTC()}
+		created, err := runfiles.CreateJSON(j.fs, dir+"/"+runfiles.RecordName, rec)
 		if err != nil {
 			return 0, err
 		}
 		if !created { // another shard started the run at the same moment
-			st.record = &runRecord{}
-			if err := readJSON(j.fs, dir+"/run.json", st.record); err != nil {
+			st.Record = &runfiles.Record{}
+			if err := runfiles.ReadJSON(j.fs, dir+"/"+runfiles.RecordName, st.Record); err != nil {
 				return 0, err
 			}
-			if err := st.checkCount(sh.Run, sh.Count); err != nil {
+			if err := st.CheckCount(sh.Run, sh.Count); err != nil {
 				return 0, err
 			}
 		}
 	}
-	if st.record != nil {
-		snapshotID = st.record.SnapshotID
+	if st.Record != nil {
+		snapshotID = st.Record.SnapshotID
 	}
 	j.runDir = dir
-	if j.lease, err = startLease(j.fs, dir+"/"+leaseName(sh.Index, sh.Count)); err != nil {
+	if j.lease, err = runfiles.StartLease(j.fs, dir+"/"+runfiles.LeaseName(sh.Index, sh.Count), clock); err != nil {
 		return 0, err
 	}
 	return snapshotID, nil
 }
 
 // closeRun ends the shard's lease.
-func (j *job) closeRun() { j.lease.end() }
+func (j *job) closeRun() { j.lease.End() }
 
 // finishShard completes a shard once its segment file seg is written: it
 // writes the shard's marker, and if then every shard of the run has one,
@@ -240,31 +241,31 @@ func (j *job) closeRun() { j.lease.end() }
 // commits its own segment: a run of N shards makes one commit, not N.
 func (j *job) finishShard(ctx context.Context, seg indexfile.File) (*Summary, error) {
 	sh := j.o.Shard
-	m := shardMarker{Shard: sh.Index, Shards: sh.Count, SnapshotID: j.snap.SnapshotID, Files: len(seg.Own),
+	m := runfiles.Marker{Shard: sh.Index, Shards: sh.Count, SnapshotID: j.snap.SnapshotID, Files: len(seg.Own),
 		Segment: linkTo(seg.Path, seg.Stats.FileSize, seg.Stats.FooterSize, seg.Dir, sh)}
-	if err := writeJSON(j.fs, j.runDir+"/"+markerName(sh.Index, sh.Count), m); err != nil {
+	if err := runfiles.WriteJSON(j.fs, j.runDir+"/"+runfiles.MarkerName(sh.Index, sh.Count), m); err != nil {
 		j.fs.Remove(seg.Path)
 		return nil, err
 	}
 	j.sum.IndexBytes = seg.Stats.FileSize
-	st, err := readRun(j.fs, j.runDir)
+	st, err := runfiles.Read(j.fs, j.runDir)
 	if err != nil {
 		return nil, err
 	}
-	if err := st.checkCount(sh.Run, sh.Count); err != nil {
+	if err := st.CheckCount(sh.Run, sh.Count); err != nil {
 		return nil, err
 	}
-	j.sum.Shard.Committed = len(st.markers[sh.Count])
-	if st.linked != nil {
+	j.sum.Shard.Committed = len(st.Markers[sh.Count])
+	if st.Linked != nil {
 		j.sum.Shard.LinkedBefore = true
 		return j.finish(j.tbl), nil
 	}
 	if j.sum.Shard.Committed < sh.Count {
 		return j.finish(j.tbl), nil // another shard links the run
 	}
-	markers := make([]shardMarker, sh.Count)
+	markers := make([]runfiles.Marker, sh.Count)
 	for i := range sh.Count {
-		if err := readJSON(j.fs, st.markers[sh.Count][i], &markers[i]); err != nil {
+		if err := runfiles.ReadJSON(j.fs, st.Markers[sh.Count][i], &markers[i]); err != nil {
 			return nil, fmt.Errorf("run %s: %w", sh.Run, err)
 		}
 		// Shards that started at the same moment as the run may have
@@ -296,7 +297,7 @@ type runSegment struct {
 // expired — is not linked: its other filters are copied, so no filter is
 // in the index twice; a segment that cannot be read is left out, its
 // files unindexed. Retries are bounded by RunCommitBudget, not a count.
-func (j *job) linkRun(ctx context.Context, markers []shardMarker) (*table.Table, error) {
+func (j *job) linkRun(ctx context.Context, markers []runfiles.Marker) (*table.Table, error) {
 	run := j.o.Shard.Run
 	var segs []runSegment
 	for _, m := range markers {
@@ -421,7 +422,7 @@ func (j *job) linkRun(ctx context.Context, markers []shardMarker) (*table.Table,
 // markLinked writes linked.json: the run is complete, and later shards of
 // it are refused.
 func (j *job) markLinked(path string) error {
-	return writeJSON(j.fs, j.runDir+"/linked.json", linkedRecord{StatisticsPath: path, Linked: clock().UTC(), Shards: j.o.Shard.Count})
+	return runfiles.WriteJSON(j.fs, j.runDir+"/"+runfiles.LinkedName, runfiles.Linked{StatisticsPath: path, Linked: clock().UTC(), Shards: j.o.Shard.Count})
 }
 
 // runCopy is a shard segment whose filters the linking commit copies,

@@ -11,6 +11,7 @@ import (
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/filescan"
 	"github.com/icebloom/icebloom/index/indexfile"
+	"github.com/icebloom/icebloom/index/runfiles"
 )
 
 // Sync indexes the live data files of the current snapshot that the index
@@ -190,11 +191,11 @@ func Rebuild(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier
 // those of the job's snapshot, when it is the same). Only runs touched
 // within RunLease have their record read.
 func (j *job) leftToRuns(files []filescan.File) (map[string]bool, error) {
-	root, err := runsRootOf(j.tbl)
+	root, err := runfiles.RootOf(j.tbl)
 	if err != nil {
 		return nil, err
 	}
-	runs, err := walkRuns(j.fs, root, "")
+	runs, err := runfiles.Walk(j.fs, root, "")
 	if err != nil {
 		return nil, err
 	}
@@ -202,14 +203,14 @@ func (j *job) leftToRuns(files []filescan.File) (map[string]bool, error) {
 	done := map[int64]bool{}
 	now := clock()
 	for _, st := range runs {
-		if st.linked != nil || st.record == nil || !now.Before(st.touched.Add(RunLease)) {
+		if st.Linked != nil || st.Record == nil || !now.Before(st.Touched.Add(RunLease)) {
 			continue
 		}
-		if err := st.readRecords(j.fs); err != nil {
+		if err := st.ReadRecords(j.fs); err != nil {
 			return nil, err
 		}
-		id := st.record.SnapshotID
-		if !st.live(now) || done[id] {
+		id := st.Record.SnapshotID
+		if !st.Live(now) || done[id] {
 			continue
 		}
 		done[id] = true

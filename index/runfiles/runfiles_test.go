@@ -1,4 +1,4 @@
-package indexer
+package runfiles
 
 import (
 	"os"
@@ -16,24 +16,24 @@ func TestRunRecordFiles(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "run.json")
 	fs := icebergio.LocalFS{}
-	first := runRecord{Run: "r", Shards: 4, SnapshotID: 1}
-	if created, err := createJSON(fs, path, first); err != nil || !created {
+	first := Record{Run: "r", Shards: 4, SnapshotID: 1}
+	if created, err := CreateJSON(fs, path, first); err != nil || !created {
 		t.Fatalf("the first record: %v, %v", created, err)
 	}
-	if created, err := createJSON(fs, path, runRecord{Run: "r", Shards: 4, SnapshotID: 2}); err != nil || created {
+	if created, err := CreateJSON(fs, path, Record{Run: "r", Shards: 4, SnapshotID: 2}); err != nil || created {
 		t.Fatalf("a second record: %v, %v; want the first kept", created, err)
 	}
-	var got runRecord
-	if err := readJSON(fs, path, &got); err != nil || got != first {
+	var got Record
+	if err := ReadJSON(fs, path, &got); err != nil || got != first {
 		t.Fatalf("the record %+v, %v; want %+v", got, err, first)
 	}
-	if err := writeJSON(fs, path, runRecord{Run: "r", Shards: 4, SnapshotID: 3}); err != nil {
+	if err := WriteJSON(fs, path, Record{Run: "r", Shards: 4, SnapshotID: 3}); err != nil {
 		t.Fatal(err)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Fatalf("%d files in the run directory, want the record alone", len(entries))
 	}
-	if err := readJSON(fs, path, &got); err != nil || got.SnapshotID != 3 {
-		t.Fatalf("the record after writeJSON: %+v, %v", got, err)
+	if err := ReadJSON(fs, path, &got); err != nil || got.SnapshotID != 3 {
+		t.Fatalf("the record after WriteJSON: %+v, %v", got, err)
 	}
 }
