@@ -10,14 +10,12 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -25,6 +23,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
+	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/smallfiles"
 	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index/filescan"
 	"github.com/icebloom/icebloom/index/indexer"
@@ -123,7 +122,7 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 	if err := floorTable(ctx, s3cat, ident, files, s3put); err != nil {
 		return err
 	}
-	if err := floorTable(ctx, localCat, ident, files, localPut); err != nil {
+	if err := floorTable(ctx, localCat, ident, files, smallfiles.LocalPut); err != nil {
 		return err
 	}
 	tbl, err := s3cat.LoadTable(ctx, ident)
@@ -269,19 +268,14 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 }
 
 // floorFiles generates n Parquet files of rows rows of the scale tables'
-// columns (a random even id, a random name), as writeScaleFile writes them.
+// columns (a random even id, a random name), as smallfiles.WriteFile writes them.
 func floorFiles(n, rows int) ([][]byte, error) {
 	rng := rand.New(rand.NewPCG(uint64(n), uint64(rows)))
 	files := make([][]byte, n)
 	for i := range files {
-		ids := make([]int64, rows)
-		names := make([]string, rows)
-		for j := range ids {
-			ids[j] = 2 * (1 + rng.Int64N(scaleMaxID/2-1))
-			names[j] = fmt.Sprintf("user-%016x", rng.Uint64()|1)
-		}
+		ids, names := smallfiles.RandomRows(rng, rows)
 		var buf bytes.Buffer
-		if err := writeScaleFile(&buf, ids, names); err != nil {
+		if err := smallfiles.WriteFile(&buf, ids, names); err != nil {
 			return nil, err
 		}
 		files[i] = buf.Bytes()
@@ -292,17 +286,14 @@ func floorFiles(n, rows int) ([][]byte, error) {
 // floorTable creates table ident of the scale tables' schema in cat and
 // adds the files, stored with put, in one add_files commit.
 func floorTable(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, files [][]byte,
-	put func(location, base string, data []byte) (string, error)) error {
+	put smallfiles.Put) error {
 	if err := cat.CreateNamespace(ctx, table.Identifier{ident[0]}, nil); err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
 		return fmt.Errorf("create namespace %s: %w", ident[0], err)
 	}
 	if _, err := cat.LoadTable(ctx, ident); err == nil {
 		return fmt.Errorf("%s exists already in the catalog; use an empty --dir", strings.Join(ident, "."))
 	}
-	tbl, err := cat.CreateTable(ctx, ident, iceberg.NewSchema(0,
-		iceberg.NestedField{ID: 1, Name: benchIDCol, Type: iceberg.PrimitiveTypes.Int64, Required: true},
-		iceberg.NestedField{ID: 2, Name: benchStrCol, Type: iceberg.PrimitiveTypes.String, Required: true},
-	))
+	tbl, err := cat.CreateTable(ctx, ident, smallfiles.Schema())
 	if err != nil {
 		return fmt.Errorf("create %s: %w", strings.Join(ident, "."), err)
 	}
@@ -312,18 +303,7 @@ func floorTable(ctx context.Context, cat icecatalog.Catalog, ident table.Identif
 			return err
 		}
 	}
-	st := &scaleTable{ident: ident, name: strings.Join(ident, ".")}
-	return st.addFiles(ctx, cat, paths)
-}
-
-// localPut stores a data file under a local table location.
-func localPut(location, base string, data []byte) (string, error) {
-	dir := filepath.Join(strings.TrimPrefix(location, "file://"), "data")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, base)
-	return "file://" + path, os.WriteFile(path, data, 0o644)
+	return smallfiles.AddFiles(ctx, cat, ident, paths)
 }
 
 // floorReads returns the range GETs of data files the server answered since

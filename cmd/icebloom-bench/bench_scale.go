@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,17 +18,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
+	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/smallfiles"
 	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/hashing"
@@ -49,15 +45,6 @@ import (
 // that opens every file.
 
 const (
-	// scaleRows is the row count of each data file: the files are tiny, so
-	// that the table's size is its file count.
-	scaleRows = 20
-	// scaleMaxID is the largest id; ids are even, and every file holds 0
-	// and scaleMaxID, so min/max statistics keep every file for any id.
-	scaleMaxID = 2 << 40
-	// scaleAbsentID is odd, so no file holds it, and within every file's
-	// min/max.
-	scaleAbsentID = 12345677
 	// scaleChecks is about how many absent-id checks the false-positive
 	// rate is measured on, spread over the id filters (at least
 	// scaleMinProbes each): 20 million checks at p = 1% expect 200,000
@@ -135,7 +122,7 @@ func (c *BenchCmd) runScale(ctx context.Context, e *env) error {
 		return err
 	}
 	defer cleanup()
-	out := &ScaleOutput{Sizes: sizes, S3Files: c.S3Files, S3DelayMS: float64(scaleS3Delay) / 1e6, RowsPerFile: scaleRows,
+	out := &ScaleOutput{Sizes: sizes, S3Files: c.S3Files, S3DelayMS: float64(scaleS3Delay) / 1e6, RowsPerFile: smallfiles.Rows,
 		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), Dir: dir,
 		Notes: []string{}, Runs: []ScaleRun{}}
 	s := &scaler{c: c, e: e, out: out}
@@ -216,160 +203,6 @@ func (s *scaler) note(format string, args ...any) {
 	s.out.Notes = append(s.out.Notes, fmt.Sprintf(format, args...))
 }
 
-// scaleTable is a generated table: its data file locations in order, an id
-// each file holds, and the writer of further files.
-type scaleTable struct {
-	ident    table.Identifier
-	name     string
-	location string // the table's
-	paths    []string
-	present  []int64 // an id of each file, in the order of paths
-	rng      *rand.Rand
-	// put stores a data file named base of the table at location and
-	// returns the file's location.
-	put func(location, base string, data []byte) (string, error)
-}
-
-// createScaleTable creates table ident with columns id (long) and name
-// (string) and registers n generated data files with one add_files commit.
-func createScaleTable(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, n int,
-	put func(location, base string, data []byte) (string, error)) (*scaleTable, error) {
-	st := &scaleTable{ident: ident, name: strings.Join(ident, "."), put: put,
-		rng: rand.New(rand.NewPCG(uint64(n), scaleRows))}
-	tbl, err := cat.CreateTable(ctx, ident, iceberg.NewSchema(0,
-		iceberg.NestedField{ID: 1, Name: benchIDCol, Type: iceberg.PrimitiveTypes.Int64, Required: true},
-		iceberg.NestedField{ID: 2, Name: benchStrCol, Type: iceberg.PrimitiveTypes.String, Required: true},
-	))
-	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", st.name, err)
-	}
-	st.location = tbl.Location()
-	paths, err := st.writeFiles(n)
-	if err != nil {
-		return nil, err
-	}
-	if err := st.addFiles(ctx, cat, paths); err != nil {
-		return nil, err
-	}
-	return st, nil
-}
-
-// writeFiles writes the next n data files, two at a time.
-func (st *scaleTable) writeFiles(n int) ([]string, error) {
-	first := len(st.paths)
-	ids := make([][]int64, n)
-	names := make([][]string, n)
-	for i := range n { // drawn in order, so the files do not depend on the workers
-		ids[i], names[i] = scaleFile(st.rng)
-	}
-	for i := range n {
-		st.present = append(st.present, ids[i][2])
-	}
-	paths := make([]string, n)
-	var g errgroup.Group
-	g.SetLimit(max(runtime.GOMAXPROCS(0), 2))
-	for i := range n {
-		g.Go(func() error {
-			var buf bytes.Buffer
-			if err := writeScaleFile(&buf, ids[i], names[i]); err != nil {
-				return err
-			}
-			loc, err := st.put(st.location, fmt.Sprintf("f%07d.parquet", first+i), buf.Bytes())
-			paths[i] = loc
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return paths, nil
-}
-
-func (st *scaleTable) addFiles(ctx context.Context, cat icecatalog.Catalog, paths []string) error {
-	tbl, err := cat.LoadTable(ctx, st.ident)
-	if err != nil {
-		return err
-	}
-	txn := tbl.NewTransaction()
-	if err := txn.AddFiles(ctx, paths, nil, false); err != nil {
-		return fmt.Errorf("add %d files to %s: %w", len(paths), st.name, err)
-	}
-	if _, err := txn.Commit(ctx); err != nil {
-		return fmt.Errorf("commit %s: %w", st.name, err)
-	}
-	st.paths = append(st.paths, paths...)
-	return nil
-}
-
-// scaleFile draws one file's rows: even ids and hex names, the first two
-// rows the smallest and largest of the whole table, so that min/max
-// statistics keep every file.
-func scaleFile(rng *rand.Rand) ([]int64, []string) {
-	ids := make([]int64, scaleRows)
-	names := make([]string, scaleRows)
-	for j := range ids {
-		ids[j] = 2 * (1 + rng.Int64N(scaleMaxID/2-1))
-		names[j] = fmt.Sprintf("user-%016x", rng.Uint64()|1)
-	}
-	ids[0], ids[1] = 0, scaleMaxID
-	names[0], names[1] = "user-0000000000000000", "user-ffffffffffffffff"
-	return ids, names
-}
-
-// writeScaleFile writes a Parquet file of a required INT64 column id and a
-// required string column name, without field ids, as a file from outside
-// Iceberg would be; add_files gives the table a name mapping for it.
-func writeScaleFile(w io.Writer, ids []int64, names []string) error {
-	idNode, err := schema.NewPrimitiveNode(benchIDCol, parquet.Repetitions.Required, parquet.Types.Int64, -1, -1)
-	if err != nil {
-		return err
-	}
-	nameNode, err := schema.NewPrimitiveNodeLogical(benchStrCol, parquet.Repetitions.Required, schema.StringLogicalType{},
-		parquet.Types.ByteArray, -1, -1)
-	if err != nil {
-		return err
-	}
-	root, err := schema.NewGroupNode("schema", parquet.Repetitions.Required, schema.FieldList{idNode, nameNode}, -1)
-	if err != nil {
-		return err
-	}
-	pw := file.NewParquetWriter(w, root)
-	err = func() error {
-		rg, err := pw.AppendRowGroupChecked()
-		if err != nil {
-			return err
-		}
-		cw, err := rg.NextColumn()
-		if err != nil {
-			return err
-		}
-		if _, err := cw.(*file.Int64ColumnChunkWriter).WriteBatch(ids, nil, nil); err != nil {
-			return err
-		}
-		if err := cw.Close(); err != nil {
-			return err
-		}
-		if cw, err = rg.NextColumn(); err != nil {
-			return err
-		}
-		ba := make([]parquet.ByteArray, len(names))
-		for i, s := range names {
-			ba[i] = parquet.ByteArray(s)
-		}
-		if _, err := cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(ba, nil, nil); err != nil {
-			return err
-		}
-		if err := cw.Close(); err != nil {
-			return err
-		}
-		return rg.Close()
-	}()
-	if cerr := pw.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // local measures a table of n data files in the embedded catalog's
 // warehouse.
 func (s *scaler) local(ctx context.Context, cat icecatalog.Catalog, n int) (ScaleRun, error) {
@@ -378,9 +211,9 @@ func (s *scaler) local(ctx context.Context, cat icecatalog.Catalog, n int) (Scal
 	if _, err := cat.LoadTable(ctx, ident); err == nil {
 		return run, fmt.Errorf("%s exists already in the catalog; use an empty --dir", strings.Join(ident, "."))
 	}
-	s.progress("scale %d: writing %d data files of %d rows and adding them with one add_files commit", n, n, scaleRows)
+	s.progress("scale %d: writing %d data files of %d rows and adding them with one add_files commit", n, n, smallfiles.Rows)
 	start := time.Now()
-	st, err := createScaleTable(ctx, cat, ident, n, localPut)
+	st, err := smallfiles.Create(ctx, cat, ident, n, smallfiles.LocalPut)
 	if err != nil {
 		return run, err
 	}
@@ -435,7 +268,7 @@ func (s *scaler) local(ctx context.Context, cat icecatalog.Catalog, n int) (Scal
 
 	// A cold lookup: no footer cache.
 	s.progress("scale %d: cold lookups", n)
-	absent := iceberg.EqualTo(iceberg.Reference(benchIDCol), int64(scaleAbsentID))
+	absent := iceberg.EqualTo(iceberg.Reference(benchIDCol), int64(smallfiles.AbsentID))
 	var total, ixTime, planning []time.Duration
 	var res *lookup.Result
 	reps := max(s.c.Repeat, 5)
@@ -468,11 +301,11 @@ func (s *scaler) local(ctx context.Context, cat icecatalog.Catalog, n int) (Scal
 
 	// Sync of one new file, after one more add_files.
 	s.progress("scale %d: add_files of 1 more file, then sync", n)
-	paths, err := st.writeFiles(1)
+	paths, err := st.WriteFiles(1)
 	if err != nil {
 		return run, err
 	}
-	if err := st.addFiles(ctx, cat, paths); err != nil {
+	if err := st.AddFiles(ctx, cat, paths); err != nil {
 		return run, err
 	}
 	var synced *indexer.Summary
@@ -527,7 +360,7 @@ func (s *scaler) local(ctx context.Context, cat icecatalog.Catalog, n int) (Scal
 	for _, c := range []struct {
 		id   int64
 		path string
-	}{{st.present[0], st.paths[0]}, {st.present[n], st.paths[n]}} {
+	}{{st.Present[0], st.Paths[0]}, {st.Present[n], st.Paths[n]}} {
 		res, err := lookup.Plan(ctx, tbl, iceberg.EqualTo(iceberg.Reference(benchIDCol), c.id), lookup.Options{})
 		if err != nil {
 			return run, err
@@ -583,7 +416,7 @@ func (s *scaler) sizeAndFPP(ctx context.Context, run *ScaleRun, fs icebergio.IO,
 	rng := rand.New(rand.NewPCG(3, 4))
 	hashes := make([]uint64, probes)
 	for i := range hashes {
-		hashes[i] = hashing.Int64(2*rng.Int64N(scaleMaxID/2) + 1) // odd: absent
+		hashes[i] = hashing.Int64(2*rng.Int64N(smallfiles.MaxID/2) + 1) // odd: absent
 	}
 	open := map[string]icebergio.File{}
 	defer func() {
@@ -715,7 +548,7 @@ func (s *scaler) onS3(ctx context.Context, dir string, n int) (ScaleRun, error) 
 		return srv.Location(key), srv.PutObject(key, data)
 	}
 	s.progress("S3, %d files: writing the files, add_files, build (no delay)", n)
-	if _, err := createScaleTable(ctx, cat, ident, n, put); err != nil {
+	if _, err := smallfiles.Create(ctx, cat, ident, n, put); err != nil {
 		return run, err
 	}
 	if _, err := indexer.Build(ctx, cat, ident, indexer.Options{Columns: scaleColumns, FPP: s.c.FPP, FailFast: true}); err != nil {
@@ -745,7 +578,7 @@ func (s *scaler) onS3(ctx context.Context, dir string, n int) (ScaleRun, error) 
 	s.progress("S3, %d files: cold lookups and a scan of every file, %s per request", n, scaleS3Delay)
 	srv.SetDelay(scaleS3Delay)
 	defer srv.SetDelay(0)
-	absent := iceberg.EqualTo(iceberg.Reference(benchIDCol), int64(scaleAbsentID))
+	absent := iceberg.EqualTo(iceberg.Reference(benchIDCol), int64(smallfiles.AbsentID))
 	var ixTime, planning []time.Duration
 	var res *lookup.Result
 	var indexReqs, otherReqs, indexBytes int64

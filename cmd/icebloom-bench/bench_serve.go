@@ -26,6 +26,7 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/smallfiles"
 	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/serve"
@@ -110,7 +111,7 @@ func (c *BenchCmd) runServe(ctx context.Context, e *env) error {
 		return err
 	}
 	defer cleanup()
-	out := &ServeOutput{Sizes: sizes, RowsPerFile: scaleRows, Clients: c.ServeClients, PlansPerClient: c.ServePlans,
+	out := &ServeOutput{Sizes: sizes, RowsPerFile: smallfiles.Rows, Clients: c.ServeClients, PlansPerClient: c.ServePlans,
 		Rounds: max(c.Repeat, 5), MemoryBudgetMiB: c.MemoryBudgetMiB, Driver: serveDriver,
 		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(),
 		LoadBefore: loadAvg(), Dir: dir, Notes: []string{}, Runs: []ScaleRun{}}
@@ -163,7 +164,7 @@ func (h *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.cur.
 // file in a random order (with the file that holds it), then odd ids no
 // file holds, all within every file's min/max.
 type values struct {
-	st   *scaleTable
+	st   *smallfiles.Table
 	perm []int
 	next atomic.Int64
 }
@@ -172,7 +173,7 @@ func (v *values) take() (id int64, holder string) {
 	k := int(v.next.Add(1) - 1)
 	if k < len(v.perm) {
 		i := v.perm[k]
-		return v.st.present[i], v.st.paths[i]
+		return v.st.Present[i], v.st.Paths[i]
 	}
 	return 2*int64(k) + 1, ""
 }
@@ -225,13 +226,13 @@ func (sb *serveBench) size(ctx context.Context, n int) (ScaleRun, error) {
 
 // makeTable makes the table ident of n tiny files, as --scale does, and
 // indexes its id column.
-func (sb *serveBench) makeTable(ctx context.Context, run *ScaleRun, ident table.Identifier, n int) (*scaleTable, error) {
+func (sb *serveBench) makeTable(ctx context.Context, run *ScaleRun, ident table.Identifier, n int) (*smallfiles.Table, error) {
 	if _, err := sb.cat.LoadTable(ctx, ident); err == nil {
 		return nil, fmt.Errorf("%s exists already in the catalog; use an empty --dir", strings.Join(ident, "."))
 	}
-	sb.progress("serve %d: writing %d data files of %d rows, one add_files commit, build of %s", n, n, scaleRows, benchIDCol)
+	sb.progress("serve %d: writing %d data files of %d rows, one add_files commit, build of %s", n, n, smallfiles.Rows, benchIDCol)
 	start := time.Now()
-	st, err := createScaleTable(ctx, sb.cat, ident, n, localPut)
+	st, err := smallfiles.Create(ctx, sb.cat, ident, n, smallfiles.LocalPut)
 	if err != nil {
 		return nil, err
 	}
@@ -273,14 +274,14 @@ type serveRun struct {
 
 // start starts a warm server on a loopback port, opens the REST clients
 // and warms the server and the first client up with a plan each (untimed).
-func (sb *serveBench) start(ctx context.Context, ident table.Identifier, st *scaleTable) (*serveRun, func(), error) {
+func (sb *serveBench) start(ctx context.Context, ident table.Identifier, st *smallfiles.Table) (*serveRun, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, nil, err
 	}
 	addr := ln.Addr().String()
-	sr := &serveRun{sb: sb, n: len(st.paths), ident: ident, uri: "http://" + addr, h: &swapHandler{},
-		vals: &values{st: st, perm: rand.New(rand.NewPCG(uint64(len(st.paths)), 21)).Perm(len(st.paths))}}
+	sr := &serveRun{sb: sb, n: len(st.Paths), ident: ident, uri: "http://" + addr, h: &swapHandler{},
+		vals: &values{st: st, perm: rand.New(rand.NewPCG(uint64(len(st.Paths)), 21)).Perm(len(st.Paths))}}
 	sr.newServer = func() (*serve.Server, error) {
 		return serve.New(serve.Options{Catalog: sb.cat, MemoryBudget: sb.budget(), Hosts: serve.LoopbackHosts(addr),
 			MaxPlansInFlight: max(sb.c.ServeClients, serve.DefaultMaxPlansInFlight)})

@@ -14,6 +14,7 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/smallfiles"
 	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/segment"
@@ -53,7 +54,7 @@ func (s *scaler) sharded(ctx context.Context, cat icecatalog.Catalog, n int, cou
 			return run, fmt.Errorf("%s exists already in the catalog; use an empty --dir", strings.Join(ident, "."))
 		}
 		s.progress("sharded %d files, %d shards: writing the table", n, k)
-		if _, err := createScaleTable(ctx, cat, ident, n, localPut); err != nil {
+		if _, err := smallfiles.Create(ctx, cat, ident, n, smallfiles.LocalPut); err != nil {
 			return run, err
 		}
 		before, err := catalogVersion(ctx, cat, ident)
@@ -130,7 +131,7 @@ func (s *scaler) shardedOneByOne(ctx context.Context, cat icecatalog.Catalog, n,
 		return run, fmt.Errorf("%s exists already in the catalog; use an empty --dir", strings.Join(ident, "."))
 	}
 	s.progress("sharded %d files, %d shards: writing the table", n, shards)
-	st, err := createScaleTable(ctx, cat, ident, n, localPut)
+	st, err := smallfiles.Create(ctx, cat, ident, n, smallfiles.LocalPut)
 	if err != nil {
 		return run, err
 	}
@@ -186,7 +187,7 @@ func (s *scaler) shardedOneByOne(ctx context.Context, cat icecatalog.Catalog, n,
 	if err != nil {
 		return run, err
 	}
-	if segs := ix.Segments(); len(segs) != 1 || len(segs[0].Dir.Files) != len(st.paths) {
+	if segs := ix.Segments(); len(segs) != 1 || len(segs[0].Dir.Files) != len(st.Paths) {
 		return run, fmt.Errorf("after the merge: %d segments", len(segs))
 	}
 	_, dirLen, _ := segment.DirectoryPlace(ix.Segments()[0].File)
