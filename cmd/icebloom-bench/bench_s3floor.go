@@ -23,6 +23,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
+	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/report"
 	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/smallfiles"
 	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index/filescan"
@@ -226,40 +227,40 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 		lWorkers, lcWorkers = append(lWorkers, d), append(lcWorkers, cpu)
 	}
 
-	build1, read1, floor1, workers1 := median(tAhead), median(tRead), median(tFloor), median(tWorkers)
+	build1, read1, floor1, workers1 := report.Median(tAhead), report.Median(tRead), report.Median(tFloor), report.Median(tWorkers)
 	// Throughput is data files read per second: the build's reading of the
 	// data files (first to last file done) against the floor. The whole
 	// build adds what does not grow with the data files read — planning,
 	// writing and committing the index, some requests one after another —
 	// reported beside it.
-	r := ratioOf(floor1, read1)
-	target, pass := atLeast(r, 0.8, "x")
+	r := report.Ratio(floor1, read1)
+	target, pass := report.AtLeast(r, 0.8, "x")
 	out.add(BenchLine{Key: "s3_build_vs_floor_throughput", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("the floor %s (%d range GETs of the data files, %d in flight, nothing done with the bytes) vs the build's reading and hashing of the data files %s (first to last file done), median of %d",
 			cli.DurationText(floor1), len(reads), filescan.DefaultRequestsInFlight, cli.DurationText(read1), c.Repeat)})
-	out.add(BenchLine{Key: "s3_whole_build_vs_floor", Value: ratioOf(floor1, build1), Unit: "x", Target: "none (reported)",
+	out.add(BenchLine{Key: "s3_whole_build_vs_floor", Value: report.Ratio(floor1, build1), Unit: "x", Target: "none (reported)",
 		Detail: fmt.Sprintf("the floor vs the whole build %s: %s more for planning, writing and committing the index (%d requests that are not of data files)",
 			cli.DurationText(build1), cli.DurationText(max(build1-read1, 0)), otherReqs)})
-	r = ratioOf(workers1, build1)
-	target, pass = atLeast(r, 5, "x")
+	r = report.Ratio(workers1, build1)
+	target, pass = report.AtLeast(r, 5, "x")
 	out.add(BenchLine{Key: "s3_build_vs_workers_speedup", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("build of %d workers reading their own files (the default before reading ahead: --parallel %d, DisablePrefetch) %s vs the build reading ahead %s",
 			runtime.NumCPU(), runtime.NumCPU(), cli.DurationText(workers1), cli.DurationText(build1))})
 	out.add(BenchLine{Key: "s3_data_requests_per_file", Value: float64(aheadReqs) / float64(n), Unit: "requests", Target: "none (reported)",
 		Detail: fmt.Sprintf("requests of data files per file reading ahead: %d in all, no HEAD; workers reading their own files: %.2f per file (%d, of which %d HEAD)",
 			aheadReqs, float64(workerReqs)/float64(n), workerReqs, workerHeads)})
-	out.add(reportedMS("s3_build_ms", build1, fmt.Sprintf("indexer.Build with the defaults, reading ahead; CPU time of the process (server included) %s", cli.DurationText(median(cAhead)))))
-	out.add(reportedMS("s3_floor_ms", floor1, fmt.Sprintf("the network floor; CPU time of the process (server included) %s", cli.DurationText(median(cFloor)))))
-	out.add(reportedMS("s3_workers_build_ms", workers1, fmt.Sprintf("indexer.Build, workers reading their own files; CPU time of the process (server included) %s", cli.DurationText(median(cWorkers)))))
+	out.add(report.ReportedMS("s3_build_ms", build1, fmt.Sprintf("indexer.Build with the defaults, reading ahead; CPU time of the process (server included) %s", cli.DurationText(report.Median(cAhead)))))
+	out.add(report.ReportedMS("s3_floor_ms", floor1, fmt.Sprintf("the network floor; CPU time of the process (server included) %s", cli.DurationText(report.Median(cFloor)))))
+	out.add(report.ReportedMS("s3_workers_build_ms", workers1, fmt.Sprintf("indexer.Build, workers reading their own files; CPU time of the process (server included) %s", cli.DurationText(report.Median(cWorkers)))))
 
-	la, lw := median(lAhead), median(lWorkers)
-	r = ratioOf(la, lw)
+	la, lw := report.Median(lAhead), report.Median(lWorkers)
+	r = report.Ratio(la, lw)
 	out.add(BenchLine{Key: "local_build_ahead_vs_workers", Value: r, Unit: "x", Target: "none (reported)",
 		Detail: fmt.Sprintf("the same files in a local warehouse: build reading ahead (forced: by default a local warehouse reads nothing ahead, for this cost) %s vs workers reading their own files %s, interleaved, median of %d",
 			cli.DurationText(la), cli.DurationText(lw), localRepeat)})
-	out.add(BenchLine{Key: "local_build_ahead_vs_workers_cpu", Value: ratioOf(median(lcAhead), median(lcWorkers)), Unit: "x", Target: "none (reported)",
+	out.add(BenchLine{Key: "local_build_ahead_vs_workers_cpu", Value: report.Ratio(report.Median(lcAhead), report.Median(lcWorkers)), Unit: "x", Target: "none (reported)",
 		Detail: fmt.Sprintf("CPU time of the same builds: %s reading ahead, %s workers reading their own files (wall times follow the machine's load, CPU times much less)",
-			cli.DurationText(median(lcAhead)), cli.DurationText(median(lcWorkers)))})
+			cli.DurationText(report.Median(lcAhead)), cli.DurationText(report.Median(lcWorkers)))})
 	if e.json {
 		return e.printJSON(out)
 	}
@@ -370,7 +371,7 @@ func printS3Floor(w io.Writer, out *S3FloorOutput) {
 		if l.Pass != nil {
 			verdict = map[bool]string{true: "pass", false: "MISSED"}[*l.Pass]
 		}
-		fmt.Fprintf(w, "%-30s %12s  %-10s %-6s %s\n", l.Key, scaleValue(l), strings.TrimSuffix(l.Target, " (reported)"), verdict, l.Detail)
+		fmt.Fprintf(w, "%-30s %12s  %-10s %-6s %s\n", l.Key, report.Value(l), strings.TrimSuffix(l.Target, " (reported)"), verdict, l.Detail)
 	}
 	if len(out.Notes) > 0 {
 		fmt.Fprintln(w, "\nnotes:")

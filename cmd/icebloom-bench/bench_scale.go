@@ -7,15 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -25,6 +22,8 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
+	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/procstat"
+	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/report"
 	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/smallfiles"
 	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index"
@@ -288,16 +287,16 @@ func (s *scaler) local(ctx context.Context, cat icecatalog.Catalog, n int) (Scal
 			total, ixTime, planning = append(total, d), append(ixTime, res.IndexTime), append(planning, d-res.IndexTime)
 		}
 	}
-	plan := median(planning)
-	msLine("lookup_cold_ms", median(total), "none (reported)", nil,
+	plan := report.Median(planning)
+	msLine("lookup_cold_ms", report.Median(total), "none (reported)", nil,
 		fmt.Sprintf("lookup.Plan of an absent id, no footer cache, median of %d; %d of %d files left (%d requests, %d blocks, %s read)",
 			reps, len(res.Candidates), n, res.Requests, res.BlocksRead, cli.BytesText(res.BytesRead)))
-	msLine("lookup_index_ms", median(ixTime), "none (reported)", nil, "Result.IndexTime: reading the directory and the runs, pruning")
+	msLine("lookup_index_ms", report.Median(ixTime), "none (reported)", nil, "Result.IndexTime: reading the directory and the runs, pruning")
 	msLine("lookup_planning_ms", plan, "none (reported)", nil, "iceberg-go's planning: the lookup's total minus IndexTime, per run")
-	r := ratioOf(median(ixTime), plan)
-	target, pass := targetFrom(n, scaleSyncTargetFrom, r, 0.25)
+	r := report.Ratio(report.Median(ixTime), plan)
+	target, pass := report.TargetFrom(n, scaleSyncTargetFrom, r, 0.25)
 	run.add(BenchLine{Key: "lookup_index_vs_planning", Value: r, Unit: "x", Target: target, Pass: pass,
-		Detail: fmt.Sprintf("index part %s vs iceberg-go's planning %s", cli.DurationText(median(ixTime)), cli.DurationText(plan))})
+		Detail: fmt.Sprintf("index part %s vs iceberg-go's planning %s", cli.DurationText(report.Median(ixTime)), cli.DurationText(plan))})
 
 	// Sync of one new file, after one more add_files.
 	s.progress("scale %d: add_files of 1 more file, then sync", n)
@@ -310,7 +309,7 @@ func (s *scaler) local(ctx context.Context, cat icecatalog.Catalog, n int) (Scal
 	}
 	var synced *indexer.Summary
 	var syncTime time.Duration
-	peak, err := heapPeak(func() error {
+	peak, err := procstat.HeapPeak(func() error {
 		start := time.Now()
 		var err error
 		synced, err = indexer.Sync(ctx, cat, ident, indexer.Options{Columns: scaleColumns, FPP: s.c.FPP, FailFast: true, CompactAbove: -1})
@@ -328,8 +327,8 @@ func (s *scaler) local(ctx context.Context, cat icecatalog.Catalog, n int) (Scal
 	ok = synced.FilesIndexed == 1
 	run.add(BenchLine{Key: "sync_files_read", Value: read, Unit: "files", Target: "== 1", Pass: &ok,
 		Detail: "Summary.FilesIndexed: data files the sync read"})
-	r = ratioOf(syncTime, plan)
-	target, pass = targetFrom(n, scaleSyncTargetFrom, r, 1.5)
+	r = report.Ratio(syncTime, plan)
+	target, pass = report.TargetFrom(n, scaleSyncTargetFrom, r, 1.5)
 	run.add(BenchLine{Key: "sync_vs_planning", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("sync of 1 file %s vs iceberg-go's planning of the cold lookup %s", cli.DurationText(syncTime), cli.DurationText(plan))})
 
@@ -346,8 +345,8 @@ func (s *scaler) local(ctx context.Context, cat icecatalog.Catalog, n int) (Scal
 	}
 	msLine("compact_ms", compactTime, "none (reported)", nil,
 		fmt.Sprintf("indexer.Compact of the build's and the sync's segments: %d filters kept, %s copied", compacted.EntriesKept, cli.BytesText(compacted.BytesCopied)))
-	r = ratioOf(compactTime, built.WriteTime)
-	target, pass = targetFrom(n, scaleCompactTargetFrom, r, 2)
+	r = report.Ratio(compactTime, built.WriteTime)
+	target, pass = report.TargetFrom(n, scaleCompactTargetFrom, r, 2)
 	run.add(BenchLine{Key: "compact_vs_build_write", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("compact-index %s vs the build's index-writing part %s (Summary.WriteTime)", cli.DurationText(compactTime), cli.DurationText(built.WriteTime))})
 
@@ -372,19 +371,10 @@ func (s *scaler) local(ctx context.Context, cat icecatalog.Catalog, n int) (Scal
 			missed++
 		}
 	}
-	target, pass = atMost(float64(missed), 0, " files")
+	target, pass = report.AtMost(float64(missed), 0, " files")
 	run.add(BenchLine{Key: "false_negatives", Value: float64(missed), Unit: "files", Target: target, Pass: pass,
 		Detail: "cold lookups after the compaction of an id of the first file and one of the synced file: files holding them that the index dropped"})
 	return run, nil
-}
-
-// targetFrom holds a ratio to limit only for tables of at least from files,
-// the sizes the issue sets it for; below it is reported.
-func targetFrom(files, from int, v, limit float64) (string, *bool) {
-	if files < from {
-		return fmt.Sprintf("none (<= %gx from %d files)", limit, from), nil
-	}
-	return atMost(v, limit, "x")
 }
 
 // sizeAndFPP compares the filters' bytes with the per-file SBBF optimum and
@@ -407,7 +397,7 @@ func (s *scaler) sizeAndFPP(ctx context.Context, run *ScaleRun, fs icebergio.IO,
 		}
 	}
 	r := float64(actual) / float64(max(optimum, 1))
-	target, pass := atMost(r, 1.06, "x")
+	target, pass := report.AtMost(r, 1.06, "x")
 	run.add(BenchLine{Key: "index_size_vs_sbbf_optimum", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("%s of filter blocks vs %s, the per-file optimum (sbbf.NumBlocks of each filter's ndv and fpp)",
 			cli.BytesText(actual), cli.BytesText(optimum))})
@@ -460,7 +450,7 @@ func (s *scaler) sizeAndFPP(ctx context.Context, run *ScaleRun, fs icebergio.IO,
 		s.note("no false positive in %d checks at %d files: the FPP ratio uses half a hit as an upper estimate", checks, len(idFilters))
 	}
 	r = measured / s.c.FPP
-	target, pass = atMost(r, 1.05, "x")
+	target, pass = report.AtMost(r, 1.05, "x")
 	run.add(BenchLine{Key: "measured_fpp_vs_target", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("%d of %d absent-id checks passed (%.4f%%) vs target %g%%; %d id filters x %d probes; sbbf.FalsePositiveRate of these filters predicts %.4f%%",
 			hits, checks, 100*float64(hits)/float64(max(checks, 1)), 100*s.c.FPP, len(idFilters), probes, 100*predicted/float64(max(checks, 1)))})
@@ -483,38 +473,6 @@ func loadScaleIndex(ctx context.Context, cat icecatalog.Catalog, ident table.Ide
 		return nil, nil, nil, fmt.Errorf("load index: %w", errors.Join(errs...))
 	}
 	return tbl, fs, ix, nil
-}
-
-// heapPeak runs fn while sampling the live heap every 200 µs and returns
-// the peak's growth over the heap before: the peak memory of a build or a
-// sync, which a sample after it would miss.
-func heapPeak(fn func() error) (int64, error) {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
-	runtime.GC()
-	base := read()
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(200 * time.Microsecond)
-		defer t.Stop()
-		for {
-			if v := read(); v > peak.Load() {
-				peak.Store(v)
-			}
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	err := fn()
-	close(done)
-	<-stopped
-	return max(int64(peak.Load())-int64(base), 0), err
 }
 
 // onS3 measures lookups of a table of n data files on the in-process S3
@@ -607,15 +565,15 @@ func (s *scaler) onS3(ctx context.Context, dir string, n int) (ScaleRun, error) 
 		}
 	}
 	bound := int64(groups*1 + segments)
-	target, pass := atMost(float64(indexReqs), float64(bound), " requests")
+	target, pass := report.AtMost(float64(indexReqs), float64(bound), " requests")
 	run.add(BenchLine{Key: "s3_lookup_index_requests", Value: float64(indexReqs), Unit: "requests", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("requests of the index per cold lookup of 1 value (%d reads of runs as the lookup counts them); bound: %d groups of %s x 1 value + %d directory reads; the lookup made %d other requests (iceberg-go's planning)",
 			res.Requests, groups, benchIDCol, segments, otherReqs)})
 	run.add(BenchLine{Key: "s3_lookup_index_bytes", Value: float64(indexBytes), Unit: "B", Target: "none (reported)",
 		Detail: fmt.Sprintf("bytes of the index per cold lookup, as the server sent them: the directory (%s) and %s of runs (%d blocks checked)",
 			cli.BytesText(dirBytes), cli.BytesText(res.BytesRead), res.BlocksRead)})
-	run.add(reportedMS("s3_lookup_index_ms", median(ixTime), fmt.Sprintf("Result.IndexTime, median of %d cold lookups, %d of %d files left", reps, len(res.Candidates), n)))
-	run.add(reportedMS("s3_lookup_planning_ms", median(planning), "iceberg-go's planning of the same lookups (total minus IndexTime)"))
+	run.add(report.ReportedMS("s3_lookup_index_ms", report.Median(ixTime), fmt.Sprintf("Result.IndexTime, median of %d cold lookups, %d of %d files left", reps, len(res.Candidates), n)))
+	run.add(report.ReportedMS("s3_lookup_planning_ms", report.Median(planning), "iceberg-go's planning of the same lookups (total minus IndexTime)"))
 
 	// The scan without the index: iceberg-go's reader over every file the
 	// statistics leave, scaleScanConcurrency at a time.
@@ -634,12 +592,12 @@ func (s *scaler) onS3(ctx context.Context, dir string, n int) (ScaleRun, error) 
 		}
 		scanReqs = len(srv.Requests())
 	}
-	run.add(reportedMS("s3_scan_all_ms", median(scans), fmt.Sprintf("iceberg-go's ReadTasks of all %d files, %d at a time (%d requests), median of %d",
+	run.add(report.ReportedMS("s3_scan_all_ms", report.Median(scans), fmt.Sprintf("iceberg-go's ReadTasks of all %d files, %d at a time (%d requests), median of %d",
 		len(res.AfterStats), scaleScanConcurrency, scanReqs, len(scans))))
-	r := ratioOf(median(ixTime), median(scans))
-	target, pass = atMost(r, 0.1, "x")
+	r := report.Ratio(report.Median(ixTime), report.Median(scans))
+	target, pass = report.AtMost(r, 0.1, "x")
 	run.add(BenchLine{Key: "s3_index_vs_scan", Value: r, Unit: "x", Target: target, Pass: pass,
-		Detail: fmt.Sprintf("the index's part of the lookup %s vs the scan that opens every file %s", cli.DurationText(median(ixTime)), cli.DurationText(median(scans)))})
+		Detail: fmt.Sprintf("the index's part of the lookup %s vs the scan that opens every file %s", cli.DurationText(report.Median(ixTime)), cli.DurationText(report.Median(scans)))})
 	return run, nil
 }
 
@@ -671,41 +629,7 @@ func printScale(w io.Writer, out *ScaleOutput) {
 		if run.Storage == "s3" {
 			fmt.Fprintf(w, "  in-process S3 server, %.0f ms per request\n", out.S3DelayMS)
 		}
-		printLines(w, run.Measurements)
+		report.PrintLines(w, run.Measurements)
 	}
-	printNotes(w, out.Notes)
-}
-
-// printLines writes measurements as the rows of a text table.
-func printLines(w io.Writer, lines []BenchLine) {
-	fmt.Fprintf(w, "%-28s %14s  %-30s %-6s %s\n", "measurement", "value", "target", "result", "detail")
-	for _, l := range lines {
-		verdict := "-"
-		if l.Pass != nil {
-			verdict = map[bool]string{true: "pass", false: "MISSED"}[*l.Pass]
-		}
-		fmt.Fprintf(w, "%-28s %14s  %-30s %-6s %s\n", l.Key, scaleValue(l),
-			strings.TrimSuffix(l.Target, " (reported)"), verdict, l.Detail)
-	}
-}
-
-// printNotes writes the run's notes, if any.
-func printNotes(w io.Writer, notes []string) {
-	if len(notes) > 0 {
-		fmt.Fprintln(w, "\nnotes:")
-		for _, n := range notes {
-			fmt.Fprintf(w, "  - %s\n", n)
-		}
-	}
-}
-
-func scaleValue(l BenchLine) string {
-	switch {
-	case l.Unit == "B" || l.Unit == "files" || l.Unit == "requests":
-		return fmt.Sprintf("%.0f %s", l.Value, l.Unit)
-	case math.Abs(l.Value) >= 100:
-		return fmt.Sprintf("%.0f %s", l.Value, l.Unit)
-	default:
-		return fmt.Sprintf("%.3g %s", l.Value, l.Unit)
-	}
+	report.PrintNotes(w, out.Notes)
 }
