@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +26,8 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/procstat"
+	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/report"
 	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/cmd/internal/scanrows"
 	"github.com/icebloom/icebloom/index"
@@ -81,17 +82,8 @@ type BenchOutput struct {
 	Measurements []BenchLine `json:"measurements"`
 }
 
-// BenchLine is one measurement: its value (a ratio unless Unit says
-// otherwise), the target it is held to, and whether it met it. Pass is nil
-// for measurements without a target.
-type BenchLine struct {
-	Key    string  `json:"key"`
-	Value  float64 `json:"value"`
-	Unit   string  `json:"unit"`
-	Detail string  `json:"detail"`
-	Target string  `json:"target"`
-	Pass   *bool   `json:"pass"`
-}
+// BenchLine is one measurement of any mode.
+type BenchLine = report.Line
 
 var benchTable = table.Identifier{"bench", "events"}
 
@@ -263,17 +255,6 @@ func (b *bencher) note(format string, args ...any) {
 	b.out.Notes = append(b.out.Notes, fmt.Sprintf(format, args...))
 }
 
-// atMost and atLeast make a target and its verdict.
-func atMost(v, limit float64, unit string) (string, *bool) {
-	ok := v <= limit
-	return fmt.Sprintf("<= %g%s", limit, unit), &ok
-}
-
-func atLeast(v, limit float64, unit string) (string, *bool) {
-	ok := v >= limit
-	return fmt.Sprintf(">= %g%s", limit, unit), &ok
-}
-
 // build runs indexer.Build on the benchmark table with the knobs k and
 // times it.
 func (b *bencher) build(ctx context.Context, o indexer.Options, k indexer.Knobs) (*indexer.Summary, time.Duration, error) {
@@ -391,14 +372,14 @@ func (b *bencher) dictionaryShortcut(ctx context.Context) error {
 		}
 		tWith, readWith = append(tWith, d), append(readWith, sum.ReadTime)
 	}
-	ratio := ratioOf(median(readWithout), median(readWith))
-	target, pass := atLeast(ratio, 5, "x")
+	ratio := report.Ratio(report.Median(readWithout), report.Median(readWith))
+	target, pass := report.AtLeast(ratio, 5, "x")
 	detail := fmt.Sprintf("reading the column: %s decoding the data pages, %s hashing the dictionary pages (Parallel 1, median of %d)",
-		cli.DurationText(median(readWithout)), cli.DurationText(median(readWith)), b.c.Repeat)
+		cli.DurationText(report.Median(readWithout)), cli.DurationText(report.Median(readWith)), b.c.Repeat)
 	b.add(BenchLine{Key: "dictionary_shortcut_speedup", Value: ratio, Unit: "x", Detail: detail, Target: target, Pass: pass})
-	b.add(BenchLine{Key: "dictionary_shortcut_whole_build", Value: ratioOf(median(tWithout), median(tWith)), Unit: "x",
+	b.add(BenchLine{Key: "dictionary_shortcut_whole_build", Value: report.Ratio(report.Median(tWithout), report.Median(tWith)), Unit: "x",
 		Target: "none (reported)",
-		Detail: fmt.Sprintf("whole build of the column: %s without, %s with the shortcut", cli.DurationText(median(tWithout)), cli.DurationText(median(tWith)))})
+		Detail: fmt.Sprintf("whole build of the column: %s without, %s with the shortcut", cli.DurationText(report.Median(tWithout)), cli.DurationText(report.Median(tWith)))})
 	return nil
 }
 
@@ -441,24 +422,24 @@ func (b *bencher) buildVsFloor(ctx context.Context) error {
 			}
 		}
 	}
-	build1, files1 := median(p1), median(p1Files)
-	r := ratioOf(build1, median(floor))
-	target, pass := atMost(r, 1.25, "x")
+	build1, files1 := report.Median(p1), report.Median(p1Files)
+	r := report.Ratio(build1, report.Median(floor))
+	target, pass := report.AtMost(r, 1.25, "x")
 	b.add(BenchLine{Key: "build_vs_floor_1core", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("build %s (reading and hashing the files %s, planning, writing and committing %s), floor %s (columns %s, median of %d)",
 			cli.DurationText(build1), cli.DurationText(files1), cli.DurationText(max(build1-files1, 0)),
-			cli.DurationText(median(floor)), strings.Join(cols, ","), b.c.Repeat)})
-	b.add(BenchLine{Key: "build_vs_hash_floor_1core", Value: ratioOf(build1, median(hashFloor)), Unit: "x", Target: "none (reported)",
+			cli.DurationText(report.Median(floor)), strings.Join(cols, ","), b.c.Repeat)})
+	b.add(BenchLine{Key: "build_vs_hash_floor_1core", Value: report.Ratio(build1, report.Median(hashFloor)), Unit: "x", Target: "none (reported)",
 		Detail: fmt.Sprintf("the floor plus XXH64 of every value (the hashing the format requires): %s, %.2fx the floor",
-			cli.DurationText(median(hashFloor)), ratioOf(median(hashFloor), median(floor)))})
-	s := ratioOf(build1, median(p2))
-	target, pass = atLeast(s, 1.8, "x")
+			cli.DurationText(report.Median(hashFloor)), report.Ratio(report.Median(hashFloor), report.Median(floor)))})
+	s := report.Ratio(build1, report.Median(p2))
+	target, pass = report.AtLeast(s, 1.8, "x")
 	b.add(BenchLine{Key: "build_parallel2_speedup", Value: s, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("Parallel 1 %s, Parallel 2 %s, GOMAXPROCS %d", cli.DurationText(build1),
-			cli.DurationText(median(p2)), runtime.GOMAXPROCS(0))})
-	b.add(BenchLine{Key: "floor_parallel2_speedup", Value: ratioOf(median(floor), median(floor2)), Unit: "x", Target: "none (reported)",
+			cli.DurationText(report.Median(p2)), runtime.GOMAXPROCS(0))})
+	b.add(BenchLine{Key: "floor_parallel2_speedup", Value: report.Ratio(report.Median(floor), report.Median(floor2)), Unit: "x", Target: "none (reported)",
 		Detail: fmt.Sprintf("the floor on 2 goroutines, each reading whole files: %s vs %s on 1; what this machine gives the reading itself",
-			cli.DurationText(median(floor2)), cli.DurationText(median(floor)))})
+			cli.DurationText(report.Median(floor2)), cli.DurationText(report.Median(floor)))})
 	return nil
 }
 
@@ -613,7 +594,7 @@ func (b *bencher) indexSize(ctx context.Context) error {
 		ndv += en.NDV
 	}
 	r := float64(bytes) / float64(optimum)
-	target, pass := atMost(r, 1.05, "x")
+	target, pass := report.AtMost(r, 1.05, "x")
 	b.add(BenchLine{Key: "index_size_vs_sbbf_optimum", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("%s of filters for %d distinct ids in %d files; optimum %s",
 			cli.BytesText(bytes), ndv, len(entries), cli.BytesText(optimum))})
@@ -648,7 +629,7 @@ func (b *bencher) indexSize(ctx context.Context) error {
 		b.note("no false positive in %d checks: the FPP ratio uses half a hit as an upper estimate", checks)
 	}
 	r = measured / b.c.FPP
-	target, pass = atMost(r, 1.2, "x")
+	target, pass = report.AtMost(r, 1.2, "x")
 	b.add(BenchLine{Key: "measured_fpp_vs_target", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("%d of %d absent-id checks passed (%.4f%%) vs target %g%%",
 			hits, checks, 100*float64(hits)/float64(checks), 100*b.c.FPP)})
@@ -730,13 +711,13 @@ func (b *bencher) lookups(ctx context.Context, needle int64) error {
 			}
 			with, without = append(with, w.Elapsed), append(without, wo.Elapsed)
 		}
-		r := ratioOf(median(without), median(with))
-		target, pass := atLeast(r, 20, "x")
+		r := report.Ratio(report.Median(without), report.Median(with))
+		target, pass := report.AtLeast(r, 20, "x")
 		b.add(BenchLine{Key: "scan_" + l.name + "_speedup", Value: r, Unit: "x", Target: target, Pass: pass,
 			Detail: fmt.Sprintf("%s without, %s with the index (median of %d, %d files)",
-				cli.DurationText(median(without)), cli.DurationText(median(with)), b.c.Repeat, res.FilesTotal)})
+				cli.DurationText(report.Median(without)), cli.DurationText(report.Median(with)), b.c.Repeat, res.FilesTotal)})
 
-		b.add(BenchLine{Key: "plan_" + l.name + "_warm_cache", Value: float64(median(planTimes).Microseconds()) + 1e-3,
+		b.add(BenchLine{Key: "plan_" + l.name + "_warm_cache", Value: float64(report.Median(planTimes).Microseconds()) + 1e-3,
 			Unit: "µs", Target: "none (reported)",
 			Detail: fmt.Sprintf("lookup.Plan with iceberg-go's planning, warm footer cache, median of %d, %d files",
 				len(planTimes), res.FilesTotal)})
@@ -747,7 +728,7 @@ func (b *bencher) lookups(ctx context.Context, needle int64) error {
 		}
 		checked := max(len(after), 1)
 		perFile := float64(res.BytesRead) / float64(checked)
-		target, pass = atMost(perFile, 64, " B")
+		target, pass = report.AtMost(perFile, 64, " B")
 		b.add(BenchLine{Key: "index_bytes_per_file_value_" + l.name, Value: perFile, Unit: "B", Target: target, Pass: pass,
 			Detail: fmt.Sprintf("%d B read for %d files x 1 value (%d blocks); whole blobs: %s, %.0f B per file",
 				res.BytesRead, len(after), res.BlocksRead, cli.BytesText(whole), float64(whole)/float64(checked))})
@@ -767,7 +748,7 @@ func (b *bencher) peakMemory(ctx context.Context) error {
 	for _, en := range entries {
 		maxNDV = max(maxNDV, en.NDV)
 	}
-	growth, err := heapPeak(func() error {
+	growth, err := procstat.HeapPeak(func() error {
 		_, _, err := b.build(ctx, indexer.Options{Columns: []string{benchIDCol}, Parallel: 1}, indexer.Knobs{})
 		return err
 	})
@@ -783,17 +764,6 @@ func (b *bencher) peakMemory(ctx context.Context) error {
 	return nil
 }
 
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-// ratioOf divides two durations, never by zero.
-func ratioOf(a, b time.Duration) float64 {
-	return float64(max(a, 1)) / float64(max(b, 1))
-}
-
 // printBench writes the results as one text table.
 func printBench(w io.Writer, out *BenchOutput) {
 	fmt.Fprintf(w, "icebloom bench: %d files x %d rows, GOMAXPROCS %d, %d CPUs, %s\n\n",
@@ -807,12 +777,7 @@ func printBench(w io.Writer, out *BenchOutput) {
 		fmt.Fprintf(w, "%-36s %12s  %-14s %-6s %s\n", l.Key, fmt.Sprintf("%.3g %s", l.Value, l.Unit),
 			strings.TrimSuffix(l.Target, " (reported)"), verdict, l.Detail)
 	}
-	if len(out.Notes) > 0 {
-		fmt.Fprintln(w, "\nnotes:")
-		for _, n := range out.Notes {
-			fmt.Fprintf(w, "  - %s\n", n)
-		}
-	}
+	report.PrintNotes(w, out.Notes)
 }
 
 // workDir returns the bench's directory as an absolute path: --dir, else
@@ -834,9 +799,4 @@ func (c *BenchCmd) workDir(prefix string) (dir string, cleanup func(), err error
 		return "", nil, err
 	}
 	return dir, cleanup, nil
-}
-
-// reportedMS is a measurement in milliseconds held to no target.
-func reportedMS(key string, d time.Duration, detail string) BenchLine {
-	return BenchLine{Key: key, Value: float64(d.Nanoseconds()) / 1e6, Unit: "ms", Target: "none (reported)", Detail: detail}
 }

@@ -20,6 +20,7 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/report"
 	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
@@ -114,10 +115,10 @@ func (b *bencher) pruneStep(ctx context.Context) error {
 			return fmt.Errorf("bench.wide: index errors: %w", errors.Join(res.IndexErrors...))
 		}
 	}
-	p := median(prune)
+	p := report.Median(prune)
 	b.add(BenchLine{Key: "prune_step_warm_cache", Value: float64(p.Nanoseconds()) / 1e3, Unit: "µs", Target: "none (reported)",
 		Detail: fmt.Sprintf("%d files, %.2f µs per file, %d candidates left; the whole lookup.Plan with iceberg-go's planning %s (median of %d)",
-			n, float64(p.Nanoseconds())/1e3/float64(n), len(res.Candidates), cli.DurationText(median(plan)), len(prune))})
+			n, float64(p.Nanoseconds())/1e3/float64(n), len(res.Candidates), cli.DurationText(report.Median(plan)), len(prune))})
 	return nil
 }
 

@@ -10,14 +10,12 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -25,6 +23,8 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
+	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/report"
+	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/smallfiles"
 	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index/filescan"
 	"github.com/icebloom/icebloom/index/indexer"
@@ -123,7 +123,7 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 	if err := floorTable(ctx, s3cat, ident, files, s3put); err != nil {
 		return err
 	}
-	if err := floorTable(ctx, localCat, ident, files, localPut); err != nil {
+	if err := floorTable(ctx, localCat, ident, files, smallfiles.LocalPut); err != nil {
 		return err
 	}
 	tbl, err := s3cat.LoadTable(ctx, ident)
@@ -227,40 +227,40 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 		lWorkers, lcWorkers = append(lWorkers, d), append(lcWorkers, cpu)
 	}
 
-	build1, read1, floor1, workers1 := median(tAhead), median(tRead), median(tFloor), median(tWorkers)
+	build1, read1, floor1, workers1 := report.Median(tAhead), report.Median(tRead), report.Median(tFloor), report.Median(tWorkers)
 	// Throughput is data files read per second: the build's reading of the
 	// data files (first to last file done) against the floor. The whole
 	// build adds what does not grow with the data files read — planning,
 	// writing and committing the index, some requests one after another —
 	// reported beside it.
-	r := ratioOf(floor1, read1)
-	target, pass := atLeast(r, 0.8, "x")
+	r := report.Ratio(floor1, read1)
+	target, pass := report.AtLeast(r, 0.8, "x")
 	out.add(BenchLine{Key: "s3_build_vs_floor_throughput", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("the floor %s (%d range GETs of the data files, %d in flight, nothing done with the bytes) vs the build's reading and hashing of the data files %s (first to last file done), median of %d",
 			cli.DurationText(floor1), len(reads), filescan.DefaultRequestsInFlight, cli.DurationText(read1), c.Repeat)})
-	out.add(BenchLine{Key: "s3_whole_build_vs_floor", Value: ratioOf(floor1, build1), Unit: "x", Target: "none (reported)",
+	out.add(BenchLine{Key: "s3_whole_build_vs_floor", Value: report.Ratio(floor1, build1), Unit: "x", Target: "none (reported)",
 		Detail: fmt.Sprintf("the floor vs the whole build %s: %s more for planning, writing and committing the index (%d requests that are not of data files)",
 			cli.DurationText(build1), cli.DurationText(max(build1-read1, 0)), otherReqs)})
-	r = ratioOf(workers1, build1)
-	target, pass = atLeast(r, 5, "x")
+	r = report.Ratio(workers1, build1)
+	target, pass = report.AtLeast(r, 5, "x")
 	out.add(BenchLine{Key: "s3_build_vs_workers_speedup", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("build of %d workers reading their own files (the default before reading ahead: --parallel %d, DisablePrefetch) %s vs the build reading ahead %s",
 			runtime.NumCPU(), runtime.NumCPU(), cli.DurationText(workers1), cli.DurationText(build1))})
 	out.add(BenchLine{Key: "s3_data_requests_per_file", Value: float64(aheadReqs) / float64(n), Unit: "requests", Target: "none (reported)",
 		Detail: fmt.Sprintf("requests of data files per file reading ahead: %d in all, no HEAD; workers reading their own files: %.2f per file (%d, of which %d HEAD)",
 			aheadReqs, float64(workerReqs)/float64(n), workerReqs, workerHeads)})
-	out.add(reportedMS("s3_build_ms", build1, fmt.Sprintf("indexer.Build with the defaults, reading ahead; CPU time of the process (server included) %s", cli.DurationText(median(cAhead)))))
-	out.add(reportedMS("s3_floor_ms", floor1, fmt.Sprintf("the network floor; CPU time of the process (server included) %s", cli.DurationText(median(cFloor)))))
-	out.add(reportedMS("s3_workers_build_ms", workers1, fmt.Sprintf("indexer.Build, workers reading their own files; CPU time of the process (server included) %s", cli.DurationText(median(cWorkers)))))
+	out.add(report.ReportedMS("s3_build_ms", build1, fmt.Sprintf("indexer.Build with the defaults, reading ahead; CPU time of the process (server included) %s", cli.DurationText(report.Median(cAhead)))))
+	out.add(report.ReportedMS("s3_floor_ms", floor1, fmt.Sprintf("the network floor; CPU time of the process (server included) %s", cli.DurationText(report.Median(cFloor)))))
+	out.add(report.ReportedMS("s3_workers_build_ms", workers1, fmt.Sprintf("indexer.Build, workers reading their own files; CPU time of the process (server included) %s", cli.DurationText(report.Median(cWorkers)))))
 
-	la, lw := median(lAhead), median(lWorkers)
-	r = ratioOf(la, lw)
+	la, lw := report.Median(lAhead), report.Median(lWorkers)
+	r = report.Ratio(la, lw)
 	out.add(BenchLine{Key: "local_build_ahead_vs_workers", Value: r, Unit: "x", Target: "none (reported)",
 		Detail: fmt.Sprintf("the same files in a local warehouse: build reading ahead (forced: by default a local warehouse reads nothing ahead, for this cost) %s vs workers reading their own files %s, interleaved, median of %d",
 			cli.DurationText(la), cli.DurationText(lw), localRepeat)})
-	out.add(BenchLine{Key: "local_build_ahead_vs_workers_cpu", Value: ratioOf(median(lcAhead), median(lcWorkers)), Unit: "x", Target: "none (reported)",
+	out.add(BenchLine{Key: "local_build_ahead_vs_workers_cpu", Value: report.Ratio(report.Median(lcAhead), report.Median(lcWorkers)), Unit: "x", Target: "none (reported)",
 		Detail: fmt.Sprintf("CPU time of the same builds: %s reading ahead, %s workers reading their own files (wall times follow the machine's load, CPU times much less)",
-			cli.DurationText(median(lcAhead)), cli.DurationText(median(lcWorkers)))})
+			cli.DurationText(report.Median(lcAhead)), cli.DurationText(report.Median(lcWorkers)))})
 	if e.json {
 		return e.printJSON(out)
 	}
@@ -269,19 +269,14 @@ func (c *BenchCmd) runS3Floor(ctx context.Context, e *env) error {
 }
 
 // floorFiles generates n Parquet files of rows rows of the scale tables'
-// columns (a random even id, a random name), as writeScaleFile writes them.
+// columns (a random even id, a random name), as smallfiles.WriteFile writes them.
 func floorFiles(n, rows int) ([][]byte, error) {
 	rng := rand.New(rand.NewPCG(uint64(n), uint64(rows)))
 	files := make([][]byte, n)
 	for i := range files {
-		ids := make([]int64, rows)
-		names := make([]string, rows)
-		for j := range ids {
-			ids[j] = 2 * (1 + rng.Int64N(scaleMaxID/2-1))
-			names[j] = fmt.Sprintf("user-%016x", rng.Uint64()|1)
-		}
+		ids, names := smallfiles.RandomRows(rng, rows)
 		var buf bytes.Buffer
-		if err := writeScaleFile(&buf, ids, names); err != nil {
+		if err := smallfiles.WriteFile(&buf, ids, names); err != nil {
 			return nil, err
 		}
 		files[i] = buf.Bytes()
@@ -292,17 +287,14 @@ func floorFiles(n, rows int) ([][]byte, error) {
 // floorTable creates table ident of the scale tables' schema in cat and
 // adds the files, stored with put, in one add_files commit.
 func floorTable(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, files [][]byte,
-	put func(location, base string, data []byte) (string, error)) error {
+	put smallfiles.Put) error {
 	if err := cat.CreateNamespace(ctx, table.Identifier{ident[0]}, nil); err != nil && !errors.Is(err, icecatalog.ErrNamespaceAlreadyExists) {
 		return fmt.Errorf("create namespace %s: %w", ident[0], err)
 	}
 	if _, err := cat.LoadTable(ctx, ident); err == nil {
 		return fmt.Errorf("%s exists already in the catalog; use an empty --dir", strings.Join(ident, "."))
 	}
-	tbl, err := cat.CreateTable(ctx, ident, iceberg.NewSchema(0,
-		iceberg.NestedField{ID: 1, Name: benchIDCol, Type: iceberg.PrimitiveTypes.Int64, Required: true},
-		iceberg.NestedField{ID: 2, Name: benchStrCol, Type: iceberg.PrimitiveTypes.String, Required: true},
-	))
+	tbl, err := cat.CreateTable(ctx, ident, smallfiles.Schema())
 	if err != nil {
 		return fmt.Errorf("create %s: %w", strings.Join(ident, "."), err)
 	}
@@ -312,18 +304,7 @@ func floorTable(ctx context.Context, cat icecatalog.Catalog, ident table.Identif
 			return err
 		}
 	}
-	st := &scaleTable{ident: ident, name: strings.Join(ident, ".")}
-	return st.addFiles(ctx, cat, paths)
-}
-
-// localPut stores a data file under a local table location.
-func localPut(location, base string, data []byte) (string, error) {
-	dir := filepath.Join(strings.TrimPrefix(location, "file://"), "data")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, base)
-	return "file://" + path, os.WriteFile(path, data, 0o644)
+	return smallfiles.AddFiles(ctx, cat, ident, paths)
 }
 
 // floorReads returns the range GETs of data files the server answered since
@@ -390,7 +371,7 @@ func printS3Floor(w io.Writer, out *S3FloorOutput) {
 		if l.Pass != nil {
 			verdict = map[bool]string{true: "pass", false: "MISSED"}[*l.Pass]
 		}
-		fmt.Fprintf(w, "%-30s %12s  %-10s %-6s %s\n", l.Key, scaleValue(l), strings.TrimSuffix(l.Target, " (reported)"), verdict, l.Detail)
+		fmt.Fprintf(w, "%-30s %12s  %-10s %-6s %s\n", l.Key, report.Value(l), strings.TrimSuffix(l.Target, " (reported)"), verdict, l.Detail)
 	}
 	if len(out.Notes) > 0 {
 		fmt.Fprintln(w, "\nnotes:")

@@ -3,33 +3,28 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
+	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/procstat"
+	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/report"
+	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/smallfiles"
 	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/hashing"
@@ -49,15 +44,6 @@ import (
 // that opens every file.
 
 const (
-	// scaleRows is the row count of each data file: the files are tiny, so
-	// that the table's size is its file count.
-	scaleRows = 20
-	// scaleMaxID is the largest id; ids are even, and every file holds 0
-	// and scaleMaxID, so min/max statistics keep every file for any id.
-	scaleMaxID = 2 << 40
-	// scaleAbsentID is odd, so no file holds it, and within every file's
-	// min/max.
-	scaleAbsentID = 12345677
 	// scaleChecks is about how many absent-id checks the false-positive
 	// rate is measured on, spread over the id filters (at least
 	// scaleMinProbes each): 20 million checks at p = 1% expect 200,000
@@ -135,7 +121,7 @@ func (c *BenchCmd) runScale(ctx context.Context, e *env) error {
 		return err
 	}
 	defer cleanup()
-	out := &ScaleOutput{Sizes: sizes, S3Files: c.S3Files, S3DelayMS: float64(scaleS3Delay) / 1e6, RowsPerFile: scaleRows,
+	out := &ScaleOutput{Sizes: sizes, S3Files: c.S3Files, S3DelayMS: float64(scaleS3Delay) / 1e6, RowsPerFile: smallfiles.Rows,
 		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), Dir: dir,
 		Notes: []string{}, Runs: []ScaleRun{}}
 	s := &scaler{c: c, e: e, out: out}
@@ -216,160 +202,6 @@ func (s *scaler) note(format string, args ...any) {
 	s.out.Notes = append(s.out.Notes, fmt.Sprintf(format, args...))
 }
 
-// scaleTable is a generated table: its data file locations in order, an id
-// each file holds, and the writer of further files.
-type scaleTable struct {
-	ident    table.Identifier
-	name     string
-	location string // the table's
-	paths    []string
-	present  []int64 // an id of each file, in the order of paths
-	rng      *rand.Rand
-	// put stores a data file named base of the table at location and
-	// returns the file's location.
-	put func(location, base string, data []byte) (string, error)
-}
-
-// createScaleTable creates table ident with columns id (long) and name
-// (string) and registers n generated data files with one add_files commit.
-func createScaleTable(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, n int,
-	put func(location, base string, data []byte) (string, error)) (*scaleTable, error) {
-	st := &scaleTable{ident: ident, name: strings.Join(ident, "."), put: put,
-		rng: rand.New(rand.NewPCG(uint64(n), scaleRows))}
-	tbl, err := cat.CreateTable(ctx, ident, iceberg.NewSchema(0,
-		iceberg.NestedField{ID: 1, Name: benchIDCol, Type: iceberg.PrimitiveTypes.Int64, Required: true},
-		iceberg.NestedField{ID: 2, Name: benchStrCol, Type: iceberg.PrimitiveTypes.String, Required: true},
-	))
-	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", st.name, err)
-	}
-	st.location = tbl.Location()
-	paths, err := st.writeFiles(n)
-	if err != nil {
-		return nil, err
-	}
-	if err := st.addFiles(ctx, cat, paths); err != nil {
-		return nil, err
-	}
-	return st, nil
-}
-
-// writeFiles writes the next n data files, two at a time.
-func (st *scaleTable) writeFiles(n int) ([]string, error) {
-	first := len(st.paths)
-	ids := make([][]int64, n)
-	names := make([][]string, n)
-	for i := range n { // drawn in order, so the files do not depend on the workers
-		ids[i], names[i] = scaleFile(st.rng)
-	}
-	for i := range n {
-		st.present = append(st.present, ids[i][2])
-	}
-	paths := make([]string, n)
-	var g errgroup.Group
-	g.SetLimit(max(runtime.GOMAXPROCS(0), 2))
-	for i := range n {
-		g.Go(func() error {
-			var buf bytes.Buffer
-			if err := writeScaleFile(&buf, ids[i], names[i]); err != nil {
-				return err
-			}
-			loc, err := st.put(st.location, fmt.Sprintf("f%07d.parquet", first+i), buf.Bytes())
-			paths[i] = loc
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return paths, nil
-}
-
-func (st *scaleTable) addFiles(ctx context.Context, cat icecatalog.Catalog, paths []string) error {
-	tbl, err := cat.LoadTable(ctx, st.ident)
-	if err != nil {
-		return err
-	}
-	txn := tbl.NewTransaction()
-	if err := txn.AddFiles(ctx, paths, nil, false); err != nil {
-		return fmt.Errorf("add %d files to %s: %w", len(paths), st.name, err)
-	}
-	if _, err := txn.Commit(ctx); err != nil {
-		return fmt.Errorf("commit %s: %w", st.name, err)
-	}
-	st.paths = append(st.paths, paths...)
-	return nil
-}
-
-// scaleFile draws one file's rows: even ids and hex names, the first two
-// rows the smallest and largest of the whole table, so that min/max
-// statistics keep every file.
-func scaleFile(rng *rand.Rand) ([]int64, []string) {
-	ids := make([]int64, scaleRows)
-	names := make([]string, scaleRows)
-	for j := range ids {
-		ids[j] = 2 * (1 + rng.Int64N(scaleMaxID/2-1))
-		names[j] = fmt.Sprintf("user-%016x", rng.Uint64()|1)
-	}
-	ids[0], ids[1] = 0, scaleMaxID
-	names[0], names[1] = "user-0000000000000000", "user-ffffffffffffffff"
-	return ids, names
-}
-
-// writeScaleFile writes a Parquet file of a required INT64 column id and a
-// required string column name, without field ids, as a file from outside
-// Iceberg would be; add_files gives the table a name mapping for it.
-func writeScaleFile(w io.Writer, ids []int64, names []string) error {
-	idNode, err := schema.NewPrimitiveNode(benchIDCol, parquet.Repetitions.Required, parquet.Types.Int64, -1, -1)
-	if err != nil {
-		return err
-	}
-	nameNode, err := schema.NewPrimitiveNodeLogical(benchStrCol, parquet.Repetitions.Required, schema.StringLogicalType{},
-		parquet.Types.ByteArray, -1, -1)
-	if err != nil {
-		return err
-	}
-	root, err := schema.NewGroupNode("schema", parquet.Repetitions.Required, schema.FieldList{idNode, nameNode}, -1)
-	if err != nil {
-		return err
-	}
-	pw := file.NewParquetWriter(w, root)
-	err = func() error {
-		rg, err := pw.AppendRowGroupChecked()
-		if err != nil {
-			return err
-		}
-		cw, err := rg.NextColumn()
-		if err != nil {
-			return err
-		}
-		if _, err := cw.(*file.Int64ColumnChunkWriter).WriteBatch(ids, nil, nil); err != nil {
-			return err
-		}
-		if err := cw.Close(); err != nil {
-			return err
-		}
-		if cw, err = rg.NextColumn(); err != nil {
-			return err
-		}
-		ba := make([]parquet.ByteArray, len(names))
-		for i, s := range names {
-			ba[i] = parquet.ByteArray(s)
-		}
-		if _, err := cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(ba, nil, nil); err != nil {
-			return err
-		}
-		if err := cw.Close(); err != nil {
-			return err
-		}
-		return rg.Close()
-	}()
-	if cerr := pw.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // local measures a table of n data files in the embedded catalog's
 // warehouse.
 func (s *scaler) local(ctx context.Context, cat icecatalog.Catalog, n int) (ScaleRun, error) {
@@ -378,9 +210,9 @@ func (s *scaler) local(ctx context.Context, cat icecatalog.Catalog, n int) (Scal
 	if _, err := cat.LoadTable(ctx, ident); err == nil {
 		return run, fmt.Errorf("%s exists already in the catalog; use an empty --dir", strings.Join(ident, "."))
 	}
-	s.progress("scale %d: writing %d data files of %d rows and adding them with one add_files commit", n, n, scaleRows)
+	s.progress("scale %d: writing %d data files of %d rows and adding them with one add_files commit", n, n, smallfiles.Rows)
 	start := time.Now()
-	st, err := createScaleTable(ctx, cat, ident, n, localPut)
+	st, err := smallfiles.Create(ctx, cat, ident, n, smallfiles.LocalPut)
 	if err != nil {
 		return run, err
 	}
@@ -435,7 +267,7 @@ func (s *scaler) local(ctx context.Context, cat icecatalog.Catalog, n int) (Scal
 
 	// A cold lookup: no footer cache.
 	s.progress("scale %d: cold lookups", n)
-	absent := iceberg.EqualTo(iceberg.Reference(benchIDCol), int64(scaleAbsentID))
+	absent := iceberg.EqualTo(iceberg.Reference(benchIDCol), int64(smallfiles.AbsentID))
 	var total, ixTime, planning []time.Duration
 	var res *lookup.Result
 	reps := max(s.c.Repeat, 5)
@@ -455,29 +287,29 @@ func (s *scaler) local(ctx context.Context, cat icecatalog.Catalog, n int) (Scal
 			total, ixTime, planning = append(total, d), append(ixTime, res.IndexTime), append(planning, d-res.IndexTime)
 		}
 	}
-	plan := median(planning)
-	msLine("lookup_cold_ms", median(total), "none (reported)", nil,
+	plan := report.Median(planning)
+	msLine("lookup_cold_ms", report.Median(total), "none (reported)", nil,
 		fmt.Sprintf("lookup.Plan of an absent id, no footer cache, median of %d; %d of %d files left (%d requests, %d blocks, %s read)",
 			reps, len(res.Candidates), n, res.Requests, res.BlocksRead, cli.BytesText(res.BytesRead)))
-	msLine("lookup_index_ms", median(ixTime), "none (reported)", nil, "Result.IndexTime: reading the directory and the runs, pruning")
+	msLine("lookup_index_ms", report.Median(ixTime), "none (reported)", nil, "Result.IndexTime: reading the directory and the runs, pruning")
 	msLine("lookup_planning_ms", plan, "none (reported)", nil, "iceberg-go's planning: the lookup's total minus IndexTime, per run")
-	r := ratioOf(median(ixTime), plan)
-	target, pass := targetFrom(n, scaleSyncTargetFrom, r, 0.25)
+	r := report.Ratio(report.Median(ixTime), plan)
+	target, pass := report.TargetFrom(n, scaleSyncTargetFrom, r, 0.25)
 	run.add(BenchLine{Key: "lookup_index_vs_planning", Value: r, Unit: "x", Target: target, Pass: pass,
-		Detail: fmt.Sprintf("index part %s vs iceberg-go's planning %s", cli.DurationText(median(ixTime)), cli.DurationText(plan))})
+		Detail: fmt.Sprintf("index part %s vs iceberg-go's planning %s", cli.DurationText(report.Median(ixTime)), cli.DurationText(plan))})
 
 	// Sync of one new file, after one more add_files.
 	s.progress("scale %d: add_files of 1 more file, then sync", n)
-	paths, err := st.writeFiles(1)
+	paths, err := st.WriteFiles(1)
 	if err != nil {
 		return run, err
 	}
-	if err := st.addFiles(ctx, cat, paths); err != nil {
+	if err := st.AddFiles(ctx, cat, paths); err != nil {
 		return run, err
 	}
 	var synced *indexer.Summary
 	var syncTime time.Duration
-	peak, err := heapPeak(func() error {
+	peak, err := procstat.HeapPeak(func() error {
 		start := time.Now()
 		var err error
 		synced, err = indexer.Sync(ctx, cat, ident, indexer.Options{Columns: scaleColumns, FPP: s.c.FPP, FailFast: true, CompactAbove: -1})
@@ -495,8 +327,8 @@ func (s *scaler) local(ctx context.Context, cat icecatalog.Catalog, n int) (Scal
 	ok = synced.FilesIndexed == 1
 	run.add(BenchLine{Key: "sync_files_read", Value: read, Unit: "files", Target: "== 1", Pass: &ok,
 		Detail: "Summary.FilesIndexed: data files the sync read"})
-	r = ratioOf(syncTime, plan)
-	target, pass = targetFrom(n, scaleSyncTargetFrom, r, 1.5)
+	r = report.Ratio(syncTime, plan)
+	target, pass = report.TargetFrom(n, scaleSyncTargetFrom, r, 1.5)
 	run.add(BenchLine{Key: "sync_vs_planning", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("sync of 1 file %s vs iceberg-go's planning of the cold lookup %s", cli.DurationText(syncTime), cli.DurationText(plan))})
 
@@ -513,8 +345,8 @@ func (s *scaler) local(ctx context.Context, cat icecatalog.Catalog, n int) (Scal
 	}
 	msLine("compact_ms", compactTime, "none (reported)", nil,
 		fmt.Sprintf("indexer.Compact of the build's and the sync's segments: %d filters kept, %s copied", compacted.EntriesKept, cli.BytesText(compacted.BytesCopied)))
-	r = ratioOf(compactTime, built.WriteTime)
-	target, pass = targetFrom(n, scaleCompactTargetFrom, r, 2)
+	r = report.Ratio(compactTime, built.WriteTime)
+	target, pass = report.TargetFrom(n, scaleCompactTargetFrom, r, 2)
 	run.add(BenchLine{Key: "compact_vs_build_write", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("compact-index %s vs the build's index-writing part %s (Summary.WriteTime)", cli.DurationText(compactTime), cli.DurationText(built.WriteTime))})
 
@@ -527,7 +359,7 @@ func (s *scaler) local(ctx context.Context, cat icecatalog.Catalog, n int) (Scal
 	for _, c := range []struct {
 		id   int64
 		path string
-	}{{st.present[0], st.paths[0]}, {st.present[n], st.paths[n]}} {
+	}{{st.Present[0], st.Paths[0]}, {st.Present[n], st.Paths[n]}} {
 		res, err := lookup.Plan(ctx, tbl, iceberg.EqualTo(iceberg.Reference(benchIDCol), c.id), lookup.Options{})
 		if err != nil {
 			return run, err
@@ -539,19 +371,10 @@ func (s *scaler) local(ctx context.Context, cat icecatalog.Catalog, n int) (Scal
 			missed++
 		}
 	}
-	target, pass = atMost(float64(missed), 0, " files")
+	target, pass = report.AtMost(float64(missed), 0, " files")
 	run.add(BenchLine{Key: "false_negatives", Value: float64(missed), Unit: "files", Target: target, Pass: pass,
 		Detail: "cold lookups after the compaction of an id of the first file and one of the synced file: files holding them that the index dropped"})
 	return run, nil
-}
-
-// targetFrom holds a ratio to limit only for tables of at least from files,
-// the sizes the issue sets it for; below it is reported.
-func targetFrom(files, from int, v, limit float64) (string, *bool) {
-	if files < from {
-		return fmt.Sprintf("none (<= %gx from %d files)", limit, from), nil
-	}
-	return atMost(v, limit, "x")
 }
 
 // sizeAndFPP compares the filters' bytes with the per-file SBBF optimum and
@@ -574,7 +397,7 @@ func (s *scaler) sizeAndFPP(ctx context.Context, run *ScaleRun, fs icebergio.IO,
 		}
 	}
 	r := float64(actual) / float64(max(optimum, 1))
-	target, pass := atMost(r, 1.06, "x")
+	target, pass := report.AtMost(r, 1.06, "x")
 	run.add(BenchLine{Key: "index_size_vs_sbbf_optimum", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("%s of filter blocks vs %s, the per-file optimum (sbbf.NumBlocks of each filter's ndv and fpp)",
 			cli.BytesText(actual), cli.BytesText(optimum))})
@@ -583,7 +406,7 @@ func (s *scaler) sizeAndFPP(ctx context.Context, run *ScaleRun, fs icebergio.IO,
 	rng := rand.New(rand.NewPCG(3, 4))
 	hashes := make([]uint64, probes)
 	for i := range hashes {
-		hashes[i] = hashing.Int64(2*rng.Int64N(scaleMaxID/2) + 1) // odd: absent
+		hashes[i] = hashing.Int64(2*rng.Int64N(smallfiles.MaxID/2) + 1) // odd: absent
 	}
 	open := map[string]icebergio.File{}
 	defer func() {
@@ -627,7 +450,7 @@ func (s *scaler) sizeAndFPP(ctx context.Context, run *ScaleRun, fs icebergio.IO,
 		s.note("no false positive in %d checks at %d files: the FPP ratio uses half a hit as an upper estimate", checks, len(idFilters))
 	}
 	r = measured / s.c.FPP
-	target, pass = atMost(r, 1.05, "x")
+	target, pass = report.AtMost(r, 1.05, "x")
 	run.add(BenchLine{Key: "measured_fpp_vs_target", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("%d of %d absent-id checks passed (%.4f%%) vs target %g%%; %d id filters x %d probes; sbbf.FalsePositiveRate of these filters predicts %.4f%%",
 			hits, checks, 100*float64(hits)/float64(max(checks, 1)), 100*s.c.FPP, len(idFilters), probes, 100*predicted/float64(max(checks, 1)))})
@@ -650,38 +473,6 @@ func loadScaleIndex(ctx context.Context, cat icecatalog.Catalog, ident table.Ide
 		return nil, nil, nil, fmt.Errorf("load index: %w", errors.Join(errs...))
 	}
 	return tbl, fs, ix, nil
-}
-
-// heapPeak runs fn while sampling the live heap every 200 µs and returns
-// the peak's growth over the heap before: the peak memory of a build or a
-// sync, which a sample after it would miss.
-func heapPeak(fn func() error) (int64, error) {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
-	runtime.GC()
-	base := read()
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(200 * time.Microsecond)
-		defer t.Stop()
-		for {
-			if v := read(); v > peak.Load() {
-				peak.Store(v)
-			}
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	err := fn()
-	close(done)
-	<-stopped
-	return max(int64(peak.Load())-int64(base), 0), err
 }
 
 // onS3 measures lookups of a table of n data files on the in-process S3
@@ -715,7 +506,7 @@ func (s *scaler) onS3(ctx context.Context, dir string, n int) (ScaleRun, error) 
 		return srv.Location(key), srv.PutObject(key, data)
 	}
 	s.progress("S3, %d files: writing the files, add_files, build (no delay)", n)
-	if _, err := createScaleTable(ctx, cat, ident, n, put); err != nil {
+	if _, err := smallfiles.Create(ctx, cat, ident, n, put); err != nil {
 		return run, err
 	}
 	if _, err := indexer.Build(ctx, cat, ident, indexer.Options{Columns: scaleColumns, FPP: s.c.FPP, FailFast: true}); err != nil {
@@ -745,7 +536,7 @@ func (s *scaler) onS3(ctx context.Context, dir string, n int) (ScaleRun, error) 
 	s.progress("S3, %d files: cold lookups and a scan of every file, %s per request", n, scaleS3Delay)
 	srv.SetDelay(scaleS3Delay)
 	defer srv.SetDelay(0)
-	absent := iceberg.EqualTo(iceberg.Reference(benchIDCol), int64(scaleAbsentID))
+	absent := iceberg.EqualTo(iceberg.Reference(benchIDCol), int64(smallfiles.AbsentID))
 	var ixTime, planning []time.Duration
 	var res *lookup.Result
 	var indexReqs, otherReqs, indexBytes int64
@@ -774,15 +565,15 @@ func (s *scaler) onS3(ctx context.Context, dir string, n int) (ScaleRun, error) 
 		}
 	}
 	bound := int64(groups*1 + segments)
-	target, pass := atMost(float64(indexReqs), float64(bound), " requests")
+	target, pass := report.AtMost(float64(indexReqs), float64(bound), " requests")
 	run.add(BenchLine{Key: "s3_lookup_index_requests", Value: float64(indexReqs), Unit: "requests", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("requests of the index per cold lookup of 1 value (%d reads of runs as the lookup counts them); bound: %d groups of %s x 1 value + %d directory reads; the lookup made %d other requests (iceberg-go's planning)",
 			res.Requests, groups, benchIDCol, segments, otherReqs)})
 	run.add(BenchLine{Key: "s3_lookup_index_bytes", Value: float64(indexBytes), Unit: "B", Target: "none (reported)",
 		Detail: fmt.Sprintf("bytes of the index per cold lookup, as the server sent them: the directory (%s) and %s of runs (%d blocks checked)",
 			cli.BytesText(dirBytes), cli.BytesText(res.BytesRead), res.BlocksRead)})
-	run.add(reportedMS("s3_lookup_index_ms", median(ixTime), fmt.Sprintf("Result.IndexTime, median of %d cold lookups, %d of %d files left", reps, len(res.Candidates), n)))
-	run.add(reportedMS("s3_lookup_planning_ms", median(planning), "iceberg-go's planning of the same lookups (total minus IndexTime)"))
+	run.add(report.ReportedMS("s3_lookup_index_ms", report.Median(ixTime), fmt.Sprintf("Result.IndexTime, median of %d cold lookups, %d of %d files left", reps, len(res.Candidates), n)))
+	run.add(report.ReportedMS("s3_lookup_planning_ms", report.Median(planning), "iceberg-go's planning of the same lookups (total minus IndexTime)"))
 
 	// The scan without the index: iceberg-go's reader over every file the
 	// statistics leave, scaleScanConcurrency at a time.
@@ -801,12 +592,12 @@ func (s *scaler) onS3(ctx context.Context, dir string, n int) (ScaleRun, error) 
 		}
 		scanReqs = len(srv.Requests())
 	}
-	run.add(reportedMS("s3_scan_all_ms", median(scans), fmt.Sprintf("iceberg-go's ReadTasks of all %d files, %d at a time (%d requests), median of %d",
+	run.add(report.ReportedMS("s3_scan_all_ms", report.Median(scans), fmt.Sprintf("iceberg-go's ReadTasks of all %d files, %d at a time (%d requests), median of %d",
 		len(res.AfterStats), scaleScanConcurrency, scanReqs, len(scans))))
-	r := ratioOf(median(ixTime), median(scans))
-	target, pass = atMost(r, 0.1, "x")
+	r := report.Ratio(report.Median(ixTime), report.Median(scans))
+	target, pass = report.AtMost(r, 0.1, "x")
 	run.add(BenchLine{Key: "s3_index_vs_scan", Value: r, Unit: "x", Target: target, Pass: pass,
-		Detail: fmt.Sprintf("the index's part of the lookup %s vs the scan that opens every file %s", cli.DurationText(median(ixTime)), cli.DurationText(median(scans)))})
+		Detail: fmt.Sprintf("the index's part of the lookup %s vs the scan that opens every file %s", cli.DurationText(report.Median(ixTime)), cli.DurationText(report.Median(scans)))})
 	return run, nil
 }
 
@@ -838,41 +629,7 @@ func printScale(w io.Writer, out *ScaleOutput) {
 		if run.Storage == "s3" {
 			fmt.Fprintf(w, "  in-process S3 server, %.0f ms per request\n", out.S3DelayMS)
 		}
-		printLines(w, run.Measurements)
+		report.PrintLines(w, run.Measurements)
 	}
-	printNotes(w, out.Notes)
-}
-
-// printLines writes measurements as the rows of a text table.
-func printLines(w io.Writer, lines []BenchLine) {
-	fmt.Fprintf(w, "%-28s %14s  %-30s %-6s %s\n", "measurement", "value", "target", "result", "detail")
-	for _, l := range lines {
-		verdict := "-"
-		if l.Pass != nil {
-			verdict = map[bool]string{true: "pass", false: "MISSED"}[*l.Pass]
-		}
-		fmt.Fprintf(w, "%-28s %14s  %-30s %-6s %s\n", l.Key, scaleValue(l),
-			strings.TrimSuffix(l.Target, " (reported)"), verdict, l.Detail)
-	}
-}
-
-// printNotes writes the run's notes, if any.
-func printNotes(w io.Writer, notes []string) {
-	if len(notes) > 0 {
-		fmt.Fprintln(w, "\nnotes:")
-		for _, n := range notes {
-			fmt.Fprintf(w, "  - %s\n", n)
-		}
-	}
-}
-
-func scaleValue(l BenchLine) string {
-	switch {
-	case l.Unit == "B" || l.Unit == "files" || l.Unit == "requests":
-		return fmt.Sprintf("%.0f %s", l.Value, l.Unit)
-	case math.Abs(l.Value) >= 100:
-		return fmt.Sprintf("%.0f %s", l.Value, l.Unit)
-	default:
-		return fmt.Sprintf("%.3g %s", l.Value, l.Unit)
-	}
+	report.PrintNotes(w, out.Notes)
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -11,9 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
 	"runtime"
-	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +23,9 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/procstat"
+	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/report"
+	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/smallfiles"
 	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/serve"
@@ -110,10 +110,10 @@ func (c *BenchCmd) runServe(ctx context.Context, e *env) error {
 		return err
 	}
 	defer cleanup()
-	out := &ServeOutput{Sizes: sizes, RowsPerFile: scaleRows, Clients: c.ServeClients, PlansPerClient: c.ServePlans,
+	out := &ServeOutput{Sizes: sizes, RowsPerFile: smallfiles.Rows, Clients: c.ServeClients, PlansPerClient: c.ServePlans,
 		Rounds: max(c.Repeat, 5), MemoryBudgetMiB: c.MemoryBudgetMiB, Driver: serveDriver,
 		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(),
-		LoadBefore: loadAvg(), Dir: dir, Notes: []string{}, Runs: []ScaleRun{}}
+		LoadBefore: procstat.LoadAvg(), Dir: dir, Notes: []string{}, Runs: []ScaleRun{}}
 	sb := &serveBench{c: c, e: e, cat: cat, out: out}
 	for _, n := range sizes {
 		run, err := sb.size(ctx, n)
@@ -122,7 +122,7 @@ func (c *BenchCmd) runServe(ctx context.Context, e *env) error {
 		}
 		out.Runs = append(out.Runs, run)
 	}
-	out.LoadAfter = loadAvg()
+	out.LoadAfter = procstat.LoadAvg()
 	if e.json {
 		return e.printJSON(out)
 	}
@@ -163,7 +163,7 @@ func (h *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.cur.
 // file in a random order (with the file that holds it), then odd ids no
 // file holds, all within every file's min/max.
 type values struct {
-	st   *scaleTable
+	st   *smallfiles.Table
 	perm []int
 	next atomic.Int64
 }
@@ -172,7 +172,7 @@ func (v *values) take() (id int64, holder string) {
 	k := int(v.next.Add(1) - 1)
 	if k < len(v.perm) {
 		i := v.perm[k]
-		return v.st.present[i], v.st.paths[i]
+		return v.st.Present[i], v.st.Paths[i]
 	}
 	return 2*int64(k) + 1, ""
 }
@@ -207,7 +207,7 @@ func (sb *serveBench) size(ctx context.Context, n int) (ScaleRun, error) {
 		return run, err
 	}
 	runtime.GC()
-	heapBase := heapObjects()
+	heapBase := procstat.HeapObjects()
 	sr, stop, err := sb.start(ctx, ident, st)
 	if err != nil {
 		return run, err
@@ -225,13 +225,13 @@ func (sb *serveBench) size(ctx context.Context, n int) (ScaleRun, error) {
 
 // makeTable makes the table ident of n tiny files, as --scale does, and
 // indexes its id column.
-func (sb *serveBench) makeTable(ctx context.Context, run *ScaleRun, ident table.Identifier, n int) (*scaleTable, error) {
+func (sb *serveBench) makeTable(ctx context.Context, run *ScaleRun, ident table.Identifier, n int) (*smallfiles.Table, error) {
 	if _, err := sb.cat.LoadTable(ctx, ident); err == nil {
 		return nil, fmt.Errorf("%s exists already in the catalog; use an empty --dir", strings.Join(ident, "."))
 	}
-	sb.progress("serve %d: writing %d data files of %d rows, one add_files commit, build of %s", n, n, scaleRows, benchIDCol)
+	sb.progress("serve %d: writing %d data files of %d rows, one add_files commit, build of %s", n, n, smallfiles.Rows, benchIDCol)
 	start := time.Now()
-	st, err := createScaleTable(ctx, sb.cat, ident, n, localPut)
+	st, err := smallfiles.Create(ctx, sb.cat, ident, n, smallfiles.LocalPut)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +246,7 @@ func (sb *serveBench) makeTable(ctx context.Context, run *ScaleRun, ident table.
 	}
 	buildTime := time.Since(start)
 	sb.progress("  written and added in %s, indexed in %s", cli.DurationText(made), cli.DurationText(buildTime))
-	run.add(reportedMS("serve_setup_ms", made+buildTime, fmt.Sprintf("making the table: writing %d files with arrow-go and one add_files commit %s, indexer.Build of %s %s",
+	run.add(report.ReportedMS("serve_setup_ms", made+buildTime, fmt.Sprintf("making the table: writing %d files with arrow-go and one add_files commit %s, indexer.Build of %s %s",
 		n, cli.DurationText(made), benchIDCol, cli.DurationText(buildTime))))
 	return st, nil
 }
@@ -273,14 +273,14 @@ type serveRun struct {
 
 // start starts a warm server on a loopback port, opens the REST clients
 // and warms the server and the first client up with a plan each (untimed).
-func (sb *serveBench) start(ctx context.Context, ident table.Identifier, st *scaleTable) (*serveRun, func(), error) {
+func (sb *serveBench) start(ctx context.Context, ident table.Identifier, st *smallfiles.Table) (*serveRun, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, nil, err
 	}
 	addr := ln.Addr().String()
-	sr := &serveRun{sb: sb, n: len(st.paths), ident: ident, uri: "http://" + addr, h: &swapHandler{},
-		vals: &values{st: st, perm: rand.New(rand.NewPCG(uint64(len(st.paths)), 21)).Perm(len(st.paths))}}
+	sr := &serveRun{sb: sb, n: len(st.Paths), ident: ident, uri: "http://" + addr, h: &swapHandler{},
+		vals: &values{st: st, perm: rand.New(rand.NewPCG(uint64(len(st.Paths)), 21)).Perm(len(st.Paths))}}
 	sr.newServer = func() (*serve.Server, error) {
 		return serve.New(serve.Options{Catalog: sb.cat, MemoryBudget: sb.budget(), Hosts: serve.LoopbackHosts(addr),
 			MaxPlansInFlight: max(sb.c.ServeClients, serve.DefaultMaxPlansInFlight)})
@@ -385,21 +385,21 @@ func (sr *serveRun) sideBySide(ctx context.Context) error {
 		return fmt.Errorf("local planning kept %d files, want all %d (every file spans every id)", localFiles, sr.n)
 	}
 	run := sr.run
-	w, cold, local := median(warmT), median(coldT), median(localT)
+	w, cold, local := report.Median(warmT), report.Median(coldT), report.Median(localT)
 	slices.Sort(warmFiles)
 	run.add(BenchLine{Key: "serve_files_planned", Value: float64(warmFiles[len(warmFiles)/2]), Unit: "files", Target: "none (reported)",
 		Detail: fmt.Sprintf("data files of a point lookup planned by the server warm (the index prunes): median %d, %d to %d; the last cold plan %d; by the client locally %d (statistics keep every file)",
 			warmFiles[len(warmFiles)/2], warmFiles[0], warmFiles[len(warmFiles)-1], coldFiles, localFiles)})
-	run.add(reportedMS("serve_warm_ms", w, fmt.Sprintf("the client's PlanFiles, server planning warm, a new value each time (POST plan, decoding the tasks, DELETE plan), median of %d", len(warmT))))
-	run.add(reportedMS("serve_warm_planner_ms", median(plannerT), fmt.Sprintf("the warm server's Planner.Plan alone, no HTTP, a new value each time, median of %d", len(plannerT))))
-	run.add(reportedMS("serve_cached_ms", median(cachedT), fmt.Sprintf("the client's PlanFiles of a value planned just before (the server's plan cache), median of %d", len(cachedT))))
-	run.add(reportedMS("serve_cold_ms", cold, fmt.Sprintf("the client's PlanFiles against a fresh server (no cached manifest, index footer or plan; the OS page cache stays warm), median of %d", len(coldT))))
-	run.add(reportedMS("local_plan_ms", local, fmt.Sprintf("the client's own PlanFiles (table.ScanPlanningLocal, the table loaded once, so its manifest list is cached), median of %d", len(localT))))
-	r := ratioOf(w, local)
-	target, pass := targetFrom(sr.n, serveTargetFrom, r, serveWarmVsLocal)
+	run.add(report.ReportedMS("serve_warm_ms", w, fmt.Sprintf("the client's PlanFiles, server planning warm, a new value each time (POST plan, decoding the tasks, DELETE plan), median of %d", len(warmT))))
+	run.add(report.ReportedMS("serve_warm_planner_ms", report.Median(plannerT), fmt.Sprintf("the warm server's Planner.Plan alone, no HTTP, a new value each time, median of %d", len(plannerT))))
+	run.add(report.ReportedMS("serve_cached_ms", report.Median(cachedT), fmt.Sprintf("the client's PlanFiles of a value planned just before (the server's plan cache), median of %d", len(cachedT))))
+	run.add(report.ReportedMS("serve_cold_ms", cold, fmt.Sprintf("the client's PlanFiles against a fresh server (no cached manifest, index footer or plan; the OS page cache stays warm), median of %d", len(coldT))))
+	run.add(report.ReportedMS("local_plan_ms", local, fmt.Sprintf("the client's own PlanFiles (table.ScanPlanningLocal, the table loaded once, so its manifest list is cached), median of %d", len(localT))))
+	r := report.Ratio(w, local)
+	target, pass := report.TargetFrom(sr.n, serveTargetFrom, r, serveWarmVsLocal)
 	run.add(BenchLine{Key: "serve_warm_vs_local", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("server planning warm %s vs the client's local planning %s, interleaved", cli.DurationText(w), cli.DurationText(local))})
-	run.add(BenchLine{Key: "serve_cold_vs_local", Value: ratioOf(cold, local), Unit: "x", Target: "none (reported)",
+	run.add(BenchLine{Key: "serve_cold_vs_local", Value: report.Ratio(cold, local), Unit: "x", Target: "none (reported)",
 		Detail: fmt.Sprintf("server planning cold %s vs the client's local planning %s, interleaved", cli.DurationText(cold), cli.DurationText(local))})
 	return nil
 }
@@ -410,10 +410,10 @@ func (sr *serveRun) concurrent(ctx context.Context) error {
 	clients, per := sr.clients[1:], sr.sb.c.ServePlans
 	sr.sb.progress("serve %d: %d clients x %d warm plans at once", sr.n, len(clients), per)
 	runtime.GC()
-	before := max(int64(heapObjects())-int64(sr.heapBase), 0)
+	before := max(int64(procstat.HeapObjects())-int64(sr.heapBase), 0)
 	var lat []time.Duration
 	var wall time.Duration
-	growth, err := heapPeak(func() error {
+	growth, err := procstat.HeapPeak(func() error {
 		var err error
 		lat, wall, err = concurrentPlans(ctx, clients, per, sr.vals)
 		return err
@@ -422,13 +422,13 @@ func (sr *serveRun) concurrent(ctx context.Context) error {
 		return err
 	}
 	sr.peak = before + growth
-	p50, p99 := percentile(lat, 0.50), percentile(lat, 0.99)
-	sr.run.add(reportedMS("serve_concurrent_p50_ms", p50, fmt.Sprintf("%d clients (each its own REST client and connection) x %d plans, a new value each: %d plans in %s, %.1f plans/s",
+	p50, p99 := report.Percentile(lat, 0.50), report.Percentile(lat, 0.99)
+	sr.run.add(report.ReportedMS("serve_concurrent_p50_ms", p50, fmt.Sprintf("%d clients (each its own REST client and connection) x %d plans, a new value each: %d plans in %s, %.1f plans/s",
 		len(clients), per, len(lat), cli.DurationText(wall), float64(len(lat))/wall.Seconds())))
-	sr.run.add(reportedMS("serve_concurrent_p99_ms", p99, fmt.Sprintf("p99 of the same %d plans (nearest rank: %d of %d, sorted)",
-		len(lat), percentileIndex(len(lat), 0.99)+1, len(lat))))
-	r := ratioOf(p99, p50)
-	target, pass := atMost(r, serveP99VsP50, "x")
+	sr.run.add(report.ReportedMS("serve_concurrent_p99_ms", p99, fmt.Sprintf("p99 of the same %d plans (nearest rank: %d of %d, sorted)",
+		len(lat), report.PercentileIndex(len(lat), 0.99)+1, len(lat))))
+	r := report.Ratio(p99, p50)
+	target, pass := report.AtMost(r, serveP99VsP50, "x")
 	sr.run.add(BenchLine{Key: "serve_concurrent_p99_vs_p50", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("p99 %s vs p50 %s of %d clients' warm plans", cli.DurationText(p99), cli.DurationText(p50), len(clients))})
 	return nil
@@ -439,20 +439,20 @@ func (sr *serveRun) concurrent(ctx context.Context) error {
 func (sr *serveRun) memory() {
 	c := sr.sb.c
 	runtime.GC()
-	retained := max(int64(heapObjects())-int64(sr.heapBase), 0)
-	planCache := scrapeMetric(sr.uri+"/metrics", "icebloom_serve_plan_cache_bytes")
+	retained := max(int64(procstat.HeapObjects())-int64(sr.heapBase), 0)
+	planCache := procstat.ScrapeMetric(sr.uri+"/metrics", "icebloom_serve_plan_cache_bytes")
 	line := func(key string, v int64, detail string) {
 		mib := float64(v) / (1 << 20)
 		target, pass := "none (nothing is kept with budget 0)", (*bool)(nil)
 		if c.MemoryBudgetMiB > 0 {
-			target, pass = atMost(mib, float64(c.MemoryBudgetMiB), " MiB")
+			target, pass = report.AtMost(mib, float64(c.MemoryBudgetMiB), " MiB")
 		}
 		sr.run.add(BenchLine{Key: key, Value: mib, Unit: "MiB", Target: target, Pass: pass, Detail: detail})
 	}
 	line("serve_heap_retained_mib", retained, fmt.Sprintf("live heap after GC over the heap before the server started: the warm server's caches and plans (plan cache %s by /metrics), %d REST clients' tables; --memory-budget-mib %d",
 		planCache, len(sr.clients), c.MemoryBudgetMiB))
 	line("serve_heap_peak_mib", sr.peak, fmt.Sprintf("peak heap in use during the %d clients' plans over the heap before the server started (sampled every 200 µs; the clients run in the same process)", len(sr.clients)-1))
-	rss, hwm := procStatus("VmRSS"), procStatus("VmHWM")
+	rss, hwm := procstat.Status("VmRSS"), procstat.Status("VmHWM")
 	if rss < 0 {
 		sr.sb.out.Notes = append(sr.sb.out.Notes, "no /proc/self/status: the process RSS is not reported")
 		return
@@ -498,79 +498,6 @@ func concurrentPlans(ctx context.Context, clients []*table.Table, perClient int,
 	return slices.Concat(lat...), wall, nil
 }
 
-// percentileIndex is the index of the q-quantile in a sorted list of n: the
-// nearest-rank method.
-func percentileIndex(n int, q float64) int {
-	i := int(float64(n)*q+0.999999) - 1
-	return min(max(i, 0), n-1)
-}
-
-func percentile(ds []time.Duration, q float64) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[percentileIndex(len(s), q)]
-}
-
-// heapObjects is the heap's object bytes (live ones, after a GC).
-func heapObjects() uint64 {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(sample)
-	return sample[0].Value.Uint64()
-}
-
-// procStatus reads a size field (kB) of /proc/self/status, in bytes; -1
-// where there is none.
-func procStatus(field string) int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok || name != field {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-		if err != nil {
-			return -1
-		}
-		return kb << 10
-	}
-	return -1
-}
-
-// loadAvg is /proc/loadavg's three load averages, "" where there is none.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	return strings.Join(f[:min(3, len(f))], " ")
-}
-
-// scrapeMetric reads one gauge of the server's /metrics, as text ("?" when
-// it cannot).
-func scrapeMetric(url, name string) string {
-	resp, err := http.Get(url)
-	if err != nil {
-		return "?"
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-				return cli.BytesText(n)
-			}
-			return v
-		}
-	}
-	return "?"
-}
-
 // printServe writes the results as one text table per size.
 func printServe(w io.Writer, out *ServeOutput) {
 	fmt.Fprintf(w, "icebloom bench --serve: %d rows per file, index on %s, %d clients x %d plans, %d rounds, --memory-budget-mib %d, GOMAXPROCS %d, %d CPUs, %s\n",
@@ -578,7 +505,7 @@ func printServe(w io.Writer, out *ServeOutput) {
 	fmt.Fprintf(w, "driven by %s; load average %s before, %s after\n", out.Driver, out.LoadBefore, out.LoadAfter)
 	for _, run := range out.Runs {
 		fmt.Fprintf(w, "\n%d files\n", run.Files)
-		printLines(w, run.Measurements)
+		report.PrintLines(w, run.Measurements)
 	}
-	printNotes(w, out.Notes)
+	report.PrintNotes(w, out.Notes)
 }

@@ -14,6 +14,9 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/procstat"
+	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/report"
+	"github.com/icebloom/icebloom/cmd/icebloom-bench/internal/smallfiles"
 	"github.com/icebloom/icebloom/cmd/internal/cli"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/segment"
@@ -53,7 +56,7 @@ func (s *scaler) sharded(ctx context.Context, cat icecatalog.Catalog, n int, cou
 			return run, fmt.Errorf("%s exists already in the catalog; use an empty --dir", strings.Join(ident, "."))
 		}
 		s.progress("sharded %d files, %d shards: writing the table", n, k)
-		if _, err := createScaleTable(ctx, cat, ident, n, localPut); err != nil {
+		if _, err := smallfiles.Create(ctx, cat, ident, n, smallfiles.LocalPut); err != nil {
 			return run, err
 		}
 		before, err := catalogVersion(ctx, cat, ident)
@@ -93,8 +96,8 @@ func (s *scaler) sharded(ctx context.Context, cat icecatalog.Catalog, n int, cou
 		if baseCPU == 0 {
 			baseCPU = cpu
 		}
-		run.add(reportedMS(fmt.Sprintf("shards_%d_wall_ms", k), wall, fmt.Sprintf("%d shards started at once, until the run is linked", k)))
-		run.add(reportedMS(fmt.Sprintf("shards_%d_cpu_ms", k), cpu, fmt.Sprintf("CPU of the %d shards together (user+system)", k)))
+		run.add(report.ReportedMS(fmt.Sprintf("shards_%d_wall_ms", k), wall, fmt.Sprintf("%d shards started at once, until the run is linked", k)))
+		run.add(report.ReportedMS(fmt.Sprintf("shards_%d_cpu_ms", k), cpu, fmt.Sprintf("CPU of the %d shards together (user+system)", k)))
 		run.add(BenchLine{Key: fmt.Sprintf("shards_%d_cpu_ratio", k), Value: float64(cpu) / float64(baseCPU), Unit: "x", Target: "none (reported)",
 			Detail: fmt.Sprintf("CPU against the run of %d shards", counts[0])})
 		run.add(BenchLine{Key: fmt.Sprintf("shards_%d_commits", k), Value: float64(after - before), Unit: "commits", Target: "none (reported)",
@@ -130,7 +133,7 @@ func (s *scaler) shardedOneByOne(ctx context.Context, cat icecatalog.Catalog, n,
 		return run, fmt.Errorf("%s exists already in the catalog; use an empty --dir", strings.Join(ident, "."))
 	}
 	s.progress("sharded %d files, %d shards: writing the table", n, shards)
-	st, err := createScaleTable(ctx, cat, ident, n, localPut)
+	st, err := smallfiles.Create(ctx, cat, ident, n, smallfiles.LocalPut)
 	if err != nil {
 		return run, err
 	}
@@ -141,7 +144,7 @@ func (s *scaler) shardedOneByOne(ctx context.Context, cat icecatalog.Catalog, n,
 		s.progress("  shard %d of %d", i, shards)
 		var sum *indexer.Summary
 		start := time.Now()
-		peak, err := heapPeak(func() (err error) {
+		peak, err := procstat.HeapPeak(func() (err error) {
 			sum, err = indexer.Build(ctx, cat, ident, indexer.Options{Columns: scaleColumns, FPP: s.c.FPP, FailFast: true, CompactAbove: -1,
 				Shard: &indexer.Shard{Index: i, Count: shards, Run: "bench"}})
 			return err
@@ -157,9 +160,9 @@ func (s *scaler) shardedOneByOne(ctx context.Context, cat icecatalog.Catalog, n,
 	if indexed != n {
 		return run, fmt.Errorf("the shards indexed %d files, want %d", indexed, n)
 	}
-	run.add(reportedMS("shard_ms_max", slowest, fmt.Sprintf("the slowest shard's build (about %d files each)", n/shards)))
-	run.add(reportedMS("shards_ms_total", total, "the shards' builds added up: the CPU the run costs"))
-	run.add(reportedMS("shard_write_ms_mean", commits/time.Duration(shards), "Summary.WriteTime per shard: its segment (the last shard: and the run's linking file and commit)"))
+	run.add(report.ReportedMS("shard_ms_max", slowest, fmt.Sprintf("the slowest shard's build (about %d files each)", n/shards)))
+	run.add(report.ReportedMS("shards_ms_total", total, "the shards' builds added up: the CPU the run costs"))
+	run.add(report.ReportedMS("shard_write_ms_mean", commits/time.Duration(shards), "Summary.WriteTime per shard: its segment (the last shard: and the run's linking file and commit)"))
 	run.add(BenchLine{Key: "shard_peak_heap", Value: float64(heap), Unit: "B", Target: "none (reported)",
 		Detail: fmt.Sprintf("the largest peak heap growth of one shard (%s)", cli.BytesText(heap))})
 
@@ -170,7 +173,7 @@ func (s *scaler) shardedOneByOne(ctx context.Context, cat icecatalog.Catalog, n,
 	if err != nil {
 		return run, err
 	}
-	run.add(reportedMS("linked_load_ms", time.Since(start), fmt.Sprintf("index.Load of %d segments (the linking file and the shards'), cold", len(ix.Segments()))))
+	run.add(report.ReportedMS("linked_load_ms", time.Since(start), fmt.Sprintf("index.Load of %d segments (the linking file and the shards'), cold", len(ix.Segments()))))
 	if r := indexer.ShardsCommitted(ix)["bench"]; r.Committed != shards {
 		return run, fmt.Errorf("the index links %d shards of %d", r.Committed, shards)
 	}
@@ -181,12 +184,12 @@ func (s *scaler) shardedOneByOne(ctx context.Context, cat icecatalog.Catalog, n,
 	if err != nil {
 		return run, err
 	}
-	run.add(reportedMS("merge_ms", time.Since(start), fmt.Sprintf("compact-index of the %d shard segments into one (%s copied)", shards, cli.BytesText(cs.BytesCopied))))
+	run.add(report.ReportedMS("merge_ms", time.Since(start), fmt.Sprintf("compact-index of the %d shard segments into one (%s copied)", shards, cli.BytesText(cs.BytesCopied))))
 	tbl, _, ix, err := loadScaleIndex(ctx, cat, ident)
 	if err != nil {
 		return run, err
 	}
-	if segs := ix.Segments(); len(segs) != 1 || len(segs[0].Dir.Files) != len(st.paths) {
+	if segs := ix.Segments(); len(segs) != 1 || len(segs[0].Dir.Files) != len(st.Paths) {
 		return run, fmt.Errorf("after the merge: %d segments", len(segs))
 	}
 	_, dirLen, _ := segment.DirectoryPlace(ix.Segments()[0].File)
@@ -196,6 +199,6 @@ func (s *scaler) shardedOneByOne(ctx context.Context, cat icecatalog.Catalog, n,
 	if _, err := cat.LoadTable(ctx, tbl.Identifier()); err != nil {
 		return run, err
 	}
-	run.add(reportedMS("catalog_load_ms", time.Since(start), "one LoadTable of the embedded SQLite catalog, for scale: the run's one commit is two or three"))
+	run.add(report.ReportedMS("catalog_load_ms", time.Since(start), "one LoadTable of the embedded SQLite catalog, for scale: the run's one commit is two or three"))
 	return run, nil
 }

@@ -1,0 +1,110 @@
+// Package procstat measures the bench's own process and the servers it
+// starts: the live heap (its peak during a call, its size now), fields of
+// /proc/self/status, the load average, and a gauge of a server's /metrics.
+package procstat
+
+import (
+	"bufio"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/icebloom/icebloom/cmd/internal/cli"
+)
+
+// HeapPeak runs fn while sampling the live heap every 200 µs and returns
+// the peak's growth over the heap before: the peak memory of a build or a
+// sync, which a sample after it would miss.
+func HeapPeak(fn func() error) (int64, error) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
+	runtime.GC()
+	base := read()
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(200 * time.Microsecond)
+		defer t.Stop()
+		for {
+			if v := read(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	err := fn()
+	close(done)
+	<-stopped
+	return max(int64(peak.Load())-int64(base), 0), err
+}
+
+// HeapObjects is the heap's object bytes (live ones, after a GC).
+func HeapObjects() uint64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
+}
+
+// Status reads a size field (kB) of /proc/self/status, in bytes; -1
+// where there is none.
+func Status(field string) int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		name, rest, ok := strings.Cut(sc.Text(), ":")
+		if !ok || name != field {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		if err != nil {
+			return -1
+		}
+		return kb << 10
+	}
+	return -1
+}
+
+// LoadAvg is /proc/loadavg's three load averages, "" where there is none.
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+// ScrapeMetric reads one gauge of the server's /metrics, as text ("?" when
+// it cannot).
+func ScrapeMetric(url, name string) string {
+	resp, err := http.Get(url)
+	if err != nil {
+		return "?"
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				return cli.BytesText(n)
+			}
+			return v
+		}
+	}
+	return "?"
+}
