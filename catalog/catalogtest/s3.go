@@ -296,6 +296,25 @@ func (s *S3) handler(next http.Handler) http.Handler {
 				key = k
 			}
 		}
+		// Recorded in a deferred call: a reverse proxy in front of a real
+		// server (NewS3Gateway) aborts a response whose client went away by
+		// panicking with http.ErrAbortHandler, and a request left counted as
+		// in flight would make settle wait for ever.
+		defer func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.inFlight--
+			s.done.Broadcast()
+			s.requests = append(s.requests, S3Request{
+				Method:   r.Method,
+				Key:      key,
+				Query:    r.URL.RawQuery,
+				Range:    r.Header.Get("Range"),
+				Status:   cw.status,
+				BytesIn:  body.n.Load(),
+				BytesOut: cw.n,
+			})
+		}()
 		switch {
 		case r.Host != strings.TrimPrefix(s.URL, "http://"):
 			// Virtual-hosted style would name the bucket in the host; over
@@ -309,19 +328,6 @@ func (s *S3) handler(next http.Handler) http.Handler {
 			}
 			next.ServeHTTP(cw, r)
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.inFlight--
-		s.done.Broadcast()
-		s.requests = append(s.requests, S3Request{
-			Method:   r.Method,
-			Key:      key,
-			Query:    r.URL.RawQuery,
-			Range:    r.Header.Get("Range"),
-			Status:   cw.status,
-			BytesIn:  body.n.Load(),
-			BytesOut: cw.n,
-		})
 	})
 }
 
