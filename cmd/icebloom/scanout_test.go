@@ -109,6 +109,9 @@ func (h *heapSampler) Write(p []byte) (int, error) {
 // while writing 200,000 rows is about that while writing 20,000 (it held
 // every row, 822 MB for 1,000,000, before writing any).
 func TestScanStreamsRows(t *testing.T) {
+	if raceEnabled {
+		t.Skip("heap figures under the race detector are its own; go test without -race measures them")
+	}
 	it := newIDTable(t, 0)
 	heap := func(n int) uint64 {
 		tbl, err := it.cat.LoadTable(context.Background(), table.Identifier{"db", "ids"})
