@@ -2,9 +2,12 @@ package serve
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 
 	icecatalog "github.com/apache/iceberg-go/catalog"
@@ -47,7 +50,13 @@ func (s *Server) serveCatalog(w http.ResponseWriter, r *http.Request, rt route) 
 			catalogError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"namespaces": append([]table.Identifier{}, nss...)})
+		pg, err := readPage(r)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "BadRequestException", err.Error())
+			return
+		}
+		page, next := pg.of(nss)
+		writeJSON(w, http.StatusOK, pageBody("namespaces", append([]table.Identifier{}, page...), next))
 	case rt.kind == routeNamespace && get:
 		props, err := s.o.Catalog.LoadNamespaceProperties(ctx, rt.ns)
 		if err != nil {
@@ -58,19 +67,29 @@ func (s *Server) serveCatalog(w http.ResponseWriter, r *http.Request, rt route) 
 	case rt.kind == routeNamespace && head:
 		exists(w, func() (bool, error) { return s.o.Catalog.CheckNamespaceExists(ctx, rt.ns) })
 	case rt.kind == routeTables && get:
-		type ident struct {
-			Namespace table.Identifier `json:"namespace"`
-			Name      string           `json:"name"`
+		pg, err := readPage(r)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "BadRequestException", err.Error())
+			return
 		}
-		idents := []ident{}
+		var ids []table.Identifier
 		for id, err := range s.o.Catalog.ListTables(ctx, rt.ns) {
 			if err != nil {
 				catalogError(w, err)
 				return
 			}
-			idents = append(idents, ident{icecatalog.NamespaceFromIdent(id), icecatalog.TableNameFromIdent(id)})
+			ids = append(ids, id)
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"identifiers": idents})
+		type ident struct {
+			Namespace table.Identifier `json:"namespace"`
+			Name      string           `json:"name"`
+		}
+		page, next := pg.of(ids)
+		idents := make([]ident, len(page))
+		for i, id := range page {
+			idents[i] = ident{icecatalog.NamespaceFromIdent(id), icecatalog.TableNameFromIdent(id)}
+		}
+		writeJSON(w, http.StatusOK, pageBody("identifiers", idents, next))
 	case rt.kind == routeTable && get:
 		tbl, err := catalog.LoadTable(ctx, s.o.Catalog, rt.ident())
 		if err != nil {
@@ -90,6 +109,79 @@ func (s *Server) serveCatalog(w http.ResponseWriter, r *http.Request, rt route) 
 		writeError(w, http.StatusMethodNotAllowed, "NotAllowedException",
 			fmt.Sprintf("%s %s: icebloom serve over a catalog is read-only; write through the catalog itself", r.Method, r.URL.Path))
 	}
+}
+
+// maxPageSize bounds a page of a list, whatever pageSize asks, so that a
+// namespace of many tables is listed in bounded answers.
+const maxPageSize = 1000
+
+// listPage is a request's place in a list: the REST protocol's pageToken
+// and pageSize query parameters.
+type listPage struct {
+	paged bool   // the client sent pageToken or pageSize: it follows next-page-token
+	after string // the last identifier of the page before, as identKey gives it
+	size  int
+}
+
+// readPage reads a list request's paging parameters. A client that sends
+// neither gets the whole list, as before paging: it would not ask for
+// more. The token is the last identifier of the page before, so a page
+// stays where it was when tables are created or dropped between requests.
+func readPage(r *http.Request) (listPage, error) {
+	q := r.URL.Query()
+	pg := listPage{size: maxPageSize}
+	if tok, ok := q["pageToken"]; ok {
+		pg.paged = true
+		if tok[0] != "" {
+			after, err := base64.RawURLEncoding.DecodeString(tok[0])
+			if err != nil {
+				return pg, fmt.Errorf("pageToken %q is not a token this server gave", tok[0])
+			}
+			pg.after = string(after)
+		}
+	}
+	if v := q.Get("pageSize"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return pg, fmt.Errorf("pageSize %q is not a positive whole number", v)
+		}
+		pg.paged, pg.size = true, min(n, maxPageSize)
+	}
+	return pg, nil
+}
+
+// identKey orders identifiers for paging: their parts joined by the unit
+// separator, which the REST protocol also uses between namespace levels.
+func identKey(id table.Identifier) string { return strings.Join(id, "\x1f") }
+
+// of returns the page of ids (in identKey order) and the token of the next
+// page, "" after the last one.
+func (pg listPage) of(ids []table.Identifier) (page []table.Identifier, next string) {
+	if !pg.paged {
+		return ids, ""
+	}
+	slices.SortFunc(ids, func(a, b table.Identifier) int { return strings.Compare(identKey(a), identKey(b)) })
+	start, _ := slices.BinarySearchFunc(ids, pg.after, func(id table.Identifier, after string) int {
+		if identKey(id) <= after {
+			return -1
+		}
+		return 1
+	})
+	page = ids[start:min(start+pg.size, len(ids))]
+	if start+len(page) < len(ids) {
+		next = base64.RawURLEncoding.EncodeToString([]byte(identKey(page[len(page)-1])))
+	}
+	return page, next
+}
+
+// pageBody is a list answer: the list under key and, when more follows,
+// next-page-token.
+func pageBody(key string, list any, next string) map[string]any {
+	body := map[string]any{key: list}
+	if next != "" {
+		body["next-page-token"] = next
+	}
+	return body
 }
 
 func exists(w http.ResponseWriter, check func() (bool, error)) {
