@@ -5,8 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	icebergio "github.com/apache/iceberg-go/io"
@@ -68,16 +68,28 @@ type span struct {
 // checksum before any of its blocks is trusted. A block that cannot be read
 // or verified answers present, which keeps its data file, and is reported.
 func readBlocks(ctx context.Context, fsys icebergio.IO, probes []*probe) blockStats {
-	byPath := make(map[string][]*probe)
-	for _, p := range probes {
-		byPath[p.path] = append(byPath[p.path], p)
+	// By file and offset: a lookup's probes mostly come so already, from
+	// files evaluated in the order of their filters in the index (Memo).
+	byPlace := func(a, b *probe) int {
+		if c := strings.Compare(a.path, b.path); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.place.Offset, b.place.Offset)
+	}
+	if !slices.IsSortedFunc(probes, byPlace) {
+		slices.SortFunc(probes, byPlace)
 	}
 	var (
 		total blockStats
 		spans []span
 	)
-	for _, path := range slices.Sorted(maps.Keys(byPath)) {
-		ps := byPath[path]
+	for len(probes) > 0 {
+		path, n := probes[0].path, 1
+		for n < len(probes) && probes[n].path == path {
+			n++
+		}
+		ps := probes[:n]
+		probes = probes[n:]
 		f, err := fsys.Open(path)
 		if err != nil {
 			answerUnread(ps)
@@ -103,12 +115,8 @@ func readBlocks(ctx context.Context, fsys icebergio.IO, probes []*probe) blockSt
 	return total
 }
 
-// appendSpans cuts the probes of one file into reads.
+// appendSpans cuts the probes of one file, sorted by offset, into reads.
 func appendSpans(spans []span, f icebergio.File, path string, probes []*probe) []span {
-	byOffset := func(a, b *probe) int { return cmp.Compare(a.place.Offset, b.place.Offset) }
-	if !slices.IsSortedFunc(probes, byOffset) { // they mostly come in file order
-		slices.SortFunc(probes, byOffset)
-	}
 	for len(probes) > 0 {
 		start := probes[0].place.Offset
 		end := start + probes[0].place.Length

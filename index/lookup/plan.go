@@ -6,9 +6,12 @@
 package lookup
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -161,10 +164,16 @@ func (res *Result) prune(ctx context.Context, tbl *table.Table, f *predicate, o 
 	}
 	indexStart := time.Now()
 	ix, errs := index.Load(ctx, fsys, tbl.Metadata(), o.Cache)
-	r := &run{ix: ix, fsys: fsys, blockStats: blockStats{errs: errs}, hashed: make([][]typedHashes, len(f.tests))}
+	sc := scratchPool.Get().(*scratch)
+	defer sc.release()
+	r := &run{ix: ix, fsys: fsys, blockStats: blockStats{errs: errs}, hashed: make([][]typedHashes, len(f.tests)), scratch: sc}
 	pf, matched := o.Memo.planFiles(ix, tasks, f)
 	files := r.files(f, pf, matched)
-	if err := r.prune(ctx, f, files); err != nil {
+	var order []int32 // nil for a filter without tests (AlwaysFalse)
+	if len(f.tests) > 0 {
+		order = matched[f.tests[0].idx].order
+	}
+	if err := r.prune(ctx, f, files, order); err != nil {
 		return err
 	}
 	res.Candidates = nil
@@ -227,8 +236,39 @@ type run struct {
 	ix     *index.TableIndex
 	fsys   icebergio.IO
 	hashed [][]typedHashes // by test.idx
-	arena  probeArena
+	*scratch
 	blockStats
+}
+
+// scratch is what one prune works in, kept for the next (scratchPool): a
+// lookup of 100,000 files needs a check and a probe for each, and making
+// them anew for each of a server's stream of lookups costs more in
+// allocation and collection than the checks themselves.
+type scratch struct {
+	files   []fileCheck
+	checks  []testCheck
+	pending []*fileCheck
+	wanted  []*probe
+	arena   probeArena
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// release returns sc to the pool. Nothing of it may be used after.
+func (sc *scratch) release() {
+	sc.arena.reset()
+	scratchPool.Put(sc)
+}
+
+// grown returns s with length n, reusing its array when large enough, and
+// zeroed.
+func grown[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 func (r *run) report(err error) { r.errs = append(r.errs, err) }
@@ -236,8 +276,9 @@ func (r *run) report(err error) { r.errs = append(r.errs, err) }
 // files returns one check per data file of pf, with each test's filter for
 // it (matched, by test index).
 func (r *run) files(f *predicate, pf *planFiles, matched []*matchedFilters) []fileCheck {
-	files := make([]fileCheck, len(pf.paths))
-	checks := make([]testCheck, len(files)*len(f.tests))
+	r.scratch.files = grown(r.scratch.files, len(pf.paths))
+	r.checks = grown(r.checks, len(pf.paths)*len(f.tests))
+	files, checks := r.scratch.files, r.checks
 	for i := range files {
 		files[i] = fileCheck{path: pf.paths[i], checks: checks[i*len(f.tests) : (i+1)*len(f.tests) : (i+1)*len(f.tests)]}
 	}
@@ -256,12 +297,19 @@ func (r *run) files(f *predicate, pf *planFiles, matched []*matchedFilters) []fi
 // match. It works in rounds: each file says which blocks it needs next, all
 // of them are read together, and the files still undecided go on; an AND
 // reads its other tests only for files its cheapest test could not prune.
-func (r *run) prune(ctx context.Context, f *predicate, files []fileCheck) error {
-	pending := make([]*fileCheck, len(files))
+// Files are evaluated in order (indexes into files), or as they come
+// when order is nil.
+func (r *run) prune(ctx context.Context, f *predicate, files []fileCheck, order []int32) error {
+	pending := r.pending[:0]
 	for i := range files {
-		pending[i] = &files[i]
+		if order != nil {
+			i = int(order[i])
+		}
+		pending = append(pending, &files[i])
 	}
-	var wanted []*probe
+	r.pending = pending
+	wanted := r.wanted[:0]
+	defer func() { r.wanted = wanted }()
 	for len(pending) > 0 {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("lookup: %w", err)
@@ -302,6 +350,41 @@ type planFiles struct {
 type matchedFilters struct {
 	filters []index.StoredFilter
 	found   []bool
+	// order lists the files by where their filters lie in the index (the
+	// files without one last): evaluated in this order, a lookup's probes
+	// of one value come sorted by statistics file and offset, since the
+	// members of a group share their block count and so a value's block,
+	// and readBlocks need not sort them.
+	order []int32
+}
+
+// sortOrder sets m.order.
+func (m *matchedFilters) sortOrder() {
+	m.order = make([]int32, len(m.filters))
+	for i := range m.order {
+		m.order[i] = int32(i)
+	}
+	first := make([]index.Place, len(m.filters)) // of block 0
+	for i := range m.filters {
+		if m.found[i] {
+			first[i] = m.filters[i].Place(0)
+		}
+	}
+	slices.SortStableFunc(m.order, func(a, b int32) int {
+		switch {
+		case m.found[a] != m.found[b]:
+			if m.found[a] {
+				return -1
+			}
+			return 1
+		case !m.found[a]:
+			return 0
+		}
+		if c := strings.Compare(m.filters[a].Path, m.filters[b].Path); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(first[a].Offset, first[b].Offset), cmp.Compare(first[a].Block, first[b].Block))
+	})
 }
 
 func newPlanFiles(ix *index.TableIndex, tasks []table.FileScanTask) *planFiles {
@@ -337,6 +420,9 @@ func (pf *planFiles) match(f *predicate) []*matchedFilters {
 				m.filters[i], m.found[i] = flt, true
 			}
 		})
+		for _, id := range fields {
+			pf.fields[id].sortOrder()
+		}
 	}
 	matched := make([]*matchedFilters, len(f.tests))
 	for _, t := range f.tests {
@@ -386,17 +472,28 @@ func (r *run) indexed(f *predicate, fc *fileCheck) bool {
 	return true
 }
 
-// probeArena hands out probes from large slices, so that a lookup of many
-// files allocates a few slices instead of a probe each; a probe never moves,
-// so pointers to it stay valid.
-type probeArena struct{ free []probe }
+// probeArena hands out probes from large slices, kept from one lookup to
+// the next (reset), so that a lookup of many files allocates no probe of its
+// own; a probe never moves, so pointers to it stay valid.
+type probeArena struct {
+	slabs [][]probe
+	cur   int // the slab being handed out
+	used  int // of slabs[cur]
+}
 
 // take returns n zeroed probes.
 func (a *probeArena) take(n int) []probe {
-	if len(a.free) < n {
-		a.free = make([]probe, max(n, 4096))
+	for a.cur < len(a.slabs) && len(a.slabs[a.cur])-a.used < n {
+		a.cur, a.used = a.cur+1, 0
 	}
-	s := a.free[:n:n]
-	a.free = a.free[n:]
+	if a.cur == len(a.slabs) {
+		a.slabs = append(a.slabs, make([]probe, max(n, 4096<<min(len(a.slabs), 8))))
+	}
+	s := a.slabs[a.cur][a.used : a.used+n : a.used+n]
+	a.used += n
+	clear(s)
 	return s
 }
+
+// reset hands the probes out again.
+func (a *probeArena) reset() { a.cur, a.used = 0, 0 }

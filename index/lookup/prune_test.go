@@ -1,10 +1,12 @@
 package lookup
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/apache/iceberg-go"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/where"
@@ -99,5 +101,50 @@ func TestPrunable(t *testing.T) {
 		if got := Prunable(p); got != c.want {
 			t.Errorf("Prunable(%s) = %v, want %v", c.expr, got, c.want)
 		}
+	}
+}
+
+// TestPruneConcurrently: lookups of different values of one plan at once,
+// sharing its Memo (as a server's do), each keep what the same lookup alone
+// keeps: the work space each borrows (scratchPool) is its own.
+func TestPruneConcurrently(t *testing.T) {
+	fx := eventsFixture(t, 6, rowsPerFile)
+	cache := index.NewFooterCache(4)
+	all, err := fx.tbl.Scan().PlanFiles(fx.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var filters []iceberg.BooleanExpression
+	var want [][]string
+	for c := range fx.cols {
+		for _, f := range fx.files {
+			for _, v := range []any{f.rows[1][c], fx.absent(c)} {
+				filter := fx.where(c, v)
+				alone, err := Prune(fx.ctx, fx.tbl, all, filter, Options{Cache: cache})
+				if err != nil {
+					t.Fatal(err)
+				}
+				filters, want = append(filters, filter), append(want, paths(alone.Candidates))
+			}
+		}
+	}
+	memo := &Memo{}
+	var g errgroup.Group
+	for round := range 4 {
+		for i, filter := range filters {
+			g.Go(func() error {
+				got, err := Prune(fx.ctx, fx.tbl, all, filter, Options{Cache: cache, Memo: memo})
+				if err != nil {
+					return err
+				}
+				if !slices.Equal(paths(got.Candidates), want[i]) {
+					return fmt.Errorf("round %d, %s: kept %v at once with others, %v alone", round, filter, paths(got.Candidates), want[i])
+				}
+				return nil
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
 	}
 }

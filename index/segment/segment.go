@@ -94,9 +94,13 @@ type Chunk struct {
 	Offset int64
 	Length int64 // data bytes, a multiple of 32
 	Index  int   // the member's place in the chunk
-	// Seed is the checksum of the chunk's position; the stored checksum is
-	// CRC-32C continued from it over the chunk's data.
-	Seed uint32
+	// The chunk's position: its group's tag, its run and its place in the
+	// run. The stored checksum is CRC-32C over the chunk's data continued
+	// from the checksum of the position (chunkSeed), which is computed when
+	// the chunk is verified, not when it is located: a lookup locates a
+	// chunk for every file it checks but verifies each chunk it reads once.
+	tag        uint64
+	run, chunk int
 }
 
 // ChunkOf returns the chunk of run b holding member m's block.
@@ -105,7 +109,7 @@ func (g *Group) ChunkOf(b, m int) Chunk {
 	first := k * ChunkMembers
 	n := min(ChunkMembers, len(g.Members)-first)
 	off := g.RunOffset(b) + int64(k)*(ChunkMembers*sbbf.BlockBytes+ChecksumBytes)
-	return Chunk{Offset: off, Length: int64(n) * sbbf.BlockBytes, Index: m - first, Seed: chunkSeed(g.Tag, b, k)}
+	return Chunk{Offset: off, Length: int64(n) * sbbf.BlockBytes, Index: m - first, tag: g.Tag, run: b, chunk: k}
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -130,7 +134,9 @@ func (c Chunk) Verify(data []byte) bool {
 }
 
 // sum returns the checksum of the chunk's data.
-func (c Chunk) sum(data []byte) uint32 { return crc32.Update(c.Seed, castagnoli, data) }
+func (c Chunk) sum(data []byte) uint32 {
+	return crc32.Update(chunkSeed(c.tag, c.run, c.chunk), castagnoli, data)
+}
 
 // SizeClass rounds a block count up to the ladder groups are formed on: up
 // to 32 blocks exactly, above that the next number of the form m·2^k with

@@ -225,7 +225,7 @@ func (rw *runWriter) flushChunk() {
 		return
 	}
 	data := rw.buf[:rw.n*sbbf.BlockBytes]
-	sum := Chunk{Seed: chunkSeed(rw.tag, rw.run, rw.chunk)}.sum(data)
+	sum := Chunk{tag: rw.tag, run: rw.run, chunk: rw.chunk}.sum(data)
 	out := append(data, byte(sum), byte(sum>>8), byte(sum>>16), byte(sum>>24))
 	_, rw.err = rw.w.Write(out)
 	rw.n = 0

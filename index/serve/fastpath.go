@@ -415,7 +415,7 @@ func keepTask(i int, b *base, checks []valueCheck, partChecks map[int32][]partit
 		if s.nullsOnly[i] || s.nansOnly[i] {
 			return false
 		}
-		if vc.values != nil && !anyWithin(vc.values, s.lower[i], s.upper[i]) {
+		if vc.values != nil && !vc.within(i) {
 			return false
 		}
 	}
