@@ -1,90 +1,19 @@
 package serve_test
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
-	"golang.org/x/sync/errgroup"
 
-	"github.com/icebloom/icebloom/catalog/catalogtest"
-	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/lookup"
 	"github.com/icebloom/icebloom/index/serve"
 )
-
-// benchMaxID is the largest id of the bench table; every file holds 0 and
-// it, so that min/max statistics keep every file and the index decides.
-const benchMaxID = 1 << 40
-
-// benchTable is a catalog with db.events of files data files, registered
-// with one add_files commit and indexed: file i holds the ids 0, 2i+2 and
-// benchMaxID, so an odd id is in no file.
-func benchTable(b *testing.B, files int) *catalogtest.Catalog {
-	ctx := context.Background()
-	cat := catalogtest.NewCatalog(b)
-	tbl := cat.NewTable(b, "events", catalogtest.IDSchema, nil)
-	dir := strings.TrimPrefix(tbl.Location(), "file://") + "/data"
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	as, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	paths := make([]string, files)
-	var g errgroup.Group
-	g.SetLimit(4)
-	for i := range files {
-		g.Go(func() error {
-			bld := array.NewInt64Builder(memory.DefaultAllocator)
-			defer bld.Release()
-			bld.AppendValues([]int64{0, 2*int64(i) + 2, benchMaxID}, nil)
-			col := bld.NewArray()
-			defer col.Release()
-			rec := array.NewRecordBatch(as, []arrow.Array{col}, 3)
-			defer rec.Release()
-			var buf bytes.Buffer
-			tab := array.NewTableFromRecords(as, []arrow.RecordBatch{rec})
-			defer tab.Release()
-			if err := pqarrow.WriteTable(tab, &buf, 3, nil, pqarrow.DefaultWriterProps()); err != nil {
-				return err
-			}
-			paths[i] = filepath.Join(dir, fmt.Sprintf("f%07d.parquet", i))
-			return os.WriteFile(paths[i], buf.Bytes(), 0o644)
-		})
-	}
-	if err := g.Wait(); err != nil {
-		b.Fatal(err)
-	}
-	for i := range paths {
-		paths[i] = "file://" + paths[i]
-	}
-	txn := tbl.NewTransaction()
-	if err := txn.AddFiles(ctx, paths, nil, false); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := txn.Commit(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := indexer.Build(ctx, cat, table.Identifier{"db", "events"}, indexer.Options{Columns: []string{"id"}}); err != nil {
-		b.Fatal(err)
-	}
-	return cat
-}
 
 func filterJSON(v int64) rest.PlanTableScanRequest {
 	return rest.PlanTableScanRequest{Filter: []byte(`{"type":"eq","term":"id","value":` + strconv.FormatInt(v, 10) + `}`)}
@@ -116,7 +45,7 @@ func benchFiles(b *testing.B) int {
 func BenchmarkPlan(b *testing.B) {
 	files := benchFiles(b)
 	start := time.Now()
-	cat := benchTable(b, files)
+	cat := serve.AddFilesTable(b, files)
 	b.Logf("table of %d files made and indexed in %s", files, time.Since(start).Round(time.Millisecond))
 	ident := table.Identifier{"db", "events"}
 	newServer := func() *serve.Server {

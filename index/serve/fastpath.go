@@ -184,11 +184,10 @@ func (p *Planner) base(ctx context.Context, tbl *table.Table, snap *table.Snapsh
 		return nil, fmt.Errorf("plan scan of snapshot %d: %w", snap.SnapshotID, err)
 	}
 	b := &base{tasks: tasks, files: distinctFiles(tasks), stats: map[int]*columnStats{}}
-	b.size = 512 + int64(len(key)) + int64(len(tasks))*memoBytesPerTask
 	for i := range tasks {
 		tasks[i].Residual = nil // R's, not F's: the client applies its filter
-		b.size += taskSize(&tasks[i])
 	}
+	b.size = 512 + int64(len(key)) + int64(len(tasks))*memoBytesPerTask + compactTasks(tasks)
 	if n, ok := summaryFiles(snap); ok {
 		b.filesTotal = n
 	} else if rKey == (iceberg.AlwaysTrue{}).String() {
@@ -216,32 +215,6 @@ func summaryFiles(snap *table.Snapshot) (int, bool) {
 	}
 	n, err := strconv.Atoi(snap.Summary.Properties["total-data-files"])
 	return n, err == nil
-}
-
-// taskSize estimates the bytes a task holds: its data file's path and
-// statistics maps, and its delete files (shared between tasks, counted in
-// each: an over-estimate keeps the budget).
-func taskSize(t *table.FileScanTask) int64 {
-	size := int64(160) + fileSize(t.File)
-	for _, group := range [][]iceberg.DataFile{t.DeleteFiles, t.EqualityDeleteFiles, t.DeletionVectorFiles} {
-		for _, d := range group {
-			size += 16 + fileSize(d)
-		}
-	}
-	return size
-}
-
-func fileSize(f iceberg.DataFile) int64 {
-	size := int64(400 + len(f.FilePath()))
-	for _, m := range []map[int]int64{f.ColumnSizes(), f.ValueCounts(), f.NullValueCounts(), f.NaNValueCounts()} {
-		size += int64(len(m)) * 48
-	}
-	for _, m := range []map[int][]byte{f.LowerBoundValues(), f.UpperBoundValues()} {
-		for _, v := range m {
-			size += 64 + int64(len(v))
-		}
-	}
-	return size + int64(len(f.Partition()))*48 + int64(len(f.SplitOffsets()))*8
 }
 
 // columnStats returns the statistics of field for every task, decoding

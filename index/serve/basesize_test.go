@@ -1,0 +1,58 @@
+package serve
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/apache/iceberg-go/table"
+)
+
+// liveHeap is the heap's live bytes after collections that also empty
+// sync.Pools (lookup's scratch), so that only what is referenced counts.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// TestBaseSizeMeasured: the bytes a base plan is charged in the memory
+// budget (its tasks, the index's matches, decoded statistics) are at least
+// what it holds on the heap, measured by dropping it, and not more than
+// twice that: the budget neither overflows nor wastes half its room.
+func TestBaseSizeMeasured(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes a table of 4,000 files")
+	}
+	const files = 4000
+	cat := addFilesTable(t, files)
+	ident := table.Identifier{"db", "events"}
+	load := func(ctx context.Context, ident table.Identifier) (*Loaded, error) {
+		tbl, err := cat.LoadTable(ctx, ident)
+		return &Loaded{Table: tbl}, err
+	}
+	p := NewPlanner(load, PlannerOptions{MemoryBudget: 1 << 30})
+	for v := range 3 { // the base, its statistics of id and the index's matches
+		res, err := p.Plan(context.Background(), ident, rest.PlanTableScanRequest{Filter: []byte(`{"type":"eq","term":"id","value":` + strconv.Itoa(2*v+1) + `}`)})
+		if err != nil || !res.FastPath {
+			t.Fatalf("plan: %v (fast path %v)", err, res != nil && res.FastPath)
+		}
+	}
+	charged, n, _, _, _ := p.bases.stats()
+	if n != 1 {
+		t.Fatalf("%d base plans, want 1", n)
+	}
+	with := liveHeap()
+	p.bases = newLRU[*base](1 << 30) // the base alone dropped
+	without := liveHeap()
+	runtime.KeepAlive(p)
+	held := int64(with) - int64(without)
+	t.Logf("a base of %d files: charged %d bytes (%d a file), holds %d (%d a file)", files, charged, charged/files, held, held/files)
+	if charged < held || charged > 2*held {
+		t.Fatalf("a base of %d files is charged %d bytes and holds %d: want held <= charged <= 2 x held", files, charged, held)
+	}
+}
