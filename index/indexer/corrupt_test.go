@@ -3,6 +3,7 @@ package indexer_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -237,56 +238,59 @@ func TestCorruptionMatrix(t *testing.T) {
 	cases := []struct {
 		name    string
 		corrupt func(t *testing.T, fx *corruptionFixture, tg target)
+		// lookupErr, if set, is the error the lookup must report: the
+		// damage lies in blocks it reads, which their checksum catches.
+		lookupErr error
 	}{
 		{"truncated", func(t *testing.T, fx *corruptionFixture, tg target) {
 			tg.editFile(t, func(b []byte) []byte { return b[:len(b)/2] })
-		}},
+		}, nil},
 		{"zeroed file", func(t *testing.T, fx *corruptionFixture, tg target) {
 			tg.editFile(t, func(b []byte) []byte { return make([]byte, len(b)) })
-		}},
+		}, nil},
 		{"zeroed run", func(t *testing.T, fx *corruptionFixture, tg target) {
 			tg.editFile(t, func(b []byte) []byte {
 				clear(b[tg.group.RunOffset(tg.run):tg.group.RunOffset(tg.run+1)])
 				return b
 			})
-		}},
+		}, nil},
 		{"bit flip in a run", func(t *testing.T, fx *corruptionFixture, tg target) {
 			tg.editFile(t, func(b []byte) []byte {
 				b[tg.group.RunOffset(tg.run)+int64(tg.members)*sbbf.BlockBytes/2] ^= 0x08
 				return b
 			})
-		}},
+		}, segment.ErrChecksum},
 		{"shifted directory offset", func(t *testing.T, fx *corruptionFixture, tg target) {
 			off, length, _ := segment.DirectoryPlace(tg.sf)
 			fx.setStatistics(t, tg.sf, func(sf *table.StatisticsFile) { setDirectoryPlace(sf, off-32, length) })
-		}},
+		}, nil},
 		{"shifted group offset", func(t *testing.T, fx *corruptionFixture, tg target) {
 			fx.editDirectory(t, tg, func(d *segment.Directory) {
 				for i := range d.Groups {
 					d.Groups[i].Offset += sbbf.BlockBytes
 				}
 			})
-		}},
+		}, nil},
 		{"edited directory", func(t *testing.T, fx *corruptionFixture, tg target) {
 			fx.editDirectory(t, tg, func(d *segment.Directory) {
 				for i := range d.Groups {
 					d.Groups[i].Tag ^= 1
 				}
 			})
-		}},
+		}, nil},
 		{"swapped file references", func(t *testing.T, fx *corruptionFixture, tg target) {
 			fx.editDirectory(t, tg, func(d *segment.Directory) {
 				last := len(d.Files) - 1
 				d.Files[0].Path, d.Files[last].Path = d.Files[last].Path, d.Files[0].Path
 			})
-		}},
+		}, nil},
 		{"edited directory bytes", func(t *testing.T, fx *corruptionFixture, tg target) {
 			off, _, _ := segment.DirectoryPlace(tg.sf)
 			tg.editFile(t, func(b []byte) []byte {
 				b[off+20] ^= 0x40
 				return b
 			})
-		}},
+		}, nil},
 	}
 	for _, c := range cases {
 		for _, which := range []struct {
@@ -312,6 +316,9 @@ func TestCorruptionMatrix(t *testing.T) {
 				}
 				if len(res.IndexErrors) == 0 {
 					t.Errorf("the lookup reported no index error (%d candidates)", len(res.Candidates))
+				}
+				if c.lookupErr != nil && !slices.ContainsFunc(res.IndexErrors, func(err error) bool { return errors.Is(err, c.lookupErr) }) {
+					t.Errorf("the lookup reported %v, want %v among them", res.IndexErrors, c.lookupErr)
 				}
 				rep, err := verify.Table(ctx, fx.cat, fx.ident, verify.Options{Sample: 2, Seed: 1})
 				if err != nil {

@@ -18,13 +18,31 @@ import (
 )
 
 // probe is the check of one hash against the one block of a filter it falls
-// in (docs/format.md §3.1).
+// in (docs/format.md §3.1). It is kept small (a lookup makes one per file
+// and value): the unit read for the block is located by offset and length,
+// and a v2 chunk's checksum is derived from its filter when it is verified.
 type probe struct {
-	path    string // of the statistics file
-	place   index.Place
-	hash    uint64
+	path   string // of the statistics file
+	offset int64  // of the unit read: a v2 chunk and its checksum, or a v1 block
+	length int32  // of the unit
+	inUnit int32  // where the block lies in the unit
+	hash   uint64
+	// chunkOf is the v2 filter whose chunk the unit is, and block the
+	// filter's block in it; nil for a v1 block, which has no checksum.
+	chunkOf *index.StoredFilter
+	block   int32
 	done    bool // the block was read, or could not be (then present)
 	present bool // the block may hold the hash
+}
+
+// newProbe returns the probe of hash in block b of flt.
+func newProbe(flt *index.StoredFilter, b int, hash uint64) probe {
+	pl := flt.Place(b)
+	p := probe{path: flt.Path, offset: pl.Offset, length: int32(pl.Length), inUnit: int32(pl.Block), hash: hash}
+	if pl.Checked {
+		p.chunkOf, p.block = flt, int32(b)
+	}
+	return p
 }
 
 const (
@@ -74,7 +92,7 @@ func readBlocks(ctx context.Context, fsys icebergio.IO, probes []*probe) blockSt
 		if c := strings.Compare(a.path, b.path); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.place.Offset, b.place.Offset)
+		return cmp.Compare(a.offset, b.offset)
 	}
 	if !slices.IsSortedFunc(probes, byPlace) {
 		slices.SortFunc(probes, byPlace)
@@ -118,15 +136,15 @@ func readBlocks(ctx context.Context, fsys icebergio.IO, probes []*probe) blockSt
 // appendSpans cuts the probes of one file, sorted by offset, into reads.
 func appendSpans(spans []span, f icebergio.File, path string, probes []*probe) []span {
 	for len(probes) > 0 {
-		start := probes[0].place.Offset
-		end := start + probes[0].place.Length
+		start := probes[0].offset
+		end := start + int64(probes[0].length)
 		n := 1
 		for ; n < len(probes); n++ {
-			pl := probes[n].place
-			if pl.Offset >= end && (pl.Offset-end >= maxGap || pl.Offset+pl.Length-start > maxRead) {
+			off, length := probes[n].offset, int64(probes[n].length)
+			if off >= end && (off-end >= maxGap || off+length-start > maxRead) {
 				break
 			}
-			end = max(end, pl.Offset+pl.Length)
+			end = max(end, off+length)
 		}
 		spans = append(spans, span{file: f, path: path, start: start, end: end, probes: probes[:n]})
 		probes = probes[n:]
@@ -163,20 +181,20 @@ func readSpan(ctx context.Context, sp *span) blockStats {
 	}
 	// Probes of one chunk come together: each chunk is verified once.
 	for i := 0; i < len(sp.probes); {
-		pl := sp.probes[i].place
+		first := sp.probes[i]
 		j := i + 1
-		for j < len(sp.probes) && sp.probes[j].place.Offset == pl.Offset {
+		for j < len(sp.probes) && sp.probes[j].offset == first.offset {
 			j++
 		}
-		unit := buf[pl.Offset-sp.start:][:pl.Length]
-		if pl.Checked && !pl.Check.Verify(unit) {
+		unit := buf[first.offset-sp.start:][:first.length]
+		if first.chunkOf != nil && !first.chunkOf.Place(int(first.block)).Check.Verify(unit) {
 			answerUnread(sp.probes[i:j])
-			s.errs = append(s.errs, fmt.Errorf("lookup: index chunk of %d bytes at offset %d of %s: %w", pl.Length, pl.Offset, sp.path, segment.ErrChecksum))
+			s.errs = append(s.errs, fmt.Errorf("lookup: index chunk of %d bytes at offset %d of %s: %w", first.length, first.offset, sp.path, segment.ErrChecksum))
 			i = j
 			continue
 		}
 		for _, p := range sp.probes[i:j] { // of members of one chunk
-			p.present = sbbf.CheckBlock(unit[p.place.Block:][:sbbf.BlockBytes], p.hash)
+			p.present = sbbf.CheckBlock(unit[p.inUnit:][:sbbf.BlockBytes], p.hash)
 			p.done = true
 		}
 		s.blocks += int64(j - i)

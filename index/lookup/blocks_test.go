@@ -9,7 +9,6 @@ import (
 
 	icebergio "github.com/apache/iceberg-go/io"
 
-	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/sbbf"
 )
 
@@ -46,9 +45,9 @@ func TestReadBlocks(t *testing.T) {
 
 	var probes []*probe
 	for _, off := range offsets {
-		probes = append(probes, &probe{path: "stats.puffin", place: index.Place{Offset: off, Length: sbbf.BlockBytes}, hash: h})
+		probes = append(probes, &probe{path: "stats.puffin", offset: off, length: sbbf.BlockBytes, hash: h})
 	}
-	probes = append(probes, &probe{path: "missing.puffin", place: index.Place{Offset: 0, Length: sbbf.BlockBytes}, hash: h})
+	probes = append(probes, &probe{path: "missing.puffin", offset: 0, length: sbbf.BlockBytes, hash: h})
 	s := readBlocks(context.Background(), counting, slices.Clone(probes))
 
 	reads := counting.take()
@@ -67,9 +66,9 @@ func TestReadBlocks(t *testing.T) {
 		t.Errorf("errors %v, want one for the missing file and one for the short read", s.errs)
 	}
 	for _, p := range probes {
-		unreadable := p.path == "missing.puffin" || p.place.Offset == size-16
-		if !p.done || p.present != (p.place.Offset == 4064 || unreadable) {
-			t.Errorf("probe at %s:%d: done %v, present %v", p.path, p.place.Offset, p.done, p.present)
+		unreadable := p.path == "missing.puffin" || p.offset == size-16
+		if !p.done || p.present != (p.offset == 4064 || unreadable) {
+			t.Errorf("probe at %s:%d: done %v, present %v", p.path, p.offset, p.done, p.present)
 		}
 	}
 }

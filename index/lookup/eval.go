@@ -235,7 +235,7 @@ func (fc *fileCheck) prepare(r *run, t *test) {
 			return
 		}
 		block := sbbf.BlockIndex(hv.hash, flt.Blocks)
-		probes = append(probes, probe{path: flt.Path, place: flt.Place(block), hash: hv.hash})
+		probes = append(probes, newProbe(flt, block, hv.hash))
 	}
 	tc.probes = probes
 }
