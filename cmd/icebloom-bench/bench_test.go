@@ -172,7 +172,7 @@ func TestBenchServeJSON(t *testing.T) {
 	want := []string{"serve_setup_ms", "serve_files_planned", "serve_warm_ms", "serve_warm_planner_ms", "serve_cached_ms",
 		"serve_cold_ms", "local_plan_ms", "serve_warm_vs_local", "serve_cold_vs_local",
 		"serve_concurrent_p50_ms", "serve_concurrent_p99_ms", "serve_concurrent_p99_vs_p50",
-		"serve_heap_retained_mib", "serve_heap_peak_mib", "process_rss_mib"}
+		"serve_heap_retained_mib", "serve_heap_peak_mib", "serve_heap_in_use_peak_mib", "process_rss_mib"}
 	targeted := map[string]bool{"serve_concurrent_p99_vs_p50": true, "serve_heap_retained_mib": true, "serve_heap_peak_mib": true}
 	// What the server keeps is a difference of two heap samples of the
 	// whole test process, clamped at 0: at 50 files it can be none.

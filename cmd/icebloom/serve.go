@@ -26,7 +26,7 @@ type ServeCmd struct {
 	TLSCert            string        `arg:"--tls-cert" placeholder:"PATH" help:"TLS certificate (PEM); with --tls-key serves HTTPS"`
 	TLSKey             string        `arg:"--tls-key" placeholder:"PATH" help:"TLS private key (PEM)"`
 	BearerTokenFile    string        `arg:"--bearer-token-file" placeholder:"PATH" help:"catalog mode: file holding the bearer token every request must carry; required unless listening on loopback"`
-	MemoryBudgetMiB    int64         `arg:"--memory-budget-mib" default:"256" help:"memory for what is kept warm (plans, manifests), MiB; 0 keeps nothing"`
+	MemoryBudgetMiB    int64         `arg:"--memory-budget-mib" default:"256" help:"memory for planning, MiB: what is kept warm (plans, manifests) and what plans being computed work in (a plan waits for room, then gets 429); 0 keeps nothing"`
 	MaxPlansInFlight   int           `arg:"--max-plans-in-flight" default:"16" help:"plans computed at once; more get 429 with Retry-After"`
 	MaxRequestBytes    int64         `arg:"--max-request-bytes" default:"8388608" help:"largest request body; larger get 413"`
 	NoScanPlanningMode bool          `arg:"--no-scan-planning-mode" help:"do not add scan-planning-mode=server to indexed tables' load-table config"`

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
@@ -253,6 +254,21 @@ type scratch struct {
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// WorkBytes is the memory a lookup of files data files works in for a
+// filter whose tests are preds (col = v and col IN (…)): its checks and
+// probes, borrowed from a pool for the lookup's time, with the half again
+// that their slabs and lists may have grown beyond what the lookup needs. A
+// server running many lookups at once bounds their sum with it.
+func WorkBytes(files int, preds []iceberg.BoundPredicate) int64 {
+	per := unsafe.Sizeof(fileCheck{}) + 2*unsafe.Sizeof(&fileCheck{}) // a check, pending and next
+	for _, p := range preds {
+		if values, ok := testValues(p); ok {
+			per += unsafe.Sizeof(testCheck{}) + uintptr(len(values))*(unsafe.Sizeof(probe{})+unsafe.Sizeof(&probe{}))
+		}
+	}
+	return int64(files) * int64(per) * 3 / 2
+}
 
 // release returns sc to the pool. Nothing of it may be used after.
 func (sc *scratch) release() {

@@ -6,8 +6,11 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/index/lookup"
 )
 
 // liveHeap is the heap's live bytes after collections that also empty
@@ -57,5 +60,51 @@ func TestBaseSizeMeasured(t *testing.T) {
 	t.Logf("a base of %d files: charged %d bytes (%d a file), holds %d (%d a file)", files, charged, charged/files, held, held/files)
 	if charged < held || charged > 2*held {
 		t.Fatalf("a base of %d files is charged %d bytes and holds %d: want held <= charged <= 2 x held", files, charged, held)
+	}
+}
+
+// TestLookupWorkBytesMeasured: what the fast path reserves for a lookup
+// (lookup.WorkBytes) is at least what the lookup's scratch holds, measured
+// as the heap freed when the pool that keeps it between lookups is
+// emptied, and not more than twice that.
+func TestLookupWorkBytesMeasured(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes a table of 4,000 files")
+	}
+	if raceEnabled {
+		t.Skip("the race detector's allocations are not the ones the budget charges, and its pools drop what they are given")
+	}
+	const files = 4000
+	cat := addFilesTable(t, files)
+	ident := table.Identifier{"db", "events"}
+	load := func(ctx context.Context, ident table.Identifier) (*Loaded, error) {
+		tbl, err := cat.LoadTable(ctx, ident)
+		return &Loaded{Table: tbl}, err
+	}
+	p := NewPlanner(load, PlannerOptions{MemoryBudget: 1 << 30})
+	for v := range 3 {
+		if _, err := p.Plan(context.Background(), ident, rest.PlanTableScanRequest{Filter: []byte(`{"type":"in","term":"id","values":[` + strconv.Itoa(2*v+1) + `,` + strconv.Itoa(2*v+3) + `]}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC() // the pool's lookups move to its victim cache, still held
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	with := ms.HeapAlloc
+	without := liveHeap() // the victim cache emptied
+	runtime.KeepAlive(p)
+	held := int64(with) - int64(without)
+	tbl, err := cat.LoadTable(context.Background(), ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := iceberg.BindExpr(tbl.Schema(), iceberg.IsIn(iceberg.Reference("id"), int64(1), int64(3)), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reserved := lookup.WorkBytes(files, []iceberg.BoundPredicate{bound.(iceberg.BoundPredicate)})
+	t.Logf("a lookup of 2 values in %d files: reserves %d bytes (%d a file), its scratch holds %d (%d a file)", files, reserved, reserved/files, held, held/files)
+	if reserved < held || reserved > 2*held {
+		t.Fatalf("a lookup of %d files reserves %d bytes and holds %d: want held <= reserved <= 2 x held", files, reserved, held)
 	}
 }

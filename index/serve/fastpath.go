@@ -178,6 +178,31 @@ func (p *Planner) base(ctx context.Context, tbl *table.Table, snap *table.Snapsh
 	if b, ok := p.bases.get(key); ok {
 		return b, nil
 	}
+	b, err := p.planBase(ctx, tbl, snap, caseSensitive, r)
+	if err != nil {
+		return nil, err
+	}
+	b.size = 512 + int64(len(key)) + int64(len(b.tasks))*memoBytesPerTask + b.size
+	if n, ok := summaryFiles(snap); ok {
+		b.filesTotal = n
+	} else if rKey == (iceberg.AlwaysTrue{}).String() {
+		b.filesTotal = b.files
+	} else if all, err := p.base(ctx, tbl, snap, caseSensitive, iceberg.AlwaysTrue{}, iceberg.AlwaysTrue{}.String()); err == nil {
+		b.filesTotal = all.filesTotal
+	}
+	p.bases.add(key, b, b.size)
+	return b, nil
+}
+
+// planBase makes a base plan of r, within the work budget (released before
+// base asks for the plan of all files, which reserves its own); its size is
+// its compacted tasks' alone.
+func (p *Planner) planBase(ctx context.Context, tbl *table.Table, snap *table.Snapshot, caseSensitive bool, r iceberg.BooleanExpression) (*base, error) {
+	release, err := p.work.reserve(ctx, coldWorkBytes(tbl, snap))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	tasks, err := tbl.Scan(table.WithSnapshotID(snap.SnapshotID), table.WithCaseSensitive(caseSensitive),
 		table.WithRowFilter(r)).PlanFiles(ctx)
 	if err != nil {
@@ -187,15 +212,7 @@ func (p *Planner) base(ctx context.Context, tbl *table.Table, snap *table.Snapsh
 	for i := range tasks {
 		tasks[i].Residual = nil // R's, not F's: the client applies its filter
 	}
-	b.size = 512 + int64(len(key)) + int64(len(tasks))*memoBytesPerTask + compactTasks(tasks)
-	if n, ok := summaryFiles(snap); ok {
-		b.filesTotal = n
-	} else if rKey == (iceberg.AlwaysTrue{}).String() {
-		b.filesTotal = b.files
-	} else if all, err := p.base(ctx, tbl, snap, caseSensitive, iceberg.AlwaysTrue{}, iceberg.AlwaysTrue{}.String()); err == nil {
-		b.filesTotal = all.filesTotal
-	}
-	p.bases.add(key, b, b.size)
+	b.size = compactTasks(tasks)
 	return b, nil
 }
 
@@ -529,6 +546,11 @@ func (p *Planner) fastPlan(ctx context.Context, tbl *table.Table, filter iceberg
 		files = distinctFiles(afterStats)
 	}
 	o.Memo = &b.memo
+	release, err := p.work.reserve(ctx, lookup.WorkBytes(files, c.bound))
+	if err != nil {
+		return nil, 0, err
+	}
+	defer release()
 	res, err := lookup.Prune(ctx, tbl, afterStats, c.p, o)
 	if err != nil {
 		return nil, 0, err

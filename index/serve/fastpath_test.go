@@ -167,7 +167,7 @@ func TestFastPathCache(t *testing.T) {
 	if size == 0 {
 		t.Fatal("a base plan has no size")
 	}
-	one := NewPlanner(load, PlannerOptions{MemoryBudget: size/3*4 + size/2}) // bases get 3/4: one fits, not two
+	one := NewPlanner(load, PlannerOptions{MemoryBudget: 2*size + size/2}) // bases get half: one fits, not two
 	planFiles(t, one, withR(3, 9))
 	planFiles(t, one, withR(3, 11))
 	used, n, _, _, evicted := one.bases.stats()

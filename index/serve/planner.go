@@ -60,6 +60,7 @@ type Planner struct {
 	bases        *lruCache[*base]
 	tables       *lruCache[*table.Table]
 	manifests    *lruCache[[]byte]
+	work         *workBudget
 	tasksPerPage int
 	metrics      *metrics
 	// manifestOpens counts the manifest files the planner's tables opened
@@ -69,13 +70,17 @@ type Planner struct {
 
 // PlannerOptions configure NewPlanner.
 type PlannerOptions struct {
-	// MemoryBudget bounds the bytes kept: an eighth for plans (estimated
-	// by their encoded size), three quarters for the fast path's base
-	// plans (estimated from their files' paths and statistics: about
-	// 1.2 KiB per data file) and an eighth for manifest files, which only
-	// planning other than the fast path's, and making base plans, reads;
-	// 0 keeps none.
+	// MemoryBudget bounds the memory of planning: an eighth for plans
+	// (estimated by their encoded size), half for the fast path's base
+	// plans (charged what they hold: about 1 KiB per data file), an eighth
+	// for manifest files, which only planning other than the fast path's,
+	// and making base plans, reads, and a quarter for the plans being
+	// computed (workBudget: a plan waits for room there); 0 keeps nothing
+	// and bounds no plan.
 	MemoryBudget int64
+	// MaxWorkWait is how long a plan waits for room in its quarter before
+	// it fails with *BusyError; 0 means DefaultMaxWorkWait.
+	MaxWorkWait time.Duration
 	// TasksPerPage is the number of data files per page; 0 means
 	// DefaultTasksPerPage.
 	TasksPerPage int
@@ -86,12 +91,14 @@ func NewPlanner(load Loader, o PlannerOptions) *Planner {
 	if o.TasksPerPage <= 0 {
 		o.TasksPerPage = DefaultTasksPerPage
 	}
+	b := o.MemoryBudget
 	return &Planner{
 		load:         load,
 		footers:      index.NewFooterCache(4096),
-		results:      newLRU[*PlanResult](o.MemoryBudget / 8),
-		bases:        newLRU[*base](o.MemoryBudget / 4 * 3),
-		manifests:    newLRU[[]byte](o.MemoryBudget - o.MemoryBudget/8 - o.MemoryBudget/4*3),
+		results:      newLRU[*PlanResult](b / 8),
+		bases:        newLRU[*base](b / 2),
+		manifests:    newLRU[[]byte](b / 8),
+		work:         newWorkBudget(b-b/8-b/2-b/8, o.MaxWorkWait),
 		tables:       newLRU[*table.Table](maxTables),
 		tasksPerPage: o.TasksPerPage,
 		metrics:      newMetrics(),
@@ -249,8 +256,8 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, req rest.PlanTable
 	o := lookup.Options{SnapshotID: req.SnapshotID, CaseSensitive: caseSensitive, Cache: p.footers}
 	planned, afterStats, err := p.fastPlan(ctx, tbl, filter, o)
 	fast := planned != nil && err == nil
-	if !fast { // not for the fast path, or it failed: the usual path reports why
-		planned, err = lookup.Plan(ctx, tbl, filter, o)
+	if !fast && !isBusy(err) { // not for the fast path, or it failed: the usual path reports why
+		planned, err = p.coldPlan(ctx, tbl, filter, o)
 		if err == nil {
 			afterStats = distinctFiles(planned.AfterStats)
 		}
@@ -290,6 +297,27 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, req rest.PlanTable
 		res.size = int64(len(b)) + int64(len(res.MetadataLocation)) + 256
 	}
 	return res, nil
+}
+
+// coldPlan is lookup.Plan within the work budget.
+func (p *Planner) coldPlan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpression, o lookup.Options) (*lookup.Result, error) {
+	snap, _, err := lookup.Snapshot(tbl, o.SnapshotID)
+	if err != nil {
+		return nil, &RequestError{Err: err}
+	}
+	if snap != nil {
+		release, err := p.work.reserve(ctx, coldWorkBytes(tbl, snap))
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
+	return lookup.Plan(ctx, tbl, filter, o)
+}
+
+func isBusy(err error) bool {
+	var busy *BusyError
+	return errors.As(err, &busy)
 }
 
 // parseFilter decodes the request's filter (the REST expression JSON) with

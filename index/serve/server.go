@@ -62,9 +62,10 @@ type Options struct {
 	// Hosts are the Host header values accepted; others are answered 421.
 	// Empty accepts any (as behind a load balancer that names us variously).
 	Hosts []string
-	// MemoryBudget bounds the bytes kept warm: plans, the fast path's base
-	// plans and manifest files (PlannerOptions.MemoryBudget); 0 means
-	// DefaultMemoryBudget, negative caches nothing.
+	// MemoryBudget bounds the memory of planning: what is kept warm
+	// (plans, the fast path's base plans, manifest files) and what the
+	// plans being computed work in (PlannerOptions.MemoryBudget); 0 means
+	// DefaultMemoryBudget, negative caches nothing and bounds no plan.
 	MemoryBudget int64
 	// MaxPlansInFlight bounds the plans computed at once; a plan request
 	// beyond it is answered 429 with Retry-After. 0 means the default.
@@ -267,6 +268,12 @@ func (s *Server) writeMetrics(w io.Writer) {
 		st = &v
 	}
 	s.planner.metrics.write(w, used, n, hits, misses, evicted, st)
+	fmt.Fprintln(w, "# HELP icebloom_serve_plan_work_bytes Memory reserved by the plans being computed, of the memory budget's quarter for them.")
+	fmt.Fprintln(w, "# TYPE icebloom_serve_plan_work_bytes gauge")
+	fmt.Fprintf(w, "icebloom_serve_plan_work_bytes %d\n", s.planner.work.reserved.Load())
+	fmt.Fprintln(w, "# HELP icebloom_serve_plan_work_budget_bytes The memory budget's part for the plans being computed.")
+	fmt.Fprintln(w, "# TYPE icebloom_serve_plan_work_budget_bytes gauge")
+	fmt.Fprintf(w, "icebloom_serve_plan_work_budget_bytes %d\n", s.planner.work.size)
 	fmt.Fprintln(w, "# HELP icebloom_serve_plans_in_flight Plans being computed.")
 	fmt.Fprintln(w, "# TYPE icebloom_serve_plans_in_flight gauge")
 	fmt.Fprintf(w, "icebloom_serve_plans_in_flight %d\n", len(s.inFlight))
@@ -340,12 +347,17 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 func (s *Server) planError(w http.ResponseWriter, err error) {
 	var st *statusError
 	var bad *RequestError
+	var busy *BusyError
 	switch {
 	case errors.As(err, &st):
 		s.planner.metrics.count("upstream_error")
 		copyHeader(w.Header(), st.header)
 		w.WriteHeader(st.status)
 		w.Write(st.body)
+	case errors.As(err, &busy):
+		s.planner.metrics.count("busy")
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "SlowDownException", busy.Error())
 	case errors.As(err, &bad):
 		s.planner.metrics.count("bad_request")
 		writeError(w, http.StatusBadRequest, "BadRequestException", bad.Error())

@@ -17,15 +17,39 @@ import (
 	"github.com/icebloom/icebloom/cmd/internal/cli"
 )
 
-// HeapPeak runs fn while sampling the live heap every 200 µs and returns
+// HeapPeak runs fn while sampling the heap in use every 200 µs and returns
 // the peak's growth over the heap before: the peak memory of a build or a
 // sync, which a sample after it would miss.
 func HeapPeak(fn func() error) (int64, error) {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
+	p, err := HeapPeaks(fn)
+	return p.InUse, err
+}
+
+// Peaks are the peaks of the heap during a call, over the live heap before
+// it.
+type Peaks struct {
+	// InUse is the peak of the heap's object bytes: live objects and the
+	// dead ones not yet swept, which the collector lets grow up to the
+	// live heap's size again (GOGC=100) unless a memory limit bounds it.
+	InUse int64
+	// Live is the peak of the live heap as the collections during the call
+	// marked it (/gc/heap/live:bytes): what the process held, sampled at
+	// each of GCs collections.
+	Live int64
+	GCs  uint64
+}
+
+// HeapPeaks runs fn while sampling the heap every 200 µs and returns its
+// peaks.
+func HeapPeaks(fn func() error) (Peaks, error) {
+	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
+	read := func() (inUse, live, gcs uint64) {
+		metrics.Read(samples)
+		return samples[0].Value.Uint64(), samples[1].Value.Uint64(), samples[2].Value.Uint64()
+	}
 	runtime.GC()
-	base := read()
-	var peak atomic.Uint64
+	base, liveBase, gcsBefore := read()
+	var peakInUse, peakLive atomic.Uint64
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {
@@ -33,8 +57,12 @@ func HeapPeak(fn func() error) (int64, error) {
 		t := time.NewTicker(200 * time.Microsecond)
 		defer t.Stop()
 		for {
-			if v := read(); v > peak.Load() {
-				peak.Store(v)
+			inUse, live, gcs := read()
+			if inUse > peakInUse.Load() {
+				peakInUse.Store(inUse)
+			}
+			if gcs > gcsBefore && live > peakLive.Load() { // a collection during fn marked it
+				peakLive.Store(live)
 			}
 			select {
 			case <-done:
@@ -46,7 +74,12 @@ func HeapPeak(fn func() error) (int64, error) {
 	err := fn()
 	close(done)
 	<-stopped
-	return max(int64(peak.Load())-int64(base), 0), err
+	_, _, gcsAfter := read()
+	return Peaks{
+		InUse: max(int64(peakInUse.Load())-int64(base), 0),
+		Live:  max(int64(peakLive.Load())-int64(liveBase), 0),
+		GCs:   gcsAfter - gcsBefore,
+	}, err
 }
 
 // HeapObjects is the heap's object bytes (live ones, after a GC).
