@@ -347,6 +347,24 @@ func TestDeployKubernetesServe(t *testing.T) {
 	}, nil)
 	sa := deployServeArgs(t, what, c.Args)
 
+	// The memory budget lies within Go's soft memory limit, and that within
+	// the container's limit.
+	budget, err := strconv.ParseInt(sa.flags["--memory-budget-mib"], 10, 64)
+	if err != nil {
+		t.Errorf("%s: --memory-budget-mib %q: %v", what, sa.flags["--memory-budget-mib"], err)
+	}
+	var goMemLimit string
+	for _, e := range c.Env {
+		if e.Name == "GOMEMLIMIT" && e.Value != nil {
+			goMemLimit = *e.Value
+		}
+	}
+	soft, limit := deployMiB(goMemLimit, "MiB", "GiB"), deployMiB(c.Resources.Limits["memory"], "Mi", "Gi")
+	if soft <= 0 || limit <= 0 || !(budget < soft && soft < limit) {
+		t.Errorf("%s: --memory-budget-mib %d, GOMEMLIMIT %q, memory limit %q: want the budget below GOMEMLIMIT below the limit",
+			what, budget, goMemLimit, c.Resources.Limits["memory"])
+	}
+
 	// Proxy mode, TLS, sync on commit.
 	if u := sa.flags["--upstream"]; !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
 		t.Errorf("%s: --upstream %q, want the REST catalog's URL", what, u)
@@ -491,4 +509,17 @@ func TestDeployComposeServe(t *testing.T) {
 		serve.Environment["AWS_SECRET_ACCESS_KEY"] != gateway.Environment["ROOT_SECRET_ACCESS_KEY"] {
 		t.Errorf("%s: S3 credentials are not the gateway's root keys", what)
 	}
+}
+
+// deployMiB reads a size in MiB with the suffix mi (MiB) or gi (GiB): 0 for
+// anything else.
+func deployMiB(s, mi, gi string) int64 {
+	for suffix, scale := range map[string]int64{mi: 1, gi: 1024} {
+		if n, ok := strings.CutSuffix(s, suffix); ok {
+			if v, err := strconv.ParseInt(n, 10, 64); err == nil {
+				return v * scale
+			}
+		}
+	}
+	return 0
 }
