@@ -477,43 +477,45 @@ func metadataVersion(t *testing.T, tbl *table.Table) int {
 	return n
 }
 
-// TestShardRunOnS3: a sharded run on object storage (the in-process S3
-// server), whose run directory is listed by prefix: three shards write
+// TestShardRunOnS3: a sharded run on object storage (the in-process fake
+// and Versity's gateway), whose run directory is listed by prefix: three shards write
 // their segments and commit nothing, inspect lists the run as live with
 // shard 3 missing, a sync leaves the run's files to it, and the fourth
 // shard links the run in one commit covering every file once.
 func TestShardRunOnS3(t *testing.T) {
-	e := newS3Env(t, catalogtest.NewS3(t))
-	const nFiles = 8
-	for r := range nFiles {
-		e.appendFile(t, r, 30)
-	}
-	shard := func(i int) indexer.Summary {
-		var sum indexer.Summary
-		e.icebloomJSON(t, &sum, "build", s3Table, "--columns", "id", "--shard", fmt.Sprintf("%d/4", i), "--run-id", "s3-run")
-		return sum
-	}
-	for i := range 3 {
-		if sum := shard(i); sum.Shard == nil || sum.Shard.Linked || sum.Shard.Committed != i+1 {
-			t.Fatalf("shard %d: %+v", i, sum.Shard)
+	catalogtest.ForEachS3(t, func(t *testing.T, s3 *catalogtest.S3) {
+		e := newS3Env(t, s3)
+		const nFiles = 8
+		for r := range nFiles {
+			e.appendFile(t, r, 30)
 		}
-	}
-	var in InspectOutput
-	e.icebloomJSON(t, &in, "inspect", s3Table)
-	if len(in.Runs) != 1 || !in.Runs[0].Live || in.Runs[0].ShardsCommitted != 3 || !slices.Equal(in.Runs[0].MissingShards, []int{3}) || len(in.Segments) != 0 {
-		t.Fatalf("inspect during the run: %+v", in)
-	}
-	var sync indexer.Summary
-	e.icebloomJSON(t, &sync, "sync", s3Table, "--columns", "id")
-	if sync.FilesIndexed != 0 || sync.FilesLeftToRuns != nFiles {
-		t.Fatalf("sync during the run: %+v", sync)
-	}
-	if sum := shard(3); !sum.Shard.Linked {
-		t.Fatalf("the last shard: %+v", sum.Shard)
-	}
-	in = InspectOutput{}
-	e.icebloomJSON(t, &in, "inspect", s3Table)
-	if len(in.Runs) != 1 || !in.Runs[0].Complete || in.Runs[0].FilesCovered != nFiles || len(in.Columns) != 1 || in.Columns[0].Covered != nFiles {
-		t.Fatalf("inspect after the run: %+v", in)
-	}
+		shard := func(i int) indexer.Summary {
+			var sum indexer.Summary
+			e.icebloomJSON(t, &sum, "build", s3Table, "--columns", "id", "--shard", fmt.Sprintf("%d/4", i), "--run-id", "s3-run")
+			return sum
+		}
+		for i := range 3 {
+			if sum := shard(i); sum.Shard == nil || sum.Shard.Linked || sum.Shard.Committed != i+1 {
+				t.Fatalf("shard %d: %+v", i, sum.Shard)
+			}
+		}
+		var in InspectOutput
+		e.icebloomJSON(t, &in, "inspect", s3Table)
+		if len(in.Runs) != 1 || !in.Runs[0].Live || in.Runs[0].ShardsCommitted != 3 || !slices.Equal(in.Runs[0].MissingShards, []int{3}) || len(in.Segments) != 0 {
+			t.Fatalf("inspect during the run: %+v", in)
+		}
+		var sync indexer.Summary
+		e.icebloomJSON(t, &sync, "sync", s3Table, "--columns", "id")
+		if sync.FilesIndexed != 0 || sync.FilesLeftToRuns != nFiles {
+			t.Fatalf("sync during the run: %+v", sync)
+		}
+		if sum := shard(3); !sum.Shard.Linked {
+			t.Fatalf("the last shard: %+v", sum.Shard)
+		}
+		in = InspectOutput{}
+		e.icebloomJSON(t, &in, "inspect", s3Table)
+		if len(in.Runs) != 1 || !in.Runs[0].Complete || in.Runs[0].FilesCovered != nFiles || len(in.Columns) != 1 || in.Columns[0].Covered != nFiles {
+			t.Fatalf("inspect after the run: %+v", in)
+		}
+	})
 }

@@ -20,6 +20,7 @@
 package runfiles
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,8 +34,11 @@ import (
 	"time"
 
 	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/io/gocloud/blobfs"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
 
 	"github.com/icebloom/icebloom/index/segment"
 )
@@ -327,22 +331,26 @@ func readAll(fs icebergio.IO, path string) ([]byte, error) {
 }
 
 // CreateJSON writes v as the JSON file at path unless one exists there
-// already: on local storage atomically (a rename that does not replace),
-// so two shards starting a run at once agree on its record; on an object
-// store after checking, and of two writers at the same moment the last
-// wins.
-// It reports whether it wrote the file.
+// already, atomically, so that two shards starting a run at once agree on
+// its record: on local storage by a rename that does not replace, on an
+// object store by a conditional PUT (If-None-Match: *, which S3, GCS and
+// Azure honour). An object store that ignores the condition leaves a
+// check before the PUT, and of two writers at the same moment the last
+// wins. It reports whether it wrote the file.
 func CreateJSON(fs icebergio.WriteFileIO, path string, v any) (bool, error) {
-	rn, ok := fs.(icebergio.LocalFS)
-	if !ok { // an object store: a PUT is whole, and only a check first narrows the race
-		if _, err := readAll(fs, path); err == nil {
-			return false, nil
-		}
-		return true, WriteJSON(fs, path, v)
-	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return false, err
+	}
+	rn, ok := fs.(icebergio.LocalFS)
+	if !ok { // an object store: a PUT is whole
+		if _, err := readAll(fs, path); err == nil {
+			return false, nil
+		}
+		if cw, ok := fs.(conditionalWriter); ok {
+			return createObject(cw, path, b)
+		}
+		return true, WriteJSON(fs, path, v)
 	}
 	tmp := path + ".tmp-" + uuid.NewString()
 	if err := fs.WriteFile(tmp, b); err != nil {
@@ -353,6 +361,32 @@ func CreateJSON(fs icebergio.WriteFileIO, path string, v any) (bool, error) {
 	switch {
 	case errors.Is(err, iofs.ErrExist):
 		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("write %s: %w", path, err)
+	}
+	return true, nil
+}
+
+// conditionalWriter is iceberg-go's object storage IO (blobfs.FileIO, also
+// as the catalog package wraps it), whose writers take gocloud's options.
+type conditionalWriter interface {
+	NewWriter(ctx context.Context, path string, overwrite bool, opts *blob.WriterOptions) (*blobfs.Writer, error)
+}
+
+// createObject PUTs b at path only if no object is there: false when one
+// is.
+func createObject(cw conditionalWriter, path string, b []byte) (bool, error) {
+	w, err := cw.NewWriter(context.Background(), path, true, &blob.WriterOptions{IfNotExist: true, ContentType: "application/json"})
+	if err != nil {
+		return false, fmt.Errorf("write %s: %w", path, err)
+	}
+	_, werr := w.Write(b)
+	err = w.Close() // the PUT, and its condition's answer
+	switch {
+	case werr != nil:
+		return false, fmt.Errorf("write %s: %w", path, werr)
+	case gcerrors.Code(err) == gcerrors.FailedPrecondition:
+		return false, nil // another writer's object is there
 	case err != nil:
 		return false, fmt.Errorf("write %s: %w", path, err)
 	}
