@@ -565,7 +565,7 @@ func (j *job) commit(ctx context.Context, seg indexfile.File) (indexfile.File, *
 		committed = seg
 		discard := func() {}
 		if now := j.current(tbl.Metadata()); now != seg.Replaces {
-			copied, err := j.rebase(j.base(tbl.Metadata()), now, seg)
+			copied, err := j.rebase(ctx, tbl.Metadata(), j.base(tbl.Metadata()), now, seg)
 			if err != nil {
 				return catalog.StatisticsChange{}, nil, err
 			}
@@ -656,7 +656,7 @@ func (j *job) commitVerified(ctx context.Context, seg indexfile.File) (indexfile
 		// Merge what was replaced with this run's entries, expecting the
 		// committed file to be the one the merge replaces in turn.
 		j.mergedBack = append(j.mergedBack, *missed)
-		if seg, err = j.rebase(missed, committed.Path, committed); err != nil {
+		if seg, err = j.rebase(ctx, tbl.Metadata(), missed, committed.Path, committed); err != nil {
 			return indexfile.File{}, nil, err
 		}
 	}
@@ -818,8 +818,20 @@ func previousMetadata(fs icebergio.IO, tbl, seen *table.Table) (table.Metadata, 
 
 // rebase writes a copy of seg's new entries that carries the blobs of base
 // (nil: none) instead of those seg carries, to replace the statistics file
-// at replaces.
-func (j *job) rebase(base *table.StatisticsFile, replaces string, seg indexfile.File) (indexfile.File, error) {
+// at replaces in meta. A sync's copy leaves out its filters that the index
+// it will be part of holds already — meta's other statistics files and
+// what base carries — so that a commit made meanwhile (a late run linking
+// the files the sync indexed after the run's lease expired) leaves no
+// filter twice.
+func (j *job) rebase(ctx context.Context, meta table.Metadata, base *table.StatisticsFile, replaces string, seg indexfile.File) (indexfile.File, error) {
+	covered := func(index.StoredFilter) bool { return false }
+	if j.keepEntries {
+		ix, _ := index.Load(ctx, j.fs, withStatisticsFile(meta, j.snap.SnapshotID, base), nil) // what cannot be read covers nothing
+		covered = func(f index.StoredFilter) bool {
+			_, ok := ix.Lookup(f.DataFile, f.DataFileSize, f.FieldID)
+			return ok
+		}
+	}
 	sw, err := j.newSegment(base, replaces)
 	if err != nil {
 		return indexfile.File{}, err
@@ -827,7 +839,7 @@ func (j *job) rebase(base *table.StatisticsFile, replaces string, seg indexfile.
 	own, err := index.ReadSegment(j.fs, seg.Location())
 	if err == nil {
 		err = sw.CopyFilters(j.fs, []index.Segment{own}, func(_, _ int, f index.StoredFilter) bool {
-			return seg.Own[segment.File{Path: f.DataFile, Size: f.DataFileSize}]
+			return seg.Own[segment.File{Path: f.DataFile, Size: f.DataFileSize}] && !covered(f)
 		})
 	}
 	if err == nil {

@@ -575,3 +575,54 @@ func TestRunMergedTwice(t *testing.T) {
 	coveredOnce(t, tbl, 1)
 	lookupsKeepTrueFiles(t, tbl, rowsByFile)
 }
+
+// commitHook is a catalog that runs before once, right before the first
+// table commit passes through it: what a commit of another process lands
+// in the meantime.
+type commitHook struct {
+	icecatalog.Catalog
+	before func()
+	once   sync.Once
+}
+
+func (c *commitHook) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+	c.once.Do(c.before)
+	return c.Catalog.CommitTable(ctx, ident, reqs, updates)
+}
+
+// TestSyncRacingALateRun: a sync that starts after a stalled run's lease
+// expired indexes the run's files; the run's last shards link them while
+// the sync is on its way to commit, and the sync's commit, which replaces
+// the run's linking file unseen, is made again without its filters of the
+// files the run now covers: no file is covered twice (before, all 12 were).
+func TestSyncRacingALateRun(t *testing.T) {
+	cat, tbl, rowsByFile := eventsTable(t, 12, 20, nil)
+	shard := func(i int) *indexer.Summary {
+		t.Helper()
+		sum, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1, Shard: &indexer.Shard{Index: i, Count: 4, Run: "stalled"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	shard(0)
+	shard(1)
+	later := time.Now().Add(indexer.RunLease + time.Minute)
+	restore := indexer.SetClock(func() time.Time { return later })
+	defer restore()
+	var last *indexer.Summary
+	hooked := &commitHook{Catalog: cat, before: func() {
+		shard(2)
+		last = shard(3)
+	}}
+	sum, err := indexer.Sync(ctx, hooked, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.FilesIndexed != 12 || last == nil || !last.Shard.Linked {
+		t.Fatalf("sync %+v, the run's last shard %+v: want the sync to index all 12 files and the run to link before it commits", sum, last)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	coveredOnce(t, tbl, 1)
+	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+}
