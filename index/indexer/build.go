@@ -11,6 +11,7 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"log/slog"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -221,6 +222,10 @@ type job struct {
 	keepEntries bool
 	// prepared is the table the last commit attempt was prepared on.
 	prepared *table.Table
+	// checkedOn, for a sync, is the metadata whose index the segment to
+	// commit was checked against (nil: the table as the job loaded it):
+	// another snapshot's statistics file changed since means a rebase.
+	checkedOn table.Metadata
 	// has, when set, reports the data files' columns the index covers
 	// already, whose filters the run does not write again (a sync of a
 	// file some of whose columns failed before).
@@ -564,7 +569,10 @@ func (j *job) commit(ctx context.Context, seg indexfile.File) (indexfile.File, *
 		}
 		committed = seg
 		discard := func() {}
-		if now := j.current(tbl.Metadata()); now != seg.Replaces {
+		// A sync planned against the index as the job loaded it; another
+		// writer's commit since (of this snapshot's statistics file or
+		// another's) may cover files it indexed: rebase drops those.
+		if now := j.current(tbl.Metadata()); now != seg.Replaces || j.keepEntries && otherStatisticsChanged(j.checked(), tbl.Metadata(), id) {
 			copied, err := j.rebase(ctx, tbl.Metadata(), j.base(tbl.Metadata()), now, seg)
 			if err != nil {
 				return catalog.StatisticsChange{}, nil, err
@@ -592,6 +600,29 @@ func (j *job) commit(ctx context.Context, seg indexfile.File) (indexfile.File, *
 		j.fs.Remove(seg.Path)
 	}
 	return committed, tbl, nil
+}
+
+// checked is the metadata the segment to commit was checked against.
+func (j *job) checked() table.Metadata {
+	if j.checkedOn == nil {
+		return j.tbl.Metadata()
+	}
+	return j.checkedOn
+}
+
+// otherStatisticsChanged reports whether the statistics files of snapshots
+// other than id differ between two versions of a table's metadata.
+func otherStatisticsChanged(was, now table.Metadata, id int64) bool {
+	paths := func(meta table.Metadata) map[int64]string {
+		m := map[int64]string{}
+		for sf := range meta.Statistics() {
+			if sf.SnapshotID != id {
+				m[sf.SnapshotID] = sf.StatisticsPath
+			}
+		}
+		return m
+	}
+	return !maps.Equal(paths(was), paths(now))
 }
 
 // MaxUncommittedAge is how long after writing a segment file a run may
@@ -650,17 +681,41 @@ func (j *job) commitVerified(ctx context.Context, seg indexfile.File) (indexfile
 			return indexfile.File{}, nil, err
 		}
 		missed, err := j.replacedUnseen(ctx, tbl, committed)
-		if err != nil || missed == nil {
-			return committed, tbl, err
+		if err != nil {
+			return indexfile.File{}, nil, err
 		}
-		// Merge what was replaced with this run's entries, expecting the
-		// committed file to be the one the merge replaces in turn.
-		j.mergedBack = append(j.mergedBack, *missed)
-		if seg, err = j.rebase(ctx, tbl.Metadata(), missed, committed.Path, committed); err != nil {
+		base := missed
+		if missed != nil {
+			// Merge what was replaced with this run's entries, expecting
+			// the committed file to be the one the merge replaces in turn.
+			j.mergedBack = append(j.mergedBack, *missed)
+		} else if changed, err := j.othersCommittedUnseen(tbl); err != nil || !changed {
+			return committed, tbl, err
+		} else {
+			// Another snapshot's statistics file changed between the
+			// attempt and the commit: commit a copy without what it holds.
+			base = j.base(j.prepared.Metadata())
+		}
+		if seg, err = j.rebase(ctx, tbl.Metadata(), base, committed.Path, committed); err != nil {
 			return indexfile.File{}, nil, err
 		}
 	}
 	return indexfile.File{}, nil, fmt.Errorf("commit the index of %s: other commits raced it %d times", strings.Join(j.ident, "."), maxOverwrites)
+}
+
+// othersCommittedUnseen reports, for a sync, whether a statistics file of
+// another snapshot changed between the table the commit producing tbl was
+// prepared on and the one it replaced: a commit the attempt did not see,
+// which may cover files the sync indexed.
+func (j *job) othersCommittedUnseen(tbl *table.Table) (bool, error) {
+	if !j.keepEntries || j.prepared == nil {
+		return false, nil
+	}
+	meta, err := previousMetadata(j.fs, tbl, j.prepared)
+	if err != nil || meta == nil {
+		return false, err
+	}
+	return otherStatisticsChanged(j.prepared.Metadata(), meta, j.snap.SnapshotID), nil
 }
 
 // replacedUnseen returns the statistics file of the snapshot that the
@@ -826,6 +881,7 @@ func previousMetadata(fs icebergio.IO, tbl, seen *table.Table) (table.Metadata, 
 func (j *job) rebase(ctx context.Context, meta table.Metadata, base *table.StatisticsFile, replaces string, seg indexfile.File) (indexfile.File, error) {
 	covered := func(index.StoredFilter) bool { return false }
 	if j.keepEntries {
+		j.checkedOn = meta
 		ix, _ := index.Load(ctx, j.fs, withStatisticsFile(meta, j.snap.SnapshotID, base), nil) // what cannot be read covers nothing
 		covered = func(f index.StoredFilter) bool {
 			_, ok := ix.Lookup(f.DataFile, f.DataFileSize, f.FieldID)

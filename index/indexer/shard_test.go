@@ -626,3 +626,30 @@ func TestSyncRacingALateRun(t *testing.T) {
 	coveredOnce(t, tbl, 1)
 	lookupsKeepTrueFiles(t, tbl, rowsByFile)
 }
+
+// TestSyncsAcrossACommit: a sync of the table's snapshot is on its way to
+// commit when the table gets a new snapshot and another sync indexes that
+// one, files of the first included; the first sync's commit, of the older
+// snapshot's statistics file, is made again without the filters the other
+// now holds: no file is covered twice (before, the first 12 were).
+func TestSyncsAcrossACommit(t *testing.T) {
+	cat, tbl, rowsByFile := eventsTable(t, 12, 20, nil)
+	var other *indexer.Summary
+	hooked := &commitHook{Catalog: cat, before: func() {
+		now := appendRows(t, tbl, 10)
+		var err error
+		if other, err = indexer.Sync(ctx, cat, now.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1}); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	sum, err := indexer.Sync(ctx, hooked, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.FilesIndexed != 12 || other == nil || other.FilesIndexed != 13 {
+		t.Fatalf("the first sync %+v, the other %+v: want 12 files and 13 indexed", sum, other)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	coveredOnce(t, tbl, 1)
+	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+}
