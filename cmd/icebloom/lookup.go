@@ -102,16 +102,6 @@ type LookupOutput struct {
 	ElapsedMillis   float64  `json:"elapsed_ms"`
 }
 
-// plan parses the filter of --where, loads the table and plans the filter
-// with the index.
-func plan(ctx context.Context, e *env, tableName, whereText string, snapshot int64) (*table.Table, iceberg.BooleanExpression, *lookup.Result, error) {
-	filter, err := where.Parse(whereText)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("--where: %w", err)
-	}
-	return planFilter(ctx, e, tableName, filter, snapshot)
-}
-
 // planFilter loads the table and plans filter with the index.
 func planFilter(ctx context.Context, e *env, tableName string, filter iceberg.BooleanExpression, snapshot int64) (*table.Table, iceberg.BooleanExpression, *lookup.Result, error) {
 	tbl, err := e.table(ctx, tableName)
