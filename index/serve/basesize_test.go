@@ -23,18 +23,18 @@ func liveHeap() uint64 {
 	return ms.HeapAlloc
 }
 
-// TestBaseSizeMeasured: the bytes a base plan is charged in the memory
-// budget (its tasks, the index's matches, decoded statistics) are at least
-// what it holds on the heap, measured by dropping it, and not more than
-// twice that: the budget neither overflows nor wastes half its room.
-func TestBaseSizeMeasured(t *testing.T) {
+// measuredPlanner is a planner with room for everything over a table of
+// files data files (db.events of addFilesTable), after it planned each
+// filter, for the tests that weigh what planning holds. They skip in short
+// mode and under the race detector, whose allocations are not the ones the
+// budget charges (and whose pools drop what they are given).
+func measuredPlanner(t *testing.T, files int, filters ...string) (*Planner, *table.Table) {
 	if testing.Short() {
-		t.Skip("makes a table of 4,000 files")
+		t.Skip("makes a table of many files")
 	}
 	if raceEnabled {
 		t.Skip("the race detector's allocations are not the ones the budget charges")
 	}
-	const files = 4000
 	cat := addFilesTable(t, files)
 	ident := table.Identifier{"db", "events"}
 	load := func(ctx context.Context, ident table.Identifier) (*Loaded, error) {
@@ -42,12 +42,30 @@ func TestBaseSizeMeasured(t *testing.T) {
 		return &Loaded{Table: tbl}, err
 	}
 	p := NewPlanner(load, PlannerOptions{MemoryBudget: 1 << 30})
-	for v := range 3 { // the base, its statistics of id and the index's matches
-		res, err := p.Plan(context.Background(), ident, rest.PlanTableScanRequest{Filter: []byte(`{"type":"eq","term":"id","value":` + strconv.Itoa(2*v+1) + `}`)})
+	for _, filter := range filters {
+		res, err := p.Plan(context.Background(), ident, rest.PlanTableScanRequest{Filter: []byte(filter)})
 		if err != nil || !res.FastPath {
-			t.Fatalf("plan: %v (fast path %v)", err, res != nil && res.FastPath)
+			t.Fatalf("plan %s: %v (fast path %v)", filter, err, res != nil && res.FastPath)
 		}
 	}
+	tbl, err := cat.LoadTable(context.Background(), ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, tbl
+}
+
+// TestBaseSizeMeasured: the bytes a base plan is charged in the memory
+// budget (its tasks, the index's matches, decoded statistics) are at least
+// what it holds on the heap, measured by dropping it, and not more than
+// twice that: the budget neither overflows nor wastes half its room.
+func TestBaseSizeMeasured(t *testing.T) {
+	const files = 4000
+	var filters []string
+	for v := range 3 { // the base, its statistics of id and the index's matches
+		filters = append(filters, `{"type":"eq","term":"id","value":`+strconv.Itoa(2*v+1)+`}`)
+	}
+	p, _ := measuredPlanner(t, files, filters...)
 	charged, n, _, _, _ := p.bases.stats()
 	if n != 1 {
 		t.Fatalf("%d base plans, want 1", n)
@@ -68,25 +86,12 @@ func TestBaseSizeMeasured(t *testing.T) {
 // as the heap freed when the pool that keeps it between lookups is
 // emptied, and not more than twice that.
 func TestLookupWorkBytesMeasured(t *testing.T) {
-	if testing.Short() {
-		t.Skip("makes a table of 4,000 files")
-	}
-	if raceEnabled {
-		t.Skip("the race detector's allocations are not the ones the budget charges, and its pools drop what they are given")
-	}
 	const files = 4000
-	cat := addFilesTable(t, files)
-	ident := table.Identifier{"db", "events"}
-	load := func(ctx context.Context, ident table.Identifier) (*Loaded, error) {
-		tbl, err := cat.LoadTable(ctx, ident)
-		return &Loaded{Table: tbl}, err
-	}
-	p := NewPlanner(load, PlannerOptions{MemoryBudget: 1 << 30})
+	var filters []string
 	for v := range 3 {
-		if _, err := p.Plan(context.Background(), ident, rest.PlanTableScanRequest{Filter: []byte(`{"type":"in","term":"id","values":[` + strconv.Itoa(2*v+1) + `,` + strconv.Itoa(2*v+3) + `]}`)}); err != nil {
-			t.Fatal(err)
-		}
+		filters = append(filters, `{"type":"in","term":"id","values":[`+strconv.Itoa(2*v+1)+`,`+strconv.Itoa(2*v+3)+`]}`)
 	}
+	p, tbl := measuredPlanner(t, files, filters...)
 	runtime.GC() // the pool's lookups move to its victim cache, still held
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -94,10 +99,6 @@ func TestLookupWorkBytesMeasured(t *testing.T) {
 	without := liveHeap() // the victim cache emptied
 	runtime.KeepAlive(p)
 	held := int64(with) - int64(without)
-	tbl, err := cat.LoadTable(context.Background(), ident)
-	if err != nil {
-		t.Fatal(err)
-	}
 	bound, err := iceberg.BindExpr(tbl.Schema(), iceberg.IsIn(iceberg.Reference("id"), int64(1), int64(3)), true)
 	if err != nil {
 		t.Fatal(err)
