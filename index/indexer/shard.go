@@ -284,8 +284,9 @@ func (j *job) finishShard(ctx context.Context, seg indexfile.File) (*Summary, er
 
 // runSegment is a shard's segment as the linking commit reads it.
 type runSegment struct {
-	link segment.Link
-	seg  index.Segment
+	link  segment.Link
+	seg   index.Segment
+	empty bool // the shard held no file
 }
 
 // linkRun makes the run's one commit: a statistics file for the run's
@@ -301,9 +302,9 @@ func (j *job) linkRun(ctx context.Context, markers []runfiles.Marker) (*table.Ta
 	run := j.o.Shard.Run
 	var segs []runSegment
 	for _, m := range markers {
-		if m.Files == 0 {
-			continue // an empty shard: its marker counts it
-		}
+		// An empty shard's segment is linked too, with the run's others
+		// (planLinks): the run's record in the table metadata then counts
+		// every shard, and a complete run never reads as one shard short.
 		seg, err := index.ReadSegment(j.fs, index.LinkedFile(table.StatisticsFile{SnapshotID: j.snap.SnapshotID}, m.Segment))
 		if err != nil {
 			// The index is advisory: the files stay unindexed, the next sync indexes them.
@@ -314,7 +315,7 @@ func (j *job) linkRun(ctx context.Context, markers []runfiles.Marker) (*table.Ta
 			}
 			continue
 		}
-		segs = append(segs, runSegment{m.Segment, seg})
+		segs = append(segs, runSegment{m.Segment, seg, m.Files == 0})
 	}
 	deadline := clock().Add(RunCommitBudget)
 	var override *table.StatisticsFile // a file our commit replaced unseen
@@ -435,7 +436,8 @@ type runCopy struct {
 // planLinks decides, on the table's metadata as an attempt finds it, what
 // the run's linking commit adds: links to the shard segments the index
 // neither links nor covers any file of, and copies of the filters it does
-// not hold of the others. Both empty: the run is linked already. A
+// not hold of the others, and, with those links, the segments of shards
+// that held no file. Both empty: the run is linked already. A
 // rebuild's run links every segment not linked yet: its merge drops every
 // other filter.
 func (j *job) planLinks(ctx context.Context, meta table.Metadata, segs []runSegment) ([]segment.Link, []runCopy, error) {
@@ -446,10 +448,14 @@ func (j *job) planLinks(ctx context.Context, meta table.Metadata, segs []runSegm
 			linked[seg.Link.Path] = true
 		}
 	}
-	var links []segment.Link
+	var links, empty []segment.Link
 	var copies []runCopy
 	for _, rs := range segs {
 		if linked[rs.link.Path] {
+			continue
+		}
+		if rs.empty {
+			empty = append(empty, rs.link)
 			continue
 		}
 		keep := map[filterKey]bool{}
@@ -469,6 +475,11 @@ func (j *job) planLinks(ctx context.Context, meta table.Metadata, segs []runSegm
 		case len(keep) > 0:
 			copies = append(copies, runCopy{rs.seg, keep})
 		}
+	}
+	if len(links) > 0 {
+		// Empty shards go with the run's linked segments; alone they
+		// would commit nothing worth a commit.
+		links = append(links, empty...)
 	}
 	return links, copies, nil
 }

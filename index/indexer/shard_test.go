@@ -653,3 +653,54 @@ func TestSyncsAcrossACommit(t *testing.T) {
 	coveredOnce(t, tbl, 1)
 	lookupsKeepTrueFiles(t, tbl, rowsByFile)
 }
+
+// TestEmptyShardsLinked: a run of four shards over two files has at least
+// two shards with no file; their segments are linked all the same, so the
+// table metadata records the complete run as four of four shards (before,
+// a run whose shard held no file read "3 of 4" for good), and the index
+// still covers each file once and verifies clean.
+func TestEmptyShardsLinked(t *testing.T) {
+	cat, tbl, rowsByFile := eventsTable(t, 2, 40, nil)
+	const shards = 4
+	empty := 0
+	for i := range shards {
+		sum, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{
+			Columns: []string{"id"}, CompactAbove: -1,
+			Shard: &indexer.Shard{Index: i, Count: shards, Run: "run-1"},
+		})
+		if err != nil {
+			t.Fatalf("shard %d: %v", i, err)
+		}
+		if sum.FilesTotal == 0 {
+			empty++
+		}
+	}
+	if empty < 2 {
+		t.Fatalf("%d empty shards, want at least 2 of 4 over 2 files", empty)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	stats := statisticsFiles(tbl)
+	if len(stats) != 1 {
+		t.Fatalf("%d statistics files, want the one linking the shards", len(stats))
+	}
+	dirItem := stats[0].BlobMetadata[len(stats[0].BlobMetadata)-1]
+	if got := dirItem.Properties[indexfile.PropShardRuns]; got != `{"run-1":{"committed":4,"count":4}}` || dirItem.Properties["links"] != "4" {
+		t.Fatalf("directory item properties %v", dirItem.Properties)
+	}
+	if runs := indexer.ShardsCommitted(loadIndex(t, tbl)); runs["run-1"] != (indexfile.RunShards{Committed: 4, Count: 4}) {
+		t.Fatalf("runs %+v", runs)
+	}
+	coveredOnce(t, tbl, 1)
+	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+	rep, err := verify.Table(ctx, cat, tbl.Identifier(), verify.Options{Sample: 2})
+	if err != nil || !rep.OK() || len(rep.Segments) != shards+1 {
+		t.Fatalf("verify of the linked index: %+v, %v", rep, err)
+	}
+	cs, err := indexer.Compact(ctx, cat, tbl.Identifier(), indexer.CompactOptions{})
+	if err != nil || cs.SegmentsAfter != 1 || cs.EntriesKept != 2 {
+		t.Fatalf("compaction %+v, %v", cs, err)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	coveredOnce(t, tbl, 1)
+	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+}
