@@ -66,6 +66,45 @@ func coveredOnce(t *testing.T, tbl *table.Table, field int) {
 	}
 }
 
+// syncID syncs the table's id column, its segments left uncompacted so
+// the test sees what each run and sync linked.
+func syncID(t *testing.T, cat icecatalog.Catalog, ident table.Identifier) *indexer.Summary {
+	t.Helper()
+	sum, err := indexer.Sync(ctx, cat, ident, indexer.Options{Columns: []string{"id"}, CompactAbove: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
+// linksCompleteRun checks that the table has one statistics file and that
+// its directory item records run-1 as 4 of 4 shards, linked: what a
+// complete run of four shards leaves in the table metadata.
+func linksCompleteRun(t *testing.T, tbl *table.Table) {
+	t.Helper()
+	stats := statisticsFiles(tbl)
+	if len(stats) != 1 {
+		t.Fatalf("%d statistics files, want the one linking the shards", len(stats))
+	}
+	dirItem := stats[0].BlobMetadata[len(stats[0].BlobMetadata)-1]
+	if got := dirItem.Properties[indexfile.PropShardRuns]; got != `{"run-1":{"committed":4,"count":4}}` || dirItem.Properties["links"] != "4" {
+		t.Fatalf("directory item properties %v", dirItem.Properties)
+	}
+}
+
+// indexHoldsEachFileOnce reloads the table and checks what every test of
+// runs and syncs ends on: each live file covered once, and no lookup
+// drops the file holding its row.
+func indexHoldsEachFileOnce(t *testing.T, cat icecatalog.Catalog, ident table.Identifier, rowsByFile [][]row) {
+	t.Helper()
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coveredOnce(t, tbl, 1)
+	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+}
+
 // lookupsKeepTrueFiles looks every row's id up and checks that the file
 // holding it is a candidate, and that the index was read without problems.
 func lookupsKeepTrueFiles(t *testing.T, tbl *table.Table, rowsByFile [][]row) {
@@ -147,15 +186,8 @@ func TestShardedBuild(t *testing.T) {
 	if n := commits(tbl) - before; n < 1 || n > 2 || linkers < 1 {
 		t.Fatalf("%d commits for the run, %d shards linked it; want 1 or 2 commits", n, linkers)
 	}
-	stats := statisticsFiles(tbl)
-	if len(stats) != 1 {
-		t.Fatalf("%d statistics files, want the one linking the shards", len(stats))
-	}
 	// The table metadata tells the run and its shards without the index.
-	dirItem := stats[0].BlobMetadata[len(stats[0].BlobMetadata)-1]
-	if got := dirItem.Properties[indexfile.PropShardRuns]; got != `{"run-1":{"committed":4,"count":4}}` || dirItem.Properties["links"] != "4" {
-		t.Fatalf("directory item properties %v", dirItem.Properties)
-	}
+	linksCompleteRun(t, tbl)
 	ix := loadIndex(t, tbl)
 	if runs := indexer.ShardsCommitted(ix); runs["run-1"] != (indexfile.RunShards{Committed: 4, Count: 4}) {
 		t.Fatalf("runs %+v", runs)
@@ -266,10 +298,7 @@ func TestSyncKeepsLinks(t *testing.T) {
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 	linked := indexer.ShardsCommitted(loadIndex(t, tbl))["r"].Committed
 	tbl = appendRows(t, tbl, 10)
-	sum, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := syncID(t, cat, tbl.Identifier())
 	if sum.FilesIndexed != 1 || sum.BytesCopied != 0 {
 		t.Fatalf("sync %+v: want the one new file, nothing copied", sum)
 	}
@@ -369,9 +398,7 @@ func TestMissingShardSegment(t *testing.T) {
 	if sum.FilesIndexed != len(gone) || sum.Compacted == nil || !slices.Contains(sum.Compacted.BrokenFiles, lost.File.StatisticsPath) {
 		t.Fatalf("sync %+v, compaction %+v: want the lost files indexed again and the link removed", sum, sum.Compacted)
 	}
-	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
-	coveredOnce(t, tbl, 1)
-	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+	indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
 }
 
 // TestExpireFoldsLinks: expiring the snapshot a sharded run linked its
@@ -386,9 +413,7 @@ func TestExpireFoldsLinks(t *testing.T) {
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 	tbl = appendRows(t, tbl, 10)
-	if _, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1}); err != nil {
-		t.Fatal(err)
-	}
+	syncID(t, cat, tbl.Identifier())
 	zero := time.Duration(0)
 	if _, err := maintenance.Expire(ctx, cat, tbl.Identifier(), maintenance.ExpireOptions{OlderThan: &zero, RetainLast: 1}); err != nil {
 		t.Fatal(err)
@@ -517,10 +542,7 @@ func TestSyncLeavesLiveRun(t *testing.T) {
 	shard("live", 0)
 	shard("live", 2)
 	tbl = appendRows(t, tbl, 10)
-	sum, err := indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := syncID(t, cat, tbl.Identifier())
 	if sum.FilesIndexed != 1 || sum.FilesLeftToRuns != 12 {
 		t.Fatalf("sync during a live run: %+v, want the 1 new file indexed and 12 left to the run", sum)
 	}
@@ -528,9 +550,7 @@ func TestSyncLeavesLiveRun(t *testing.T) {
 	if last := shard("live", 3); !last.Shard.Linked || last.Shard.Copied != 0 {
 		t.Fatalf("the last shard: %+v", last.Shard)
 	}
-	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
-	coveredOnce(t, tbl, 1)
-	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+	indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
 
 	// A stalled run: two shards, then nothing for longer than the lease.
 	cat, tbl, rowsByFile = eventsTable(t, 12, 20, nil)
@@ -539,18 +559,13 @@ func TestSyncLeavesLiveRun(t *testing.T) {
 	later := time.Now().Add(indexer.RunLease + time.Minute)
 	restore := indexer.SetClock(func() time.Time { return later })
 	defer restore()
-	sum, err = indexer.Sync(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum = syncID(t, cat, tbl.Identifier())
 	if sum.FilesIndexed != 12 || sum.FilesLeftToRuns != 0 {
 		t.Fatalf("sync after the lease expired: %+v, want all 12 files indexed", sum)
 	}
 	shard("stalled", 2)
 	last := shard("stalled", 3)
-	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
-	coveredOnce(t, tbl, 1)
-	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+	indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
 	if last.Shard.Linked || !last.Shard.LinkedBefore {
 		t.Fatalf("the late run's last shard: %+v, want nothing to link", last.Shard)
 	}
@@ -571,9 +586,7 @@ func TestRunMergedTwice(t *testing.T) {
 	if err != nil || cs.StatisticsPath != "" {
 		t.Fatalf("the second merge of the run: %+v, %v; want nothing to do", cs, err)
 	}
-	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
-	coveredOnce(t, tbl, 1)
-	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+	indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
 }
 
 // commitHook is a catalog that runs before once, right before the first
@@ -615,16 +628,11 @@ func TestSyncRacingALateRun(t *testing.T) {
 		shard(2)
 		last = shard(3)
 	}}
-	sum, err := indexer.Sync(ctx, hooked, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := syncID(t, hooked, tbl.Identifier())
 	if sum.FilesIndexed != 12 || last == nil || !last.Shard.Linked {
 		t.Fatalf("sync %+v, the run's last shard %+v: want the sync to index all 12 files and the run to link before it commits", sum, last)
 	}
-	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
-	coveredOnce(t, tbl, 1)
-	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+	indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
 }
 
 // TestSyncsAcrossACommit: a sync of the table's snapshot is on its way to
@@ -637,21 +645,13 @@ func TestSyncsAcrossACommit(t *testing.T) {
 	var other *indexer.Summary
 	hooked := &commitHook{Catalog: cat, before: func() {
 		now := appendRows(t, tbl, 10)
-		var err error
-		if other, err = indexer.Sync(ctx, cat, now.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1}); err != nil {
-			t.Fatal(err)
-		}
+		other = syncID(t, cat, now.Identifier())
 	}}
-	sum, err := indexer.Sync(ctx, hooked, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := syncID(t, hooked, tbl.Identifier())
 	if sum.FilesIndexed != 12 || other == nil || other.FilesIndexed != 13 {
 		t.Fatalf("the first sync %+v, the other %+v: want 12 files and 13 indexed", sum, other)
 	}
-	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
-	coveredOnce(t, tbl, 1)
-	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+	indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
 }
 
 // TestEmptyShardsLinked: a run of four shards over two files has at least
@@ -679,14 +679,7 @@ func TestEmptyShardsLinked(t *testing.T) {
 		t.Fatalf("%d empty shards, want at least 2 of 4 over 2 files", empty)
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
-	stats := statisticsFiles(tbl)
-	if len(stats) != 1 {
-		t.Fatalf("%d statistics files, want the one linking the shards", len(stats))
-	}
-	dirItem := stats[0].BlobMetadata[len(stats[0].BlobMetadata)-1]
-	if got := dirItem.Properties[indexfile.PropShardRuns]; got != `{"run-1":{"committed":4,"count":4}}` || dirItem.Properties["links"] != "4" {
-		t.Fatalf("directory item properties %v", dirItem.Properties)
-	}
+	linksCompleteRun(t, tbl)
 	if runs := indexer.ShardsCommitted(loadIndex(t, tbl)); runs["run-1"] != (indexfile.RunShards{Committed: 4, Count: 4}) {
 		t.Fatalf("runs %+v", runs)
 	}
@@ -700,7 +693,5 @@ func TestEmptyShardsLinked(t *testing.T) {
 	if err != nil || cs.SegmentsAfter != 1 || cs.EntriesKept != 2 {
 		t.Fatalf("compaction %+v, %v", cs, err)
 	}
-	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
-	coveredOnce(t, tbl, 1)
-	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+	indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
 }
