@@ -13,10 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
@@ -143,7 +145,14 @@ func Embedded(dir string) Options {
 //
 // The catalog may hold resources (the SQL catalog holds a database handle):
 // release them through iceberg-go's catalog.Closer when it implements it.
-func Open(ctx context.Context, o Options) (icecatalog.Catalog, error) {
+//
+// A catalog that cannot take the connection now (IsTransient: a PostgreSQL
+// server at its connection limit, a locked SQLite file, a REST catalog's
+// 503) is opened again with backoff for up to OpenRetryBudget, or as opts
+// say (WithTimeBudget, WithLogger for the retries' warnings): the pods of a
+// sharded run start at once, and one that finds every connection taken
+// should wait its turn, not fail and re-read its shard.
+func Open(ctx context.Context, o Options, opts ...CommitOption) (icecatalog.Catalog, error) {
 	o, err := resolve(o)
 	if err != nil {
 		return nil, err
@@ -153,12 +162,22 @@ func Open(ctx context.Context, o Options) (icecatalog.Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	cat, err := open(ctx, name, o, props)
+	cfg := newConfig(append([]CommitOption{WithTimeBudget(OpenRetryBudget)}, opts...))
+	var cat icecatalog.Catalog
+	err = retrySubject(ctx, &cfg, "catalog", name, "open", func(ctx context.Context) (bool, error) {
+		var err error
+		cat, err = open(ctx, name, o, maps.Clone(props))
+		return IsTransient(err), err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("open catalog %q: %w", name, err)
 	}
 	return cat, nil
 }
+
+// OpenRetryBudget is how long Open keeps trying a catalog that fails in a
+// way worth retrying.
+const OpenRetryBudget = 5 * time.Minute
 
 // resolve layers o over the config file and the defaults.
 func resolve(o Options) (Options, error) {

@@ -29,7 +29,10 @@ import (
 //     table is locked"), met by concurrent writers of one catalog file when
 //     the busy timeout runs out or cannot help;
 //   - PostgreSQL serialization failures and deadlocks (SQLSTATE 40001,
-//     40P01) and lost connections (class 08);
+//     40P01), lost connections (class 08), and a server that has no
+//     connection to spare (53300, too_many_connections: max_connections or
+//     a role's or database's connection limit reached, as when a sharded
+//     run's pods start at once) or is starting or stopping (57P03);
 //   - a connection reset or closed under a request (ECONNRESET,
 //     ECONNABORTED, EPIPE, an EOF on an HTTP or network connection);
 //   - a REST catalog's 429 Too Many Requests and 5xx answers except 501 Not
@@ -53,7 +56,7 @@ func IsTransient(err error) bool {
 	var state interface{ SQLState() string }
 	if errors.As(err, &state) {
 		switch code := state.SQLState(); {
-		case code == "40001", code == "40P01", strings.HasPrefix(code, "08"):
+		case code == "40001", code == "40P01", code == "53300", code == "57P03", strings.HasPrefix(code, "08"):
 			return true
 		}
 	}
@@ -162,7 +165,7 @@ const (
 	maxWaitProperty    = table.CommitMaxRetryWaitMsKey
 )
 
-// A CommitOption tunes CommitStatistics and Retry.
+// A CommitOption tunes CommitStatistics and Retry, and how Open retries.
 type CommitOption func(*commitConfig)
 
 type commitConfig struct {
@@ -302,7 +305,14 @@ func Retry(ctx context.Context, ident table.Identifier, what string,
 // attempts and waits are those of cfg after each attempt.
 func retryWith(ctx context.Context, cfg *commitConfig, ident table.Identifier, what string,
 	try func(ctx context.Context) (retry bool, err error)) error {
-	name := strings.Join(ident, ".")
+	return retrySubject(ctx, cfg, "table", strings.Join(ident, "."), what, try)
+}
+
+// retrySubject is retryWith of an operation on something other than a
+// table: kind names it in the log records ("table", "catalog"), name in
+// the errors.
+func retrySubject(ctx context.Context, cfg *commitConfig, kind, name, what string,
+	try func(ctx context.Context) (retry bool, err error)) error {
 	start := cfg.now()
 	for attempt := 1; ; attempt++ {
 		retry, err := try(ctx)
@@ -323,7 +333,7 @@ func retryWith(ctx context.Context, cfg *commitConfig, ident table.Identifier, w
 			if cfg.budget > 0 {
 				of = "budget " + cfg.budget.String()
 			}
-			cfg.log.Warn(what+" failed; retrying", "table", name,
+			cfg.log.Warn(what+" failed; retrying", kind, name,
 				"attempt", attempt+1, "of", of, "wait", wait, "error", err.Error())
 		}
 		if err := cfg.sleep(ctx, wait); err != nil {

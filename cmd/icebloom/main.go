@@ -85,7 +85,7 @@ type env struct {
 // catalog opens the catalog the options select, once per run.
 func (e *env) catalog(ctx context.Context) (icecatalog.Catalog, error) {
 	if e.cat == nil {
-		cat, err := catalog.Open(ctx, e.options)
+		cat, err := catalog.Open(ctx, e.options, catalog.WithLogger(e.log))
 		if err != nil {
 			return nil, err
 		}

@@ -115,8 +115,10 @@ func (c *ServeCmd) startSyncer(e *env, o *serve.Options) (stop func(), err error
 	}
 	opts := e.options
 	opts.Type, opts.URI, opts.Token, opts.Credential = "rest", c.Upstream, token, ""
-	sync := serve.NewSyncFunc(func(ctx context.Context) (icecatalog.Catalog, error) { return catalog.Open(ctx, opts) },
-		indexer.Options{Logger: e.log}, e.log)
+	open := func(ctx context.Context) (icecatalog.Catalog, error) {
+		return catalog.Open(ctx, opts, catalog.WithLogger(e.log))
+	}
+	sync := serve.NewSyncFunc(open, indexer.Options{Logger: e.log}, e.log)
 	return startCommitSyncer(sync, c, e, o), nil
 }
 
