@@ -2,6 +2,8 @@ package serve
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"testing"
@@ -23,18 +25,44 @@ func liveHeap() uint64 {
 	return ms.HeapAlloc
 }
 
-// measuredPlanner is a planner with room for everything over a table of
-// files data files (db.events of addFilesTable), after it planned each
-// filter, for the tests that weigh what planning holds. They skip in short
-// mode and under the race detector, whose allocations are not the ones the
-// budget charges (and whose pools drop what they are given).
-func measuredPlanner(t *testing.T, files int, filters ...string) (*Planner, *table.Table) {
+// measureAloneEnv, set in a test process's environment, names the one test
+// that process runs (see measureAlone).
+const measureAloneEnv = "ICEBLOOM_MEASURE_ALONE"
+
+// measureAlone makes a test that weighs the heap run in a process of its
+// own, started from the test binary with only that test selected: the heap
+// it measures then holds nothing that other (parallel) tests of the package
+// allocated meanwhile. It reports true in that process, where the test goes
+// on to measure; in the calling process it runs the child, fails the test
+// with the child's output if the child failed, and reports false.
+func measureAlone(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(measureAloneEnv) == t.Name() {
+		return true
+	}
 	if testing.Short() {
 		t.Skip("makes a table of many files")
 	}
 	if raceEnabled {
 		t.Skip("the race detector's allocations are not the ones the budget charges")
 	}
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), measureAloneEnv+"="+t.Name())
+	out, err := cmd.CombinedOutput()
+	t.Logf("measured in a process of its own:\n%s", out)
+	if err != nil {
+		t.Fatalf("the measuring process: %v", err)
+	}
+	return false
+}
+
+// measuredPlanner is a planner with room for everything over a table of
+// files data files (db.events of addFilesTable), after it planned each
+// filter, for the tests that weigh what planning holds, each alone in its
+// process (measureAlone, which also skips them in short mode and under the
+// race detector, whose allocations are not the ones the budget charges and
+// whose pools drop what they are given).
+func measuredPlanner(t *testing.T, files int, filters ...string) (*Planner, *table.Table) {
 	cat := addFilesTable(t, files)
 	ident := table.Identifier{"db", "events"}
 	load := func(ctx context.Context, ident table.Identifier) (*Loaded, error) {
@@ -60,6 +88,9 @@ func measuredPlanner(t *testing.T, files int, filters ...string) (*Planner, *tab
 // what it holds on the heap, measured by dropping it, and not more than
 // twice that: the budget neither overflows nor wastes half its room.
 func TestBaseSizeMeasured(t *testing.T) {
+	if !measureAlone(t) {
+		return
+	}
 	const files = 4000
 	var filters []string
 	for v := range 3 { // the base, its statistics of id and the index's matches
@@ -86,6 +117,9 @@ func TestBaseSizeMeasured(t *testing.T) {
 // as the heap freed when the pool that keeps it between lookups is
 // emptied, and not more than twice that.
 func TestLookupWorkBytesMeasured(t *testing.T) {
+	if !measureAlone(t) {
+		return
+	}
 	const files = 4000
 	var filters []string
 	for v := range 3 {
