@@ -29,6 +29,9 @@ type ServeCmd struct {
 	MemoryBudgetMiB    int64         `arg:"--memory-budget-mib" default:"256" help:"memory for planning, MiB: what is kept warm (plans, manifests) and what plans being computed work in (a plan waits for room, then gets 429); 0 keeps nothing"`
 	MaxPlansInFlight   int           `arg:"--max-plans-in-flight" default:"16" help:"plans computed at once; more get 429 with Retry-After"`
 	MaxRequestBytes    int64         `arg:"--max-request-bytes" default:"8388608" help:"largest request body; larger get 413"`
+	TasksPerPage       int           `arg:"--tasks-per-page" default:"1000" help:"data files a plan answers inline and per plan task; a plan of more comes in pages behind plan-tasks"`
+	PlanTimeout        time.Duration `arg:"--plan-timeout" default:"2m" help:"longest a plan may take; it then fails"`
+	SubmitAfter        time.Duration `arg:"--submit-after" default:"10s" help:"a plan not done by then is answered status submitted and the client polls for it, so no HTTP timeout cuts a long plan; 0 waits for every plan"`
 	NoScanPlanningMode bool          `arg:"--no-scan-planning-mode" help:"do not add scan-planning-mode=server to indexed tables' load-table config"`
 	SyncOnCommit       bool          `arg:"--sync-on-commit" help:"proxy mode: sync a table's index after a commit through the proxy succeeds"`
 	SyncTokenFile      string        `arg:"--sync-token-file" placeholder:"PATH" help:"file holding icebloom's own upstream token for --sync-on-commit [default: $ICEBLOOM_SYNC_TOKEN]"`
@@ -45,6 +48,19 @@ func (c *ServeCmd) run(ctx context.Context, e *env) error {
 	o := serve.Options{
 		MemoryBudget: budget, MaxPlansInFlight: c.MaxPlansInFlight, MaxRequestBytes: c.MaxRequestBytes,
 		NoScanPlanningMode: c.NoScanPlanningMode, Logger: e.log,
+		TasksPerPage: c.TasksPerPage, PlanTimeout: c.PlanTimeout, SubmitAfter: c.SubmitAfter,
+	}
+	if c.TasksPerPage < 1 {
+		return fmt.Errorf("--tasks-per-page %d: want 1 or more data files a page", c.TasksPerPage)
+	}
+	if c.PlanTimeout <= 0 {
+		return fmt.Errorf("--plan-timeout %s: want a positive duration", c.PlanTimeout)
+	}
+	switch {
+	case c.SubmitAfter < 0:
+		return fmt.Errorf("--submit-after %s: want 0 (wait for every plan) or a positive duration", c.SubmitAfter)
+	case c.SubmitAfter == 0:
+		o.SubmitAfter = -1 // serve.Options' "wait for every plan"
 	}
 	loopback := serve.LoopbackHosts(c.Listen) != nil
 	if c.Upstream != "" {

@@ -56,7 +56,7 @@ func (s *Server) serveCatalog(w http.ResponseWriter, r *http.Request, rt route) 
 			return
 		}
 		page, next := pg.of(nss)
-		writeJSON(w, http.StatusOK, pageBody("namespaces", append([]table.Identifier{}, page...), next))
+		writeJSON(w, http.StatusOK, pageBody("namespaces", append([]table.Identifier{}, page...), pg, next))
 	case rt.kind == routeNamespace && get:
 		props, err := s.o.Catalog.LoadNamespaceProperties(ctx, rt.ns)
 		if err != nil {
@@ -89,7 +89,7 @@ func (s *Server) serveCatalog(w http.ResponseWriter, r *http.Request, rt route) 
 		for i, id := range page {
 			idents[i] = ident{icecatalog.NamespaceFromIdent(id), icecatalog.TableNameFromIdent(id)}
 		}
-		writeJSON(w, http.StatusOK, pageBody("identifiers", idents, next))
+		writeJSON(w, http.StatusOK, pageBody("identifiers", idents, pg, next))
 	case rt.kind == routeTable && get:
 		tbl, err := catalog.LoadTable(ctx, s.o.Catalog, rt.ident())
 		if err != nil {
@@ -105,8 +105,8 @@ func (s *Server) serveCatalog(w http.ResponseWriter, r *http.Request, rt route) 
 		exists(w, func() (bool, error) { return s.o.Catalog.CheckTableExists(ctx, rt.ident()) })
 	case get || head:
 		writeError(w, http.StatusNotFound, "NoSuchEndpointException", fmt.Sprintf("%s %s is not served by icebloom serve", r.Method, r.URL.Path))
-	default:
-		writeError(w, http.StatusMethodNotAllowed, "NotAllowedException",
+	default: // the spec's answer to an operation a server does not support
+		writeError(w, http.StatusNotAcceptable, "UnsupportedOperationException",
 			fmt.Sprintf("%s %s: icebloom serve over a catalog is read-only; write through the catalog itself", r.Method, r.URL.Path))
 	}
 }
@@ -118,15 +118,17 @@ const maxPageSize = 1000
 // listPage is a request's place in a list: the REST protocol's pageToken
 // and pageSize query parameters.
 type listPage struct {
-	paged bool   // the client sent pageToken or pageSize: it follows next-page-token
+	paged bool   // the client sent pageToken: it follows next-page-token
 	after string // the last identifier of the page before, as identKey gives it
 	size  int
 }
 
-// readPage reads a list request's paging parameters. A client that sends
-// neither gets the whole list, as before paging: it would not ask for
-// more. The token is the last identifier of the page before, so a page
-// stays where it was when tables are created or dropped between requests.
+// readPage reads a list request's paging parameters. As the spec says, a
+// client that sends no pageToken gets the whole list in one answer (an
+// empty pageToken asks for the first page), whatever its pageSize; pageSize
+// bounds a page, and so does maxPageSize. The token is the last identifier
+// of the page before, so a page stays where it was when tables are created
+// or dropped between requests.
 func readPage(r *http.Request) (listPage, error) {
 	q := r.URL.Query()
 	pg := listPage{size: maxPageSize}
@@ -145,7 +147,7 @@ func readPage(r *http.Request) (listPage, error) {
 		if err != nil || n < 1 {
 			return pg, fmt.Errorf("pageSize %q is not a positive whole number", v)
 		}
-		pg.paged, pg.size = true, min(n, maxPageSize)
+		pg.size = min(n, maxPageSize)
 	}
 	return pg, nil
 }
@@ -176,10 +178,13 @@ func (pg listPage) of(ids []table.Identifier) (page []table.Identifier, next str
 
 // pageBody is a list answer: the list under key and, when more follows,
 // next-page-token.
-func pageBody(key string, list any, next string) map[string]any {
+func pageBody(key string, list any, pg listPage, next string) map[string]any {
 	body := map[string]any{key: list}
-	if next != "" {
+	switch {
+	case next != "":
 		body["next-page-token"] = next
+	case pg.paged: // the spec: null in the last page of a paged list
+		body["next-page-token"] = nil
 	}
 	return body
 }

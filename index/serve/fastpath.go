@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"fmt"
-	"math"
 	"strconv"
 	"sync"
 
@@ -466,16 +465,6 @@ func anyWithin(values []iceberg.Literal, lower, upper iceberg.Literal) bool {
 			continue
 		}
 		return true
-	}
-	return false
-}
-
-func isNaN(l iceberg.Literal) bool {
-	switch l := l.(type) {
-	case iceberg.Float32Literal:
-		return math.IsNaN(float64(l))
-	case iceberg.Float64Literal:
-		return math.IsNaN(float64(l))
 	}
 	return false
 }

@@ -281,8 +281,20 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, req rest.PlanTable
 	for _, e := range planned.IndexErrors {
 		res.IndexErrors = append(res.IndexErrors, e.Error())
 	}
+	bound, err := where.Bind(schema, filter, caseSensitive)
+	if err != nil {
+		return nil, &RequestError{Err: err}
+	}
+	residual := newResiduals(tbl.Metadata(), schema, bound, caseSensitive)
+	// The pages hold copies of the tasks: the fast path's are its base
+	// plan's, shared with other requests, and must not be written.
 	pages := pageTasks(planned.Candidates, p.tasksPerPage)
 	for _, page := range pages {
+		for i := range page {
+			if page[i].Residual, err = residual.of(page[i].File); err != nil {
+				return nil, fmt.Errorf("plan scan of %s: %s: %w", tbl.Identifier(), page[i].File.FilePath(), err)
+			}
+		}
 		env, err := envelope(tbl.Metadata(), page, statsFields)
 		if err != nil {
 			return nil, fmt.Errorf("encode plan of %s: %w", tbl.Identifier(), err)
@@ -318,24 +330,6 @@ func (p *Planner) coldPlan(ctx context.Context, tbl *table.Table, filter iceberg
 func isBusy(err error) bool {
 	var busy *BusyError
 	return errors.As(err, &busy)
-}
-
-// parseFilter decodes the request's filter (the REST expression JSON) with
-// iceberg-go's parser, its literals typed by schema. A case-insensitive
-// request's names may not be the schema's, so it is parsed without a schema
-// then; lookup.Plan binds it to the columns either way.
-func parseFilter(raw json.RawMessage, schema *iceberg.Schema, caseSensitive bool) (iceberg.BooleanExpression, error) {
-	if len(strings.TrimSpace(string(raw))) == 0 || string(raw) == "null" {
-		return iceberg.AlwaysTrue{}, nil
-	}
-	expr, err := iceberg.ParseExpr(raw, schema)
-	if err != nil && !caseSensitive {
-		expr, err = iceberg.ParseExpr(raw, nil)
-	}
-	if err != nil {
-		return nil, badRequest("filter: %w", err)
-	}
-	return expr, nil
 }
 
 func findField(schema *iceberg.Schema, name string, caseSensitive bool) (iceberg.NestedField, bool) {

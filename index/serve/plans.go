@@ -1,8 +1,11 @@
 package serve
 
 import (
+	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
+	"net/http"
 	"sync"
 	"time"
 
@@ -19,30 +22,35 @@ const maxStoredPlans = 4096
 // that forgotten plans do not pile up.
 const DefaultPlanTTL = 10 * time.Minute
 
-// storedPlan is a completed plan held for GET .../plan/{id} and its tasks.
-// It is bound to the table it planned (its name and uuid): a request naming
-// another table does not find it.
+// storedPlan is a plan held for GET .../plan/{id} and its tasks: submitted
+// (being planned), completed or failed. It is bound to the table it
+// planned (its name and uuid) and to its owner, the credential of the
+// request that made it: a request naming another table, or carrying
+// another credential, does not find it, so a plan id is no capability, and
+// the storage credentials vended with a plan reach only its owner.
 type storedPlan struct {
-	table, uuid string
-	first       rest.ScanTasks
-	creds       []rest.StorageCredential
-	tasks       []string
-	expires     time.Time
-}
-
-// uuidOf is the uuid of the plan's table, "" for no plan.
-func (p *storedPlan) uuidOf() string {
-	if p == nil {
-		return ""
-	}
-	return p.uuid
+	table, uuid, owner string
+	status             rest.PlanStatus
+	first              rest.ScanTasks
+	creds              []rest.StorageCredential
+	tasks              []string
+	failure            *rest.PlanningError // of a failed plan
+	cancel             context.CancelFunc  // of a submitted plan: stops its planning
+	expires            time.Time
 }
 
 // storedTask is one page of a plan, answered by POST .../tasks.
 type storedTask struct {
-	plan, table, uuid string
-	page              rest.ScanTasks
-	expires           time.Time
+	plan, table, uuid, owner string
+	page                     rest.ScanTasks
+	expires                  time.Time
+}
+
+// ownerOf names the credential a request carries (its Authorization
+// header) by a hash, so the store holds no credential.
+func ownerOf(r *http.Request) string {
+	sum := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+	return hex.EncodeToString(sum[:])
 }
 
 // planStore holds plans and their tasks until they expire or are
@@ -69,33 +77,74 @@ func randomID() string {
 	return hex.EncodeToString(b)
 }
 
-// add stores res as a plan of table, returning its id and its first page
-// with the plan tasks that name the others.
-func (s *planStore) add(table string, res *PlanResult) (string, *storedPlan) {
+// add stores res as a completed plan of table for owner, returning its id
+// and its first page with the plan tasks that name the others.
+func (s *planStore) add(table, owner string, res *PlanResult) (string, storedPlan) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	id := s.newPlan(&storedPlan{table: table, uuid: res.TableUUID, owner: owner})
+	return id, s.completeLocked(id, res)
+}
+
+// submit stores a plan of table for owner that is still being planned;
+// cancel stops its planning.
+func (s *planStore) submit(table, uuid, owner string, cancel context.CancelFunc) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.newPlan(&storedPlan{table: table, uuid: uuid, owner: owner, status: rest.PlanStatusSubmitted, cancel: cancel})
+}
+
+// newPlan stores p under a new id; the caller holds mu.
+func (s *planStore) newPlan(p *storedPlan) string {
 	now := s.now()
 	s.sweep(now)
 	if len(s.plans) >= maxStoredPlans {
 		s.dropOldest()
 	}
 	id := randomID()
-	p := &storedPlan{table: table, uuid: res.TableUUID, first: res.Pages[0], creds: res.Credentials, expires: now.Add(s.ttl)}
+	p.expires = now.Add(s.ttl)
+	s.plans[id] = p
+	return id
+}
+
+// complete records the result of submitted plan id (nothing if it was
+// cancelled or dropped meanwhile).
+func (s *planStore) complete(id string, res *PlanResult) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.plans[id]; ok && p.status == rest.PlanStatusSubmitted {
+		s.completeLocked(id, res)
+	}
+}
+
+// completeLocked makes plan id completed with res; the caller holds mu.
+func (s *planStore) completeLocked(id string, res *PlanResult) storedPlan {
+	p := s.plans[id]
+	p.status, p.cancel, p.creds, p.first = rest.PlanStatusCompleted, nil, res.Credentials, res.Pages[0]
+	p.expires = s.now().Add(s.ttl) // the client has the TTL from now to fetch its tasks
 	for _, page := range res.Pages[1:] {
 		tid := randomID()
-		s.tasks[tid] = &storedTask{plan: id, table: table, uuid: res.TableUUID, page: page, expires: p.expires}
+		s.tasks[tid] = &storedTask{plan: id, table: p.table, uuid: p.uuid, owner: p.owner, page: page, expires: p.expires}
 		p.tasks = append(p.tasks, tid)
 	}
 	p.first.PlanTasks = p.tasks
-	s.plans[id] = p
-	return id, p
+	return *p
+}
+
+// fail records the failure of submitted plan id.
+func (s *planStore) fail(id string, failure *rest.PlanningError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.plans[id]; ok && p.status == rest.PlanStatusSubmitted {
+		p.status, p.cancel, p.failure = rest.PlanStatusFailed, nil, failure
+	}
 }
 
 // sweep drops what expired; the caller holds mu.
 func (s *planStore) sweep(now time.Time) {
 	for id, p := range s.plans {
 		if now.After(p.expires) {
-			delete(s.plans, id)
+			s.dropLocked(id, p)
 		}
 	}
 	for id, t := range s.tasks {
@@ -103,6 +152,18 @@ func (s *planStore) sweep(now time.Time) {
 			delete(s.tasks, id)
 		}
 	}
+}
+
+// dropLocked drops plan id, stopping its planning if it is still being
+// planned, and its tasks; the caller holds mu.
+func (s *planStore) dropLocked(id string, p *storedPlan) {
+	if p.cancel != nil {
+		p.cancel()
+	}
+	for _, t := range p.tasks {
+		delete(s.tasks, t)
+	}
+	delete(s.plans, id)
 }
 
 // dropOldest drops the plan that expires first and its tasks; the caller
@@ -114,46 +175,40 @@ func (s *planStore) dropOldest() {
 			oldest = id
 		}
 	}
-	for _, t := range s.plans[oldest].tasks {
-		delete(s.tasks, t)
-	}
-	delete(s.plans, oldest)
+	s.dropLocked(oldest, s.plans[oldest])
 }
 
-// plan returns the live plan id of table.
-func (s *planStore) plan(table, id string) (*storedPlan, bool) {
+// plan returns (a copy of) the live plan id of table made by owner.
+func (s *planStore) plan(table, owner, id string) (storedPlan, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.plans[id]
-	if !ok || p.table != table || s.now().After(p.expires) {
-		return nil, false
+	if !ok || p.table != table || p.owner != owner || s.now().After(p.expires) {
+		return storedPlan{}, false
 	}
-	return p, true
+	return *p, true
 }
 
-// task returns the live plan task id of table.
-func (s *planStore) task(table, id string) (*storedTask, bool) {
+// task returns the live plan task id of table made by owner.
+func (s *planStore) task(table, owner, id string) (*storedTask, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.tasks[id]
-	if !ok || t.table != table || s.now().After(t.expires) {
+	if !ok || t.table != table || t.owner != owner || s.now().After(t.expires) {
 		return nil, false
 	}
 	return t, true
 }
 
-// cancel drops plan id of table and its tasks, reporting whether it was
-// there.
-func (s *planStore) cancel(table, id string) bool {
+// cancel drops plan id of table made by owner and its tasks, stopping its
+// planning, reporting whether it was there.
+func (s *planStore) cancel(table, owner, id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.plans[id]
-	if !ok || p.table != table {
+	if !ok || p.table != table || p.owner != owner {
 		return false
 	}
-	for _, t := range p.tasks {
-		delete(s.tasks, t)
-	}
-	delete(s.plans, id)
+	s.dropLocked(id, p)
 	return true
 }

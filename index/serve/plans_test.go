@@ -9,41 +9,86 @@ import (
 
 // TestPlanStoreBoundsAndExpiry: plans expire after the TTL, with their
 // tasks; beyond maxStoredPlans the oldest goes; ids are bound to their
-// table.
+// table and their owner.
 func TestPlanStoreBoundsAndExpiry(t *testing.T) {
 	now := time.Unix(1000, 0)
 	s := newPlanStore(time.Minute, func() time.Time { return now })
 	res := &PlanResult{Pages: []rest.ScanTasks{{}, {}}, TableUUID: "u"}
-	first, p := s.add("db\x1fevents", res)
+	first, p := s.add("db\x1fevents", "me", res)
 	if len(p.tasks) != 1 {
 		t.Fatalf("%d plan tasks for two pages, want 1", len(p.tasks))
 	}
-	if _, ok := s.plan("db\x1fother", first); ok {
+	if _, ok := s.plan("db\x1fother", "me", first); ok {
 		t.Fatal("a plan found under another table")
+	}
+	if _, ok := s.plan("db\x1fevents", "you", first); ok {
+		t.Fatal("a plan found by another owner")
+	}
+	if _, ok := s.task("db\x1fevents", "you", p.tasks[0]); ok {
+		t.Fatal("a plan task found by another owner")
+	}
+	if s.cancel("db\x1fevents", "you", first) {
+		t.Fatal("a plan cancelled by another owner")
 	}
 	for i := 1; i < maxStoredPlans; i++ {
 		now = now.Add(time.Millisecond)
-		s.add("db\x1fevents", res)
+		s.add("db\x1fevents", "me", res)
 	}
-	if _, ok := s.plan("db\x1fevents", first); !ok {
+	if _, ok := s.plan("db\x1fevents", "me", first); !ok {
 		t.Fatal("the first plan is gone before the store is full")
 	}
-	s.add("db\x1fevents", res)
-	if _, ok := s.plan("db\x1fevents", first); ok {
+	s.add("db\x1fevents", "me", res)
+	if _, ok := s.plan("db\x1fevents", "me", first); ok {
 		t.Fatal("the oldest plan is kept beyond maxStoredPlans")
 	}
-	if _, ok := s.task("db\x1fevents", p.tasks[0]); ok {
+	if _, ok := s.task("db\x1fevents", "me", p.tasks[0]); ok {
 		t.Fatal("a task of the dropped plan is kept")
 	}
 	if len(s.plans) != maxStoredPlans {
 		t.Fatalf("%d plans held, want %d", len(s.plans), maxStoredPlans)
 	}
 	now = now.Add(2 * time.Minute)
-	id, _ := s.add("db\x1fevents", res)
+	id, _ := s.add("db\x1fevents", "me", res)
 	if len(s.plans) != 1 || len(s.tasks) != 1 {
 		t.Fatalf("after the TTL %d plans and %d tasks held, want only the new one", len(s.plans), len(s.tasks))
 	}
-	if !s.cancel("db\x1fevents", id) || len(s.tasks) != 0 {
+	if !s.cancel("db\x1fevents", "me", id) || len(s.tasks) != 0 {
 		t.Fatal("cancel kept the plan or its tasks")
+	}
+}
+
+// TestPlanStoreSubmitted: a submitted plan completes or fails in place;
+// cancelling or dropping it stops its planning; a result that arrives for
+// a cancelled plan is not stored.
+func TestPlanStoreSubmitted(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s := newPlanStore(time.Minute, func() time.Time { return now })
+	stopped := 0
+	id := s.submit("t", "u", "me", func() { stopped++ })
+	if p, ok := s.plan("t", "me", id); !ok || p.status != rest.PlanStatusSubmitted {
+		t.Fatalf("a submitted plan: %v %v", p.status, ok)
+	}
+	s.complete(id, &PlanResult{Pages: []rest.ScanTasks{{}, {}}})
+	if p, _ := s.plan("t", "me", id); p.status != rest.PlanStatusCompleted || len(p.tasks) != 1 {
+		t.Fatalf("completed: %v with %d tasks", p.status, len(p.tasks))
+	}
+	failed := s.submit("t", "u", "me", func() { stopped++ })
+	s.fail(failed, &rest.PlanningError{Message: "no", Type: "ServerErrorException", Code: 500})
+	if p, _ := s.plan("t", "me", failed); p.status != rest.PlanStatusFailed || p.failure == nil {
+		t.Fatalf("failed: %v", p.status)
+	}
+	cancelled := s.submit("t", "u", "me", func() { stopped++ })
+	if !s.cancel("t", "me", cancelled) || stopped != 1 {
+		t.Fatalf("cancel: its planning stopped %d times, want 1", stopped)
+	}
+	s.complete(cancelled, &PlanResult{Pages: []rest.ScanTasks{{}, {}}})
+	if _, ok := s.plan("t", "me", cancelled); ok || len(s.tasks) != 1 {
+		t.Fatalf("a cancelled plan's result stored: %d tasks", len(s.tasks))
+	}
+	s.submit("t", "u", "me", func() { stopped++ })
+	now = now.Add(2 * time.Minute)
+	s.submit("t", "u", "me", func() {})
+	if stopped != 2 {
+		t.Fatalf("an expired submitted plan's planning stopped %d times, want once", stopped-1)
 	}
 }

@@ -186,8 +186,8 @@ func TestCatalogModeAuth(t *testing.T) {
 	if resp, body := do(t, "GET", base+tablePath, "s3cret", ""); resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"scan-planning-mode":"server"`)) {
 		t.Fatalf("load table: %d %.200s", resp.StatusCode, body)
 	}
-	if resp, body := do(t, "POST", base+tablePath, "s3cret", `{"updates":[]}`); resp.StatusCode != 405 || !strings.Contains(string(body), "read-only") {
-		t.Fatalf("a commit in catalog mode: %d %s, want 405 read-only", resp.StatusCode, body)
+	if resp, body := do(t, "POST", base+tablePath, "s3cret", `{"updates":[]}`); resp.StatusCode != 406 || errorType(t, body) != "UnsupportedOperationException" || !strings.Contains(string(body), "read-only") {
+		t.Fatalf("a commit in catalog mode: %d %s, want 406 UnsupportedOperationException, read-only", resp.StatusCode, body)
 	}
 	if _, err := serve.New(serve.Options{}); err == nil {
 		t.Fatal("New without an upstream or a catalog succeeded")
@@ -319,10 +319,26 @@ func TestPlanIDs(t *testing.T) {
 	if resp, body = do(t, "POST", base+tablePath+"/tasks", "wrong", task); resp.StatusCode != 401 {
 		t.Fatalf("fetch tasks with a wrong token: %d %s, want the upstream's 401", resp.StatusCode, body)
 	}
+	// A caller the upstream lets in with another credential (the scheme
+	// in lower case: the upstream reads it either way) is another owner:
+	// it finds neither the plan nor its tasks, and cannot cancel it.
+	otherCaller := []string{"Authorization", "bearer " + up.Token}
+	for _, c := range []struct{ method, path, body, typ string }{
+		{"GET", tablePath + "/plan/" + *res.PlanID, "", "NoSuchPlanIdException"},
+		{"DELETE", tablePath + "/plan/" + *res.PlanID, "", "NoSuchPlanIdException"},
+		{"POST", tablePath + "/tasks", task, "NoSuchPlanTaskException"},
+	} {
+		if resp, body := do(t, c.method, base+c.path, "", c.body, otherCaller...); resp.StatusCode != 404 || errorType(t, body) != c.typ {
+			t.Errorf("%s %s by another caller: %d %s, want 404 %s", c.method, c.path, resp.StatusCode, body, c.typ)
+		}
+	}
+	if resp, body = do(t, "GET", base+tablePath+"/plan/"+*res.PlanID, up.Token, ""); resp.StatusCode != 200 {
+		t.Fatalf("fetch plan after another caller tried: %d %s", resp.StatusCode, body)
+	}
 	other := "/v1/namespaces/db/tables/other"
 	for _, c := range []struct{ method, path, body, typ string }{
 		{"GET", tablePath + "/plan/nope", "", "NoSuchPlanIdException"},
-		{"GET", other + "/plan/" + *res.PlanID, "", "NoSuchPlanIdException"},
+		{"GET", other + "/plan/" + *res.PlanID, "", "NoSuchTableException"}, // loaded first, with the caller's credentials
 		{"POST", tablePath + "/tasks", `{"plan-task":"nope"}`, "NoSuchPlanTaskException"},
 	} {
 		if resp, body := do(t, c.method, base+c.path, up.Token, c.body); resp.StatusCode != 404 || errorType(t, body) != c.typ {
@@ -335,8 +351,8 @@ func TestPlanIDs(t *testing.T) {
 	if resp, body = do(t, "POST", base+tablePath+"/tasks", up.Token, task); resp.StatusCode != 404 || errorType(t, body) != "NoSuchPlanTaskException" {
 		t.Fatalf("a task of a cancelled plan: %d %s", resp.StatusCode, body)
 	}
-	if resp, body = do(t, "POST", base+tablePath+"/plan", up.Token, `{"start-snapshot-id":1,"end-snapshot-id":2}`); resp.StatusCode != 400 {
-		t.Fatalf("an incremental plan: %d %s, want 400", resp.StatusCode, body)
+	if resp, body = do(t, "POST", base+tablePath+"/plan", up.Token, `{"start-snapshot-id":1,"end-snapshot-id":2}`); resp.StatusCode != 406 || errorType(t, body) != "UnsupportedOperationException" {
+		t.Fatalf("an incremental plan: %d %s, want 406 UnsupportedOperationException", resp.StatusCode, body)
 	}
 	if resp, body = do(t, "POST", base+tablePath+"/plan", up.Token, `{"filter":{"type":"eq","term":"nope","value":1}}`); resp.StatusCode != 400 {
 		t.Fatalf("a filter on an unknown column: %d %s, want 400", resp.StatusCode, body)
@@ -532,10 +548,11 @@ func TestGracefulShutdown(t *testing.T) {
 }
 
 // TestCatalogModeListsInPages: catalog mode answers the list endpoints in
-// pages when the client asks for them (pageSize, pageToken) and follows
-// its own next-page-token to the end, as iceberg-go's client does; a
-// client asking for no pages gets the whole list, and a token the server
-// did not give is a 400 naming it.
+// pages when the client asks for them (pageToken, with pageSize) and
+// follows its own next-page-token to the end, as iceberg-go's client does;
+// the last page says next-page-token null; a client sending no pageToken
+// gets the whole list, whatever its pageSize (the spec's rule), and a
+// token the server did not give is a 400 naming it.
 func TestCatalogModeListsInPages(t *testing.T) {
 	ctx := context.Background()
 	cat := catalogtest.NewCatalog(t)
@@ -572,7 +589,7 @@ func TestCatalogModeListsInPages(t *testing.T) {
 		t.Fatalf("namespaces in pages of 2: %v, %v; want a, b, c, db", nss, err)
 	}
 
-	resp, body := do(t, "GET", base+"/v1/namespaces/db/tables?pageSize=3", "", "")
+	resp, body := do(t, "GET", base+"/v1/namespaces/db/tables?pageToken=&pageSize=3", "", "")
 	var page struct {
 		Identifiers []struct{ Name string } `json:"identifiers"`
 		Next        string                  `json:"next-page-token"`
@@ -580,8 +597,13 @@ func TestCatalogModeListsInPages(t *testing.T) {
 	if err := json.Unmarshal(body, &page); err != nil || resp.StatusCode != 200 || len(page.Identifiers) != 3 || page.Next == "" {
 		t.Fatalf("first page of 3: %d %s", resp.StatusCode, body)
 	}
-	if _, body := do(t, "GET", base+"/v1/namespaces/db/tables", "", ""); bytes.Contains(body, []byte("next-page-token")) || bytes.Count(body, []byte(`"name"`)) != 7 {
-		t.Fatalf("a list without paging parameters: %s, want all 7 tables in one answer", body)
+	if _, body := do(t, "GET", base+"/v1/namespaces/db/tables?pageToken="+page.Next+"&pageSize=4", "", ""); !bytes.Contains(body, []byte(`"next-page-token":null`)) || bytes.Count(body, []byte(`"name"`)) != 4 {
+		t.Fatalf("the last page of 4: %s, want 4 tables and next-page-token null", body)
+	}
+	for _, query := range []string{"", "?pageSize=3"} {
+		if _, body := do(t, "GET", base+"/v1/namespaces/db/tables"+query, "", ""); bytes.Contains(body, []byte("next-page-token")) || bytes.Count(body, []byte(`"name"`)) != 7 {
+			t.Fatalf("a list without a pageToken (%q): %s, want all 7 tables in one answer", query, body)
+		}
 	}
 	if resp, body := do(t, "GET", base+"/v1/namespaces/db/tables?pageToken=%25%25", "", ""); resp.StatusCode != 400 || !strings.Contains(string(body), "pageToken") {
 		t.Fatalf("a foreign page token: %d %s, want 400 naming it", resp.StatusCode, body)

@@ -45,6 +45,7 @@ const (
 	DefaultMaxPlansInFlight = 16
 	DefaultMaxRequestBytes  = 8 << 20
 	DefaultPlanTimeout      = 2 * time.Minute
+	DefaultSubmitAfter      = 10 * time.Second
 )
 
 // Options configure New. Exactly one of Upstream and Catalog is set.
@@ -83,6 +84,12 @@ type Options struct {
 	TasksPerPage int
 	// PlanTTL is how long plans are held; 0 means DefaultPlanTTL.
 	PlanTTL time.Duration
+	// SubmitAfter is how long a plan request waits for its plan: a plan
+	// not done by then is answered status submitted, and the client polls
+	// GET .../plan/{id} (the spec's asynchronous planning), so a long cold
+	// plan never runs into a client's or load balancer's HTTP timeout. 0
+	// means DefaultSubmitAfter; negative waits for every plan.
+	SubmitAfter time.Duration
 	// Committed, in proxy mode, is told of each table a commit passing
 	// through changed, once the upstream answered 2xx. It must not block.
 	Committed func(ident table.Identifier)
@@ -126,6 +133,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.PlanTimeout <= 0 {
 		o.PlanTimeout = DefaultPlanTimeout
+	}
+	if o.SubmitAfter == 0 {
+		o.SubmitAfter = DefaultSubmitAfter
 	}
 	if o.Transport == nil {
 		o.Transport = http.DefaultTransport
@@ -183,10 +193,30 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w}
 	kind := s.serve(sw, r)
 	s.planner.metrics.request(string(kind))
-	// The path is logged without its query; headers never are: the
-	// Authorization value, cookies and vended credentials stay out of logs.
-	s.log.Info("request", "method", r.Method, "path", r.URL.Path, "route", string(kind),
+	// The path is logged without its query and without a plan id (which
+	// with the caller's credential fetches the plan); headers never are:
+	// the Authorization value, cookies and vended credentials stay out of
+	// logs.
+	s.log.Info("request", "method", r.Method, "path", logPath(r.URL.Path, kind), "route", string(kind),
 		"status", sw.status, "duration", time.Since(start))
+}
+
+// maxLoggedPath bounds the path in a log line: a client's 1 MiB path is
+// not a 1 MiB log line.
+const maxLoggedPath = 512
+
+// logPath is the path of a request as the log shows it: a plan id
+// replaced by {plan-id}, and cut to maxLoggedPath bytes.
+func logPath(path string, kind routeKind) string {
+	if kind == routePlanID {
+		if i := strings.LastIndexByte(path, '/'); i >= 0 {
+			path = path[:i+1] + "{plan-id}"
+		}
+	}
+	if len(path) > maxLoggedPath {
+		path = path[:maxLoggedPath] + "…"
+	}
+	return path
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) routeKind {
@@ -297,7 +327,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // planScan answers POST .../plan: a completed plan, its first page inline
-// and the others behind plan-tasks.
+// and the others behind plan-tasks, or, when the plan is not done within
+// SubmitAfter, status submitted with its plan id; planning goes on, in its
+// slot of MaxPlansInFlight, and the client polls for it (fetchPlan).
 func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 	body, ok := readBody(w, r)
 	if !ok {
@@ -311,7 +343,7 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 	}
 	for _, f := range []string{"start-snapshot-id", "end-snapshot-id"} {
 		if _, ok := fields[f]; ok {
-			writeError(w, http.StatusBadRequest, "BadRequestException", "incremental scan planning ("+f+") is not supported")
+			writeError(w, http.StatusNotAcceptable, "UnsupportedOperationException", "incremental scan planning ("+f+") is not supported")
 			return
 		}
 	}
@@ -321,7 +353,6 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 	}
 	select {
 	case s.inFlight <- struct{}{}:
-		defer func() { <-s.inFlight }()
 	default:
 		s.planner.metrics.count("rejected")
 		w.Header().Set("Retry-After", "1")
@@ -329,96 +360,158 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 			fmt.Sprintf("%d plans are being computed, the most this server takes at once; retry later", cap(s.inFlight)))
 		return
 	}
-	ctx, cancel := context.WithTimeout(s.callerContext(r, rt), s.o.PlanTimeout)
-	defer cancel()
-	res, err := s.planner.Plan(ctx, rt.ident(), req)
+	release := func() { <-s.inFlight }
+	// The plan outlives the request when it is submitted: its context is
+	// the caller's headers (cloned: the request's are not the plan's to
+	// keep) under the plan timeout, not the request's.
+	caller := WithHeader(context.WithoutCancel(r.Context()), r.Header.Clone(), rt.prefix)
+	ctx, cancel := context.WithTimeout(caller, s.o.PlanTimeout)
+	loaded, err := s.planner.load(ctx, rt.ident())
 	if err != nil {
+		cancel()
+		release()
 		s.planError(w, err)
 		return
 	}
-	id, p := s.plans.add(rt.key(), res)
-	writeJSON(w, http.StatusOK, rest.PlanTableScanResponse{
-		Status: rest.PlanStatusCompleted, PlanID: &id, ScanTasks: p.first, StorageCredentials: p.creds,
-	})
+	type outcome struct {
+		res *PlanResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer release()
+		res, err := s.planner.PlanTable(ctx, loaded, req)
+		done <- outcome{res, err}
+	}()
+	var wait <-chan time.Time
+	if s.o.SubmitAfter > 0 {
+		timer := time.NewTimer(s.o.SubmitAfter)
+		defer timer.Stop()
+		wait = timer.C
+	}
+	owner := ownerOf(r)
+	select {
+	case out := <-done:
+		cancel()
+		if out.err != nil {
+			s.planError(w, out.err)
+			return
+		}
+		id, p := s.plans.add(rt.key(), owner, out.res)
+		writeJSON(w, http.StatusOK, rest.PlanTableScanResponse{
+			Status: rest.PlanStatusCompleted, PlanID: &id, ScanTasks: p.first, StorageCredentials: p.creds,
+		})
+	case <-wait:
+		id := s.plans.submit(rt.key(), loaded.Table.Metadata().TableUUID().String(), owner, cancel)
+		s.planner.metrics.count("submitted")
+		go func() {
+			defer cancel()
+			out := <-done
+			if out.err != nil {
+				status, typ, msg := s.failure(out.err)
+				s.plans.fail(id, &rest.PlanningError{Message: msg, Type: typ, Code: status})
+				return
+			}
+			s.plans.complete(id, out.res)
+		}()
+		writeJSON(w, http.StatusOK, rest.PlanTableScanResponse{Status: rest.PlanStatusSubmitted, PlanID: &id})
+	}
 }
 
-// planError answers a failed plan: the upstream's own answer passed on, a
-// bad request, or a server error.
+// planError answers a failed plan: the upstream's own answer passed on, or
+// the error the failure is.
 func (s *Server) planError(w http.ResponseWriter, err error) {
+	var st *statusError
+	if errors.As(err, &st) {
+		s.planner.metrics.count("upstream_error")
+		copyHeader(w.Header(), st.header)
+		w.WriteHeader(st.status)
+		w.Write(st.body)
+		return
+	}
+	status, typ, msg := s.failure(err)
+	if status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeError(w, status, typ, msg)
+}
+
+// failure is the status, the REST error type and the message of a failed
+// plan, counted in the metrics.
+func (s *Server) failure(err error) (status int, typ, msg string) {
 	var st *statusError
 	var bad *RequestError
 	var busy *BusyError
 	switch {
 	case errors.As(err, &st):
 		s.planner.metrics.count("upstream_error")
-		copyHeader(w.Header(), st.header)
-		w.WriteHeader(st.status)
-		w.Write(st.body)
+		var em errorModel
+		if json.Unmarshal(st.body, &em) == nil && em.Error.Type != "" {
+			return st.status, em.Error.Type, em.Error.Message
+		}
+		return st.status, "RESTException", fmt.Sprintf("the catalog answered %d loading the table", st.status)
 	case errors.As(err, &busy):
 		s.planner.metrics.count("busy")
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusTooManyRequests, "SlowDownException", busy.Error())
+		return http.StatusTooManyRequests, "SlowDownException", busy.Error()
 	case errors.As(err, &bad):
 		s.planner.metrics.count("bad_request")
-		writeError(w, http.StatusBadRequest, "BadRequestException", bad.Error())
+		return http.StatusBadRequest, "BadRequestException", bad.Error()
 	case errors.Is(err, icecatalog.ErrNoSuchTable):
-		writeError(w, http.StatusNotFound, "NoSuchTableException", err.Error())
+		return http.StatusNotFound, "NoSuchTableException", err.Error()
 	case errors.Is(err, icecatalog.ErrNoSuchNamespace):
-		writeError(w, http.StatusNotFound, "NoSuchNamespaceException", err.Error())
-	default:
-		s.planner.metrics.count("error")
-		s.log.Error("plan failed", "err", err)
-		writeError(w, http.StatusInternalServerError, "ServerErrorException", err.Error())
+		return http.StatusNotFound, "NoSuchNamespaceException", err.Error()
 	}
-}
-
-// authorizeTable loads the table with the caller's credentials before a
-// stored plan or task of it is answered, so a plan id is no credential:
-// the caller must still be allowed to load the table, and it must still be
-// the table planned (same uuid). It reports whether the plan may be
-// answered; when the load failed it answered the request itself
-// (answered).
-func (s *Server) authorizeTable(w http.ResponseWriter, r *http.Request, rt route, uuid string) (ok, answered bool) {
-	loaded, err := s.planner.load(s.callerContext(r, rt), rt.ident())
-	if err != nil {
-		s.planError(w, err)
-		return false, true
-	}
-	return loaded.Table.Metadata().TableUUID().String() == uuid, false
+	s.planner.metrics.count("error")
+	s.log.Error("plan failed", "err", err)
+	return http.StatusInternalServerError, "ServerErrorException", err.Error()
 }
 
 // found finishes the lookup of a stored plan or task (ok: it was in the
-// store, for the table uuid): it is answered only if the caller may still
-// load the table and it is still the table planned; otherwise the request
-// is answered here, with the load's failure or the spec's 404 of type typ.
+// store, for the table and the caller's credential). The table is loaded
+// with the caller's credentials first, so a caller the catalog refuses
+// gets the catalog's answer (its 401 or 403) whether or not the id is
+// known; then the plan is answered only if it was found and the table is
+// still the one planned (same uuid); otherwise the spec's 404 of type typ.
 func (s *Server) found(w http.ResponseWriter, r *http.Request, rt route, ok bool, uuid, typ, what string) bool {
-	if ok {
-		var answered bool
-		if ok, answered = s.authorizeTable(w, r, rt, uuid); answered {
-			return false
-		}
+	loaded, err := s.planner.load(s.callerContext(r, rt), rt.ident())
+	if err != nil {
+		s.planError(w, err)
+		return false
 	}
-	if !ok {
-		writeError(w, http.StatusNotFound, typ, fmt.Sprintf("no %s of table %s (it may have expired)", what, rt.ident()))
+	if !ok || loaded.Table.Metadata().TableUUID().String() != uuid {
+		writeError(w, http.StatusNotFound, typ, fmt.Sprintf("no %s of table %s for this caller (it may have expired)", what, rt.ident()))
+		return false
 	}
-	return ok
+	return true
 }
 
+// fetchPlan answers GET .../plan/{id}: a plan still submitted, completed
+// (its first page and plan tasks) or failed (its error).
 func (s *Server) fetchPlan(w http.ResponseWriter, r *http.Request, rt route) {
-	p, ok := s.plans.plan(rt.key(), rt.planID)
-	if !s.found(w, r, rt, ok, p.uuidOf(), "NoSuchPlanIdException", fmt.Sprintf("plan %q", rt.planID)) {
+	p, ok := s.plans.plan(rt.key(), ownerOf(r), rt.planID)
+	if !s.found(w, r, rt, ok, p.uuid, "NoSuchPlanIdException", "such plan") {
 		return
 	}
-	writeJSON(w, http.StatusOK, rest.CompletedPlanningResult{Status: rest.PlanStatusCompleted, ScanTasks: p.first, StorageCredentials: p.creds})
+	switch p.status {
+	case rest.PlanStatusSubmitted:
+		writeJSON(w, http.StatusOK, map[string]any{"status": rest.PlanStatusSubmitted})
+	case rest.PlanStatusFailed:
+		writeJSON(w, http.StatusOK, rest.PlanTableScanResponse{Status: rest.PlanStatusFailed, Error: p.failure})
+	default:
+		writeJSON(w, http.StatusOK, rest.CompletedPlanningResult{Status: rest.PlanStatusCompleted, ScanTasks: p.first, StorageCredentials: p.creds})
+	}
 }
 
+// cancelPlan answers DELETE .../plan/{id}: the plan and its tasks are
+// dropped, and its planning stops if it was still submitted.
 func (s *Server) cancelPlan(w http.ResponseWriter, r *http.Request, rt route) {
-	p, ok := s.plans.plan(rt.key(), rt.planID)
-	if !s.found(w, r, rt, ok, p.uuidOf(), "NoSuchPlanIdException", fmt.Sprintf("plan %q", rt.planID)) {
+	owner := ownerOf(r)
+	p, ok := s.plans.plan(rt.key(), owner, rt.planID)
+	if !s.found(w, r, rt, ok, p.uuid, "NoSuchPlanIdException", "such plan") {
 		return
 	}
-	if !s.plans.cancel(rt.key(), rt.planID) { // cancelled meanwhile
-		writeError(w, http.StatusNotFound, "NoSuchPlanIdException", fmt.Sprintf("no plan %q of table %s", rt.planID, rt.ident()))
+	if !s.plans.cancel(rt.key(), owner, rt.planID) { // cancelled meanwhile
+		writeError(w, http.StatusNotFound, "NoSuchPlanIdException", fmt.Sprintf("no such plan of table %s", rt.ident()))
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -434,12 +527,12 @@ func (s *Server) fetchTasks(w http.ResponseWriter, r *http.Request, rt route) {
 		writeError(w, http.StatusBadRequest, "BadRequestException", "tasks request: a plan-task is required")
 		return
 	}
-	t, ok := s.plans.task(rt.key(), req.PlanTask)
+	t, ok := s.plans.task(rt.key(), ownerOf(r), req.PlanTask)
 	uuid := ""
 	if ok {
 		uuid = t.uuid
 	}
-	if !s.found(w, r, rt, ok, uuid, "NoSuchPlanTaskException", fmt.Sprintf("plan task %q", req.PlanTask)) {
+	if !s.found(w, r, rt, ok, uuid, "NoSuchPlanTaskException", "such plan task") {
 		return
 	}
 	writeJSON(w, http.StatusOK, rest.FetchScanTasksResponse{ScanTasks: t.page})
