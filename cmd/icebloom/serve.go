@@ -131,8 +131,12 @@ func (c *ServeCmd) startSyncer(e *env, o *serve.Options) (stop func(), err error
 	}
 	opts := e.options
 	opts.Type, opts.URI, opts.Token, opts.Credential = "rest", c.Upstream, token, ""
-	open := func(ctx context.Context) (icecatalog.Catalog, error) {
-		return catalog.Open(ctx, opts, catalog.WithLogger(e.log))
+	open := func(ctx context.Context, prefix string) (icecatalog.Catalog, error) {
+		o := opts
+		if prefix != "" { // the prefix the commit went to, whatever --rest-prefix says
+			o.Prefix = prefix
+		}
+		return catalog.Open(ctx, o, catalog.WithLogger(e.log))
 	}
 	sync := serve.NewSyncFunc(open, indexer.Options{Logger: e.log}, e.log)
 	return startCommitSyncer(sync, c, e, o), nil

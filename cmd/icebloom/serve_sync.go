@@ -11,12 +11,16 @@ import (
 )
 
 // startCommitSyncer puts the commit syncer behind the proxy: each commit it
-// forwards successfully schedules a debounced sync of the table.
-func startCommitSyncer(sync func(context.Context, table.Identifier) error, c *ServeCmd, e *env, o *serve.Options) func() {
-	s := maintenance.NewCommitSyncer(sync, maintenance.CommitSyncOptions{
+// forwards successfully schedules a debounced sync of the table, with the
+// REST prefix of the commit.
+func startCommitSyncer(sync func(context.Context, string, table.Identifier) error, c *ServeCmd, e *env, o *serve.Options) func() {
+	s := maintenance.NewCommitSyncer(func(ctx context.Context, key table.Identifier) error {
+		prefix, ident := serve.SplitSyncKey(key)
+		return sync(ctx, prefix, ident)
+	}, maintenance.CommitSyncOptions{
 		Quiet: c.SyncQuiet, MaxDelay: c.SyncMaxDelay, Workers: c.SyncWorkers, Logger: e.log,
 	})
-	o.Committed = s.Committed
+	o.Committed = func(prefix string, ident table.Identifier) { s.Committed(serve.SyncKey(prefix, ident)) }
 	o.SyncStats = func() serve.SyncStats {
 		st := s.Stats()
 		return serve.SyncStats{Scheduled: st.Scheduled, Started: st.Started, Succeeded: st.Succeeded,

@@ -61,23 +61,29 @@ func covered(t *testing.T, cat *catalogtest.Catalog, id int64) {
 // with the service's catalog (its requests do not carry the caller's headers); a
 // burst of 50 commits makes a few syncs, not 50.
 func TestSyncOnCommit(t *testing.T) {
-	up := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{})
+	// The catalog's routes are under a prefix that clients are configured
+	// with (its config names none): the sync must use the one the commit
+	// went to.
+	up := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{Prefix: "lake"})
 	smallTable(t, up.Catalog)
-	syncFn := serve.NewSyncFunc(func(ctx context.Context) (icecatalog.Catalog, error) {
-		return rest.NewCatalog(ctx, "sync", up.URL, rest.WithOAuthToken(up.Token))
+	syncFn := serve.NewSyncFunc(func(ctx context.Context, prefix string) (icecatalog.Catalog, error) {
+		return rest.NewCatalog(ctx, "sync", up.URL, rest.WithOAuthToken(up.Token), rest.WithPrefix(prefix))
 	}, indexer.Options{}, nil)
 	newSyncer := func(quiet time.Duration) *maintenance.CommitSyncer {
-		return maintenance.NewCommitSyncer(syncFn, maintenance.CommitSyncOptions{Quiet: quiet, MaxDelay: time.Minute, Workers: 1})
+		return maintenance.NewCommitSyncer(func(ctx context.Context, key table.Identifier) error {
+			prefix, ident := serve.SplitSyncKey(key)
+			return syncFn(ctx, prefix, ident)
+		}, maintenance.CommitSyncOptions{Quiet: quiet, MaxDelay: time.Minute, Workers: 1})
 	}
 	syncer := newSyncer(100 * time.Millisecond)
 	t.Cleanup(func() { syncer.Close(context.Background()) })
-	committed := func(ident table.Identifier) { syncer.Committed(ident) }
+	committed := func(prefix string, ident table.Identifier) { syncer.Committed(serve.SyncKey(prefix, ident)) }
 	srv, err := serve.New(serve.Options{Upstream: mustURL(t, up.URL), Committed: committed})
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := newHTTPServer(t, srv).URL
-	cl, err := rest.NewCatalog(context.Background(), "client", base, rest.WithOAuthToken(up.Token),
+	cl, err := rest.NewCatalog(context.Background(), "client", base, rest.WithOAuthToken(up.Token), rest.WithPrefix("lake"),
 		rest.WithHeaders(map[string]string{"X-Caller": "engine"}))
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog/rest"
@@ -98,11 +99,11 @@ func (s *Server) loadFromUpstream(ctx context.Context, ident table.Identifier) (
 	req.Header.Set("Accept", "application/json")
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("load %s from the upstream catalog: %w", ident, err)
+		return nil, &upstreamDownError{fmt.Errorf("load %s from the upstream catalog: %w", ident, err)}
 	}
 	body, err := bufferBody(resp, maxUpstreamJSON)
 	if err != nil {
-		return nil, fmt.Errorf("load %s from the upstream catalog: %w", ident, err)
+		return nil, &upstreamDownError{fmt.Errorf("load %s from the upstream catalog: %w", ident, err)}
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, &statusError{status: resp.StatusCode, header: resp.Header, body: body}
@@ -182,8 +183,9 @@ func (s *Server) newProxy() *httputil.ReverseProxy {
 				writeError(w, http.StatusRequestEntityTooLarge, "BadRequestException", fmt.Sprintf("request body is over the limit of %d bytes", tooBig.Limit))
 				return
 			}
-			s.log.Warn("upstream catalog request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-			writeError(w, http.StatusBadGateway, "ServiceUnavailableException", "the upstream catalog did not answer")
+			s.log.Warn("upstream catalog request failed", "method", r.Method, "path", logPath(r.URL.Path, routeOther), "err", err)
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableException", upstreamDownMessage)
 		},
 	}
 }
@@ -237,7 +239,8 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		for _, ident := range p.commits {
 			s.planner.metrics.commit()
 			if s.o.Committed != nil {
-				s.o.Committed(ident)
+				prefix, _ := url.PathUnescape(p.rt.prefix)
+				s.o.Committed(prefix, ident)
 			}
 		}
 	}
@@ -329,4 +332,48 @@ func HasIndex(meta table.Metadata) bool {
 		}
 	}
 	return false
+}
+
+// upstreamDownError is the upstream catalog not answering (refused,
+// reset, timed out): the caller gets 503 ServiceUnavailableException with
+// Retry-After, and a message that names no internal address (the log has
+// the error).
+type upstreamDownError struct{ err error }
+
+func (e *upstreamDownError) Error() string { return e.err.Error() }
+func (e *upstreamDownError) Unwrap() error { return e.err }
+
+const upstreamDownMessage = "the catalog behind this server did not answer; retry later"
+
+// readinessTTL is how long an answer of the upstream to the readiness
+// probe is trusted, so that /readyz polled often asks the upstream at most
+// once in that time.
+const readinessTTL = 2 * time.Second
+
+// upstreamReady reports whether the upstream catalog answers: any HTTP
+// answer below 500 to GET /v1/config (a 401 to a probe without
+// credentials is an answer) within a few seconds. The last answer is kept
+// readinessTTL.
+func (s *Server) upstreamReady(ctx context.Context) bool {
+	s.readyMu.Lock()
+	defer s.readyMu.Unlock()
+	if time.Since(s.readyAt) < readinessTTL {
+		return s.readyOK
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	ok := false
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(s.o.Upstream.String(), "/")+"/v1/config", nil)
+	if err == nil {
+		resp, err := s.client.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+			ok = resp.StatusCode < 500
+		} else {
+			s.log.Warn("readiness: the upstream catalog did not answer", "err", err)
+		}
+	}
+	s.readyAt, s.readyOK = time.Now(), ok
+	return ok
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -610,5 +611,56 @@ func TestCatalogModeListsInPages(t *testing.T) {
 	}
 	if resp, _ := do(t, "GET", base+"/v1/namespaces?pageSize=0", "", ""); resp.StatusCode != 400 {
 		t.Fatalf("pageSize=0: %d, want 400", resp.StatusCode)
+	}
+}
+
+// TestUpstreamFailures: an upstream catalog that does not answer makes
+// plans and forwarded requests 503 ServiceUnavailableException with
+// Retry-After, and /readyz not ready; one that fails (5xx) loading a table
+// makes a plan 502 (503 stays 503); no answer names the upstream's address
+// or passes on its failure's text.
+func TestUpstreamFailures(t *testing.T) {
+	up, base := proxy(t, serve.Options{})
+	if resp, _ := do(t, "GET", base+"/readyz", "", ""); resp.StatusCode != 200 {
+		t.Fatalf("readyz with the upstream up: %d", resp.StatusCode)
+	}
+	upstreamHost := strings.TrimPrefix(up.URL, "http://")
+	var fault atomic.Int32 // the status the upstream answers loads with, 0: none
+	up.Fault = func(r *http.Request) int {
+		if strings.HasSuffix(r.URL.Path, "/tables/events") {
+			return int(fault.Load())
+		}
+		return 0
+	}
+	for status, want := range map[int32]int{500: 502, 503: 503} {
+		fault.Store(status)
+		resp, body := do(t, "POST", base+tablePath+"/plan", up.Token, `{}`)
+		if resp.StatusCode != want || strings.Contains(string(body), "injected") || strings.Contains(string(body), upstreamHost) {
+			t.Errorf("a plan while the upstream answers %d: %d %s, want %d without its text", status, resp.StatusCode, body, want)
+		}
+	}
+	fault.Store(0)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	srv, err := serve.New(serve.Options{Upstream: mustURL(t, gone)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := newHTTPServer(t, srv).URL
+	for _, c := range []struct{ method, path string }{{"POST", tablePath + "/plan"}, {"GET", "/v1/namespaces"}} {
+		resp, body := do(t, c.method, down+c.path, up.Token, `{}`)
+		if resp.StatusCode != 503 || errorType(t, body) != "ServiceUnavailableException" || resp.Header.Get("Retry-After") == "" ||
+			strings.Contains(string(body), ln.Addr().String()) {
+			t.Errorf("%s %s with the upstream down: %d %s (Retry-After %q), want 503 ServiceUnavailableException naming no address",
+				c.method, c.path, resp.StatusCode, body, resp.Header.Get("Retry-After"))
+		}
+	}
+	if resp, _ := do(t, "GET", down+"/readyz", "", ""); resp.StatusCode != 503 {
+		t.Fatalf("readyz with the upstream down: %d, want 503", resp.StatusCode)
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -91,8 +92,10 @@ type Options struct {
 	// means DefaultSubmitAfter; negative waits for every plan.
 	SubmitAfter time.Duration
 	// Committed, in proxy mode, is told of each table a commit passing
-	// through changed, once the upstream answered 2xx. It must not block.
-	Committed func(ident table.Identifier)
+	// through changed, once the upstream answered 2xx, with the REST
+	// {prefix} of the commit's path (unescaped; "" without one), which a
+	// sync of the table must use too. It must not block.
+	Committed func(prefix string, ident table.Identifier)
 	// SyncStats, when set, gives the commit syncer's counters for /metrics.
 	SyncStats func() SyncStats
 	// Logger takes one record per request (never a header's value); nil
@@ -112,6 +115,11 @@ type Server struct {
 	inFlight chan struct{}
 	ready    atomic.Bool
 	log      *slog.Logger
+
+	// The upstream's last answer to the readiness probe (upstreamReady).
+	readyMu sync.Mutex
+	readyAt time.Time
+	readyOK bool
 }
 
 // New returns a server for o.
@@ -237,9 +245,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) routeKind {
 		io.WriteString(w, "ok\n")
 		return "healthz"
 	case "/readyz":
-		if !s.ready.Load() {
+		switch {
+		case !s.ready.Load():
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)
-		} else {
+		case s.proxy != nil && !s.upstreamReady(r.Context()):
+			http.Error(w, "the upstream catalog does not answer", http.StatusServiceUnavailable)
+		default:
 			io.WriteString(w, "ready\n")
 		}
 		return "readyz"
@@ -422,7 +433,7 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 // the error the failure is.
 func (s *Server) planError(w http.ResponseWriter, err error) {
 	var st *statusError
-	if errors.As(err, &st) {
+	if errors.As(err, &st) && st.status < 500 { // the upstream's refusal, the caller's to read
 		s.planner.metrics.count("upstream_error")
 		copyHeader(w.Header(), st.header)
 		w.WriteHeader(st.status)
@@ -430,7 +441,7 @@ func (s *Server) planError(w http.ResponseWriter, err error) {
 		return
 	}
 	status, typ, msg := s.failure(err)
-	if status == http.StatusTooManyRequests {
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
 	writeError(w, status, typ, msg)
@@ -442,7 +453,19 @@ func (s *Server) failure(err error) (status int, typ, msg string) {
 	var st *statusError
 	var bad *RequestError
 	var busy *BusyError
+	var down *upstreamDownError
 	switch {
+	case errors.As(err, &down):
+		s.planner.metrics.count("upstream_error")
+		s.log.Warn("upstream catalog request failed", "err", err)
+		return http.StatusServiceUnavailable, "ServiceUnavailableException", upstreamDownMessage
+	case errors.As(err, &st) && st.status >= 500:
+		s.planner.metrics.count("upstream_error")
+		s.log.Warn("upstream catalog failed loading a table", "status", st.status)
+		if st.status == http.StatusServiceUnavailable {
+			return st.status, "ServiceUnavailableException", upstreamDownMessage
+		}
+		return http.StatusBadGateway, "ServerErrorException", fmt.Sprintf("the catalog behind this server failed loading the table (it answered %d)", st.status)
 	case errors.As(err, &st):
 		s.planner.metrics.count("upstream_error")
 		var em errorModel
