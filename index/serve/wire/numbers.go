@@ -1,0 +1,163 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+)
+
+// ErrNaN says a NaN float or double was to be written. Java's
+// SingleValueParser has no form for it: Jackson writes NaN as the string
+// "NaN", which SingleValueParser.fromJson then refuses (a float or double
+// must be a JSON floating-point number), and a bare NaN token is not JSON.
+// Java's Expressions refuse NaN literals too (is-nan is the predicate). So
+// a NaN is an error here rather than a value no client reads back.
+var ErrNaN = errors.New("NaN has no Iceberg JSON single-value form (Java's SingleValueParser reads none)")
+
+// infinity is what the encoder writes for ±Inf. Jackson writes infinities as
+// the strings "Infinity" and "-Infinity", which Java's reader refuses like
+// "NaN"; but it reads any floating-point token, and Double.parseDouble
+// rounds one beyond the double range to Infinity, so 1.0E309 is the JSON
+// that Java reads as +Inf (for float too: (float) Infinity). iceberg-go's
+// client refuses infinite partition values and literals whatever the form.
+const infinity = "1.0E309"
+
+// formatFloat writes f as Java's Double.toString / Float.toString do
+// (bits 64 or 32): shortest digits that read back to f, plain notation
+// for 1e-3 <= |f| < 1e7 and d.dddE±n otherwise, always with a fraction or
+// exponent, so the token is a JSON floating-point number: Java's
+// SingleValueParser refuses an integral token such as 2 for a double.
+// -0 stays -0.0 (Java writes and reads it so).
+func formatFloat(f float64, bits int) (string, error) {
+	switch {
+	case math.IsNaN(f):
+		return "", ErrNaN
+	case math.IsInf(f, 1):
+		return infinity, nil
+	case math.IsInf(f, -1):
+		return "-" + infinity, nil
+	}
+	abs := math.Abs(f)
+	if abs == 0 || (abs >= 1e-3 && abs < 1e7) {
+		s := strconv.FormatFloat(f, 'f', -1, bits)
+		if !strings.ContainsRune(s, '.') {
+			s += ".0"
+		}
+		return s, nil
+	}
+	// strconv's 'e' form is 1.5e+07 / 1e-05; Java's is 1.5E7 / 1.0E-5.
+	// Java writes at least two digits, the two closest to f when one
+	// would do (Double.MIN_VALUE is 4.9E-324, not 5.0E-324).
+	s := strconv.FormatFloat(f, 'e', -1, bits)
+	if !strings.ContainsRune(s, '.') {
+		s = strconv.FormatFloat(f, 'e', 1, bits)
+	}
+	mant, exp, _ := strings.Cut(s, "e")
+	n, err := strconv.Atoi(exp)
+	if err != nil {
+		return "", fmt.Errorf("format %v: %w", f, err)
+	}
+	return mant + "E" + strconv.Itoa(n), nil
+}
+
+// parseFloat reads a JSON floating-point token as Java does: a token with a
+// fraction or an exponent (Jackson's VALUE_NUMBER_FLOAT), rounded to a
+// double and then, for bits 32, to a float; beyond the range it is ±Inf.
+func parseFloat(tok string, bits int) (float64, error) {
+	if !isNumber(tok) || !strings.ContainsAny(tok, ".eE") {
+		return 0, fmt.Errorf("%s is not a JSON floating-point number", tok)
+	}
+	f, err := strconv.ParseFloat(tok, 64)
+	var numErr *strconv.NumError
+	if err != nil && !(errors.As(err, &numErr) && numErr.Err == strconv.ErrRange) {
+		return 0, fmt.Errorf("%s: %w", tok, err)
+	}
+	if bits == 32 {
+		f = float64(float32(f))
+	}
+	return f, nil
+}
+
+// parseInteger reads a JSON integer token in the range of bits, as Java's
+// isIntegralNumber and canConvertToInt/Long do.
+func parseInteger(tok string, bits int) (int64, error) {
+	if !isNumber(tok) || strings.ContainsAny(tok, ".eE") {
+		return 0, fmt.Errorf("%s is not a JSON integer", tok)
+	}
+	n, err := strconv.ParseInt(tok, 10, bits)
+	if err != nil {
+		return 0, fmt.Errorf("%s is not an int%d: %w", tok, bits, err)
+	}
+	return n, nil
+}
+
+// isNumber says whether tok starts as a JSON number does (the JSON decoder
+// has checked the rest of its syntax).
+func isNumber(tok string) bool {
+	return tok != "" && (tok[0] == '-' || (tok[0] >= '0' && tok[0] <= '9'))
+}
+
+// formatDecimal writes unscaled×10^-scale as Java's SingleValueParser does
+// (and the spec's DecimalTypeValue says): BigDecimal.toPlainString at a
+// scale of zero or more ("123.4500", "2"), BigDecimal.toString at a
+// negative scale, whose exponent is the negated scale ("2E+20").
+func formatDecimal(unscaled *big.Int, scale int) string {
+	digits := new(big.Int).Abs(unscaled).String()
+	sign := ""
+	if unscaled.Sign() < 0 {
+		sign = "-"
+	}
+	if scale < 0 {
+		// BigDecimal.toString: one digit, the rest as a fraction, and the
+		// adjusted exponent.
+		exp := len(digits) - 1 - scale
+		mant := digits[:1]
+		if len(digits) > 1 {
+			mant += "." + digits[1:]
+		}
+		return fmt.Sprintf("%s%sE+%d", sign, mant, exp)
+	}
+	if scale == 0 {
+		return sign + digits
+	}
+	if len(digits) <= scale {
+		digits = strings.Repeat("0", scale-len(digits)+1) + digits
+	}
+	cut := len(digits) - scale
+	return sign + digits[:cut] + "." + digits[cut:]
+}
+
+// parseDecimal reads a decimal as java.math.BigDecimal's string constructor
+// does (sign, digits with an optional point, optional exponent), returning
+// the unscaled value and the scale the text has: Java checks that scale
+// against the type's and does not round.
+func parseDecimal(s string) (*big.Int, int, error) {
+	body := s
+	if body != "" && (body[0] == '+' || body[0] == '-') {
+		body = body[1:]
+	}
+	mant, expText, hasExp := strings.Cut(strings.ToUpper(body), "E")
+	whole, frac, _ := strings.Cut(mant, ".")
+	digits := whole + frac
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return nil, 0, fmt.Errorf("%q is not a decimal", s)
+	}
+	exp := 0
+	if hasExp {
+		var err error
+		if exp, err = strconv.Atoi(expText); err != nil {
+			return nil, 0, fmt.Errorf("%q is not a decimal: exponent: %w", s, err)
+		}
+	}
+	unscaled, ok := new(big.Int).SetString(digits, 10)
+	if !ok {
+		return nil, 0, fmt.Errorf("%q is not a decimal", s)
+	}
+	if s[0] == '-' {
+		unscaled.Neg(unscaled)
+	}
+	return unscaled, len(frac) - exp, nil
+}
