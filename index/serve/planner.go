@@ -19,6 +19,7 @@ import (
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/lookup"
+	"github.com/icebloom/icebloom/index/serve/wire"
 	"github.com/icebloom/icebloom/index/where"
 )
 
@@ -283,7 +284,7 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, req rest.PlanTable
 	}
 	pages := pageTasks(planned.Candidates, p.tasksPerPage)
 	for _, page := range pages {
-		env, err := envelope(tbl.Metadata(), page, statsFields)
+		env, err := wire.ScanTasks(tbl.Metadata(), page, statsFields)
 		if err != nil {
 			return nil, fmt.Errorf("encode plan of %s: %w", tbl.Identifier(), err)
 		}
