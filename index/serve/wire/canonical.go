@@ -39,7 +39,6 @@ func canonical(typ iceberg.Type, v any) (any, error) {
 	if l, ok := v.(iceberg.Literal); ok {
 		v = l.Any()
 	}
-	bad := fmt.Errorf("a %T (%v) is not a %s value", v, v, typ)
 	switch t := typ.(type) {
 	case iceberg.BooleanType:
 		if b, ok := v.(bool); ok {
@@ -122,7 +121,7 @@ func canonical(typ iceberg.Type, v any) (any, error) {
 	case iceberg.FixedType:
 		if b, ok := byteSlice(v); ok {
 			if len(b) != t.Len() {
-				return nil, fmt.Errorf("a %s value of %d bytes", typ, len(b))
+				return nil, fmt.Errorf("a %s value has %d bytes, not %d", typ, t.Len(), len(b))
 			}
 			return b, nil
 		}
@@ -133,7 +132,7 @@ func canonical(typ iceberg.Type, v any) (any, error) {
 	default:
 		return nil, fmt.Errorf("type %s has no single-value form here", typ)
 	}
-	return nil, bad
+	return nil, fmt.Errorf("a %T (%v) is not a %s value", v, v, typ)
 }
 
 // integer is v as an int64 if v is a Go integer.

@@ -61,10 +61,10 @@ func formatTimestamp(t time.Time, digits int, utc bool) string {
 
 // splitYear takes the year off an ISO date as isoYear writes it, returning
 // the year and the rest ("-MM-DD…"), since time.Parse reads only four-digit
-// years.
+// years. As java.time, it wants a sign before a year of more than four
+// digits ('+' or '-') and takes '-' before any negative year.
 func splitYear(s string) (int, string, error) {
-	sign := 1
-	body := s
+	sign, body := 1, s
 	if body != "" && (body[0] == '+' || body[0] == '-') {
 		if body[0] == '-' {
 			sign = -1
@@ -72,12 +72,12 @@ func splitYear(s string) (int, string, error) {
 		body = body[1:]
 	}
 	i := strings.IndexByte(body, '-')
-	if i < 4 {
+	signed := len(body) < len(s)
+	if i < 4 || (i > 4 && !signed) || (i == 4 && s[0] == '+') {
 		return 0, "", fmt.Errorf("%q is not an ISO date", s)
 	}
 	y, err := strconv.Atoi(body[:i])
-	if err != nil || (s[0] == '+') != (i > 4) {
-		// java.time wants a '+' exactly when the year has more than four digits.
+	if err != nil || strings.Trim(body[:i], "0123456789") != "" {
 		return 0, "", fmt.Errorf("%q is not an ISO date", s)
 	}
 	return sign * y, body[i:], nil

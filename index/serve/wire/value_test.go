@@ -34,6 +34,10 @@ func nanos(s string) iceberg.TimestampNano {
 	return iceberg.TimestampNano(t.UnixNano())
 }
 
+func days(y int, m time.Month, d int) iceberg.Date {
+	return iceberg.Date(time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix() / 86400)
+}
+
 var someUUID = uuid.MustParse("eb26bdb1-a1d8-4aa6-990e-da940875492c")
 
 // valueRows is the spec's single-value table, each type both ways: in is a
@@ -81,6 +85,11 @@ var valueRows = []struct {
 	{"date", iceberg.PrimitiveTypes.Date, iceberg.Date(13850), `"2007-12-03"`, iceberg.Date(13850)},
 	{"date before 1970", iceberg.PrimitiveTypes.Date, int32(-1), `"1969-12-31"`, iceberg.Date(-1)},
 	{"date literal", iceberg.PrimitiveTypes.Date, iceberg.DateLiteral(0), `"1970-01-01"`, iceberg.Date(0)},
+	// java.time's ISO form of years outside 0000..9999.
+	{"date year 10000", iceberg.PrimitiveTypes.Date, days(10000, 1, 1), `"+10000-01-01"`, days(10000, 1, 1)},
+	{"date year -1", iceberg.PrimitiveTypes.Date, days(-1, 12, 31), `"-0001-12-31"`, days(-1, 12, 31)},
+	{"date year -10000", iceberg.PrimitiveTypes.Date, days(-10000, 1, 1), `"-10000-01-01"`, days(-10000, 1, 1)},
+	{"timestamp year 10000", iceberg.PrimitiveTypes.Timestamp, iceberg.Timestamp(253402300800000000), `"+10000-01-01T00:00:00.000000"`, iceberg.Timestamp(253402300800000000)},
 	{"time", iceberg.PrimitiveTypes.Time, iceberg.Time(81068123456), `"22:31:08.123456"`, iceberg.Time(81068123456)},
 	{"time whole seconds", iceberg.PrimitiveTypes.Time, int64(36930000000), `"10:15:30.000000"`, iceberg.Time(36930000000)},
 	// Today's encoder wrote "2022-01-09 10:30:00.000000" (a space for the T),
@@ -239,6 +248,8 @@ func TestValueRefusedAsJavaRefuses(t *testing.T) {
 		{iceberg.PrimitiveTypes.Timestamp, `"2022-01-09 10:30:00.000000"`},
 		{iceberg.PrimitiveTypes.Date, `"2007-12-3"`},
 		{iceberg.PrimitiveTypes.Date, `13850`},
+		{iceberg.PrimitiveTypes.Date, `"10000-01-01"`},
+		{iceberg.PrimitiveTypes.Date, `"+2007-12-03"`},
 		{iceberg.PrimitiveTypes.String, `["a"]`},
 	} {
 		if v, err := ParseValue(r.typ, json.RawMessage(r.json)); err == nil {
