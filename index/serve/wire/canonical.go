@@ -3,11 +3,9 @@ package wire
 import (
 	"fmt"
 	"math"
-	"math/big"
 	"reflect"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/iceberg-go"
 	"github.com/google/uuid"
 )
@@ -160,66 +158,4 @@ func byteSlice(v any) ([]byte, bool) {
 		return b, true
 	}
 	return nil, false
-}
-
-// canonicalDecimal is v as an iceberg.Decimal at t's scale. iceberg-go's
-// manifests hand out iceberg.DecimalLiteral (at the column's scale);
-// without the Avro logical type the raw bytes, which are the unscaled
-// value in two's complement, big-endian (the spec's binary form).
-func canonicalDecimal(t iceberg.DecimalType, v any) (any, error) {
-	var unscaled *big.Int
-	scale := t.Scale()
-	switch d := v.(type) {
-	case iceberg.Decimal:
-		unscaled, scale = d.Val.BigInt(), d.Scale
-	case []byte:
-		unscaled = twosComplement(d)
-	case *big.Rat:
-		n := new(big.Rat).Mul(d, new(big.Rat).SetInt(pow10(t.Scale())))
-		if !n.IsInt() {
-			return nil, fmt.Errorf("%s is not a %s value: more digits than the scale", d.RatString(), t)
-		}
-		unscaled = n.Num()
-	default:
-		return nil, fmt.Errorf("a %T (%v) is not a %s value", v, v, t)
-	}
-	at, err := rescale(unscaled, scale, t.Scale())
-	if err != nil {
-		return nil, fmt.Errorf("%s value %s: %w", t, formatDecimal(unscaled, scale), err)
-	}
-	unscaled = at
-	if unscaled.BitLen() > 127 {
-		return nil, fmt.Errorf("%s value %s is beyond 128 bits", t, formatDecimal(unscaled, t.Scale()))
-	}
-	return iceberg.Decimal{Val: decimal128.FromBigInt(unscaled), Scale: t.Scale()}, nil
-}
-
-// rescale moves unscaled from scale from to scale to, refusing to drop
-// digits: Java refuses a value whose scale is not the type's, and a value
-// at a smaller scale is the same number at the type's.
-func rescale(unscaled *big.Int, from, to int) (*big.Int, error) {
-	switch {
-	case from == to:
-		return unscaled, nil
-	case from < to:
-		return new(big.Int).Mul(unscaled, pow10(to-from)), nil
-	}
-	q, r := new(big.Int).QuoRem(unscaled, pow10(from-to), new(big.Int))
-	if r.Sign() != 0 {
-		return nil, fmt.Errorf("scale %d does not fit scale %d", from, to)
-	}
-	return q, nil
-}
-
-func pow10(n int) *big.Int {
-	return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n)), nil)
-}
-
-// twosComplement reads big-endian two's complement bytes.
-func twosComplement(b []byte) *big.Int {
-	n := new(big.Int).SetBytes(b)
-	if len(b) > 0 && b[0]&0x80 != 0 {
-		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
-	}
-	return n
 }

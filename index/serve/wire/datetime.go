@@ -17,7 +17,8 @@ import (
 
 // isoYear writes a year as java.time's ISO formatters do: four digits,
 // a '+' before a year over 9999 and a '-' before a negative one, so a date
-// outside 0000..9999 still reads back in Java.
+// outside 0000..9999 still reads back in Java. (iceberg-go's reader,
+// time.Parse with 2006-01-02, reads no such year in any form.)
 func isoYear(y int) string {
 	switch {
 	case y > 9999:

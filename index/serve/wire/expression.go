@@ -27,7 +27,14 @@ import (
 // residual without a schema (a number becomes a long or double, a string a
 // string) and binds it to the column later, which converts ISO strings,
 // decimal strings and hex to the column's type; with a schema it uses
-// SingleValueParser. iceberg-go's ParseExpr with a schema reads it too.
+// SingleValueParser. iceberg-go's ParseExpr with a schema reads it too
+// (without one, iceberg-go would bind a hex string to a binary column as
+// its ASCII bytes; its client parses residuals with the schema).
+//
+// Java's reading with a schema misreads timestamp_ns literals in any form:
+// SingleValueParser gives the nanoseconds as a Long, which binding then
+// takes for microseconds (×1000, overflowing for today's dates). The
+// residual path, without a schema, reads them right.
 //
 // Bound predicates (what iceberg-go's residual evaluator gives) carry the
 // term's type. An unbound predicate's literal has no type to write by

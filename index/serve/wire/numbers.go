@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/big"
 	"strconv"
 	"strings"
 )
@@ -98,66 +97,4 @@ func parseInteger(tok string, bits int) (int64, error) {
 // has checked the rest of its syntax).
 func isNumber(tok string) bool {
 	return tok != "" && (tok[0] == '-' || (tok[0] >= '0' && tok[0] <= '9'))
-}
-
-// formatDecimal writes unscaled×10^-scale as Java's SingleValueParser does
-// (and the spec's DecimalTypeValue says): BigDecimal.toPlainString at a
-// scale of zero or more ("123.4500", "2"), BigDecimal.toString at a
-// negative scale, whose exponent is the negated scale ("2E+20").
-func formatDecimal(unscaled *big.Int, scale int) string {
-	digits := new(big.Int).Abs(unscaled).String()
-	sign := ""
-	if unscaled.Sign() < 0 {
-		sign = "-"
-	}
-	if scale < 0 {
-		// BigDecimal.toString: one digit, the rest as a fraction, and the
-		// adjusted exponent.
-		exp := len(digits) - 1 - scale
-		mant := digits[:1]
-		if len(digits) > 1 {
-			mant += "." + digits[1:]
-		}
-		return fmt.Sprintf("%s%sE+%d", sign, mant, exp)
-	}
-	if scale == 0 {
-		return sign + digits
-	}
-	if len(digits) <= scale {
-		digits = strings.Repeat("0", scale-len(digits)+1) + digits
-	}
-	cut := len(digits) - scale
-	return sign + digits[:cut] + "." + digits[cut:]
-}
-
-// parseDecimal reads a decimal as java.math.BigDecimal's string constructor
-// does (sign, digits with an optional point, optional exponent), returning
-// the unscaled value and the scale the text has: Java checks that scale
-// against the type's and does not round.
-func parseDecimal(s string) (*big.Int, int, error) {
-	body := s
-	if body != "" && (body[0] == '+' || body[0] == '-') {
-		body = body[1:]
-	}
-	mant, expText, hasExp := strings.Cut(strings.ToUpper(body), "E")
-	whole, frac, _ := strings.Cut(mant, ".")
-	digits := whole + frac
-	if digits == "" || strings.Trim(digits, "0123456789") != "" {
-		return nil, 0, fmt.Errorf("%q is not a decimal", s)
-	}
-	exp := 0
-	if hasExp {
-		var err error
-		if exp, err = strconv.Atoi(expText); err != nil {
-			return nil, 0, fmt.Errorf("%q is not a decimal: exponent: %w", s, err)
-		}
-	}
-	unscaled, ok := new(big.Int).SetString(digits, 10)
-	if !ok {
-		return nil, 0, fmt.Errorf("%q is not a decimal", s)
-	}
-	if s[0] == '-' {
-		unscaled.Neg(unscaled)
-	}
-	return unscaled, len(frac) - exp, nil
 }

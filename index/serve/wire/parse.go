@@ -123,7 +123,8 @@ func parseToken(typ iceberg.Type, tok any) (any, error) {
 			return nil, err
 		}
 		if scale != t.Scale() {
-			// Java checks the scale and does not round or pad.
+			// Java checks the scale and does not round or pad
+			// (iceberg-go's reader rounds or pads to the type's scale).
 			return nil, fmt.Errorf("scale %d is not the type's %d", scale, t.Scale())
 		}
 		if unscaled.BitLen() > 127 {
