@@ -66,6 +66,10 @@ type Result struct {
 	// IndexErrors are the problems met reading the index; the files they
 	// concern were kept.
 	IndexErrors []error
+	// ScratchBytes is the memory of the checks and probes the call worked
+	// in (their lists' and slabs' capacities), which WorkBytes estimates
+	// before it runs; 0 when the index had nothing to do.
+	ScratchBytes int64
 	// BlocksRead, BytesRead and Requests count the index I/O of the call:
 	// 32-byte blocks checked (one per candidate file and value), bytes
 	// fetched including the gaps and checksums coalesced reads span, and
@@ -177,6 +181,7 @@ func (res *Result) prune(ctx context.Context, tbl *table.Table, f *predicate, o 
 	if err := r.prune(ctx, f, files, order); err != nil {
 		return err
 	}
+	res.ScratchBytes = sc.heldBytes()
 	res.Candidates = nil
 	for ti, t := range tasks {
 		fc := &files[pf.fileOf[ti]]
@@ -268,6 +273,17 @@ func WorkBytes(files int, preds []iceberg.BoundPredicate) int64 {
 		}
 	}
 	return int64(files) * int64(per) * 3 / 2
+}
+
+// heldBytes is the memory sc holds: the capacities of its lists and slabs.
+func (sc *scratch) heldBytes() int64 {
+	n := uintptr(cap(sc.files))*unsafe.Sizeof(fileCheck{}) + uintptr(cap(sc.checks))*unsafe.Sizeof(testCheck{}) +
+		uintptr(cap(sc.pending))*unsafe.Sizeof(&fileCheck{}) + uintptr(cap(sc.wanted))*unsafe.Sizeof(&probe{}) +
+		uintptr(cap(sc.arena.slabs))*unsafe.Sizeof([]probe{})
+	for _, slab := range sc.arena.slabs {
+		n += uintptr(cap(slab)) * unsafe.Sizeof(probe{})
+	}
+	return int64(n)
 }
 
 // release returns sc to the pool. Nothing of it may be used after.

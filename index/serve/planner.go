@@ -19,6 +19,7 @@ import (
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/lookup"
+	"github.com/icebloom/icebloom/index/serve/wire"
 	"github.com/icebloom/icebloom/index/where"
 )
 
@@ -295,7 +296,7 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, req rest.PlanTable
 				return nil, fmt.Errorf("plan scan of %s: %s: %w", tbl.Identifier(), page[i].File.FilePath(), err)
 			}
 		}
-		env, err := envelope(tbl.Metadata(), page, statsFields)
+		env, err := wire.ScanTasks(tbl.Metadata(), page, statsFields)
 		if err != nil {
 			return nil, fmt.Errorf("encode plan of %s: %w", tbl.Identifier(), err)
 		}

@@ -13,7 +13,7 @@
 //
 // Planning is iceberg-go's (partitions, statistics, delete files), then
 // lookup.Plan's index pruning; the REST wire types are iceberg-go's
-// (catalog/rest).
+// (catalog/rest), their encoding is package wire's.
 package serve
 
 import (
@@ -38,6 +38,8 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/index/serve/wire"
 )
 
 // Defaults of Options.
@@ -322,14 +324,14 @@ func (s *Server) writeMetrics(w io.Writer) {
 
 // writeError writes the REST spec's ErrorModel.
 func writeError(w http.ResponseWriter, status int, typ, msg string) {
-	writeJSON(w, status, errorModel{Error: rest.PlanningError{Message: msg, Type: typ, Code: status}})
+	writeJSON(w, status, wire.NewError(status, typ, msg))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
-		body, _ = json.Marshal(errorModel{Error: rest.PlanningError{Message: err.Error(), Type: "ServerErrorException", Code: status}})
+		body, _ = json.Marshal(wire.NewError(status, "ServerErrorException", err.Error()))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
@@ -468,7 +470,7 @@ func (s *Server) failure(err error) (status int, typ, msg string) {
 		return http.StatusBadGateway, "ServerErrorException", fmt.Sprintf("the catalog behind this server failed loading the table (it answered %d)", st.status)
 	case errors.As(err, &st):
 		s.planner.metrics.count("upstream_error")
-		var em errorModel
+		var em wire.ErrorModel
 		if json.Unmarshal(st.body, &em) == nil && em.Error.Type != "" {
 			return st.status, em.Error.Type, em.Error.Message
 		}
