@@ -1,6 +1,11 @@
 package serve
 
-import "github.com/apache/iceberg-go"
+import (
+	"net/http"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+)
 
 // AddFilesTable is addFilesTable for the package's external tests (the
 // benchmarks).
@@ -8,3 +13,7 @@ var AddFilesTable = addFilesTable
 
 // Compact is compact for the package's external tests.
 func Compact(f iceberg.DataFile) iceberg.DataFile { return compact(f) }
+
+// SpecChecked is specChecked for the package's external tests: every
+// server they start answers through it.
+func SpecChecked(t testing.TB, h http.Handler) http.Handler { return specChecked(t, h) }
