@@ -1,7 +1,13 @@
 package restspec
 
 import (
+	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -289,5 +295,85 @@ func TestRouteOf(t *testing.T) {
 		if ok != (c.op != "") || r.Operation != c.op || r.Table != c.table {
 			t.Errorf("%s %s: %q %q %v, want %q %q", c.method, c.target, r.Operation, r.Table, ok, c.op, c.table)
 		}
+	}
+}
+
+// TestRecorderChecksAndCaptures: a wrapped handler's answers are checked
+// (a plan before any load is typed by a load the recorder makes itself,
+// with the request's Authorization) and captured in the format the Java
+// checker reads, the load first.
+func TestRecorderChecksAndCaptures(t *testing.T) {
+	var loads []string
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == "GET" && r.URL.Path == tablePath:
+			loads = append(loads, r.Header.Get("Authorization"))
+			io.WriteString(w, `{"metadata": `+metadata+`}`)
+		case r.URL.Path == tablePath+"/plan":
+			io.WriteString(w, strings.Replace(goodPlan, `"2022-01-09", 2.5,`, `"2022-01-09", 2,`, 1))
+		default:
+			w.WriteHeader(404)
+			io.WriteString(w, `{"error": {"message": "no", "type": "NoSuchTableException", "code": 400}}`)
+		}
+	})
+	type report struct {
+		ex  Exchange
+		err error
+	}
+	var reports []report
+	dir := t.TempDir()
+	rec := &Recorder{Checker: NewChecker(), CaptureDir: dir, Report: func(ex Exchange, err error) { reports = append(reports, report{ex, err}) }}
+	hs := httptest.NewServer(rec.Wrap(h))
+	defer hs.Close()
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", tablePath + "/plan", `{"filter": true}`},
+		{"GET", "/v1/namespaces/db/tables/nope", ""},
+		{"GET", "/metrics", ""},
+	} {
+		req, _ := http.NewRequest(c.method, hs.URL+c.path, strings.NewReader(c.body))
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if len(loads) != 1 || loads[0] != "Bearer tok" {
+		t.Fatalf("the recorder's own loads: %q, want one with the request's token", loads)
+	}
+	if len(reports) != 3 {
+		t.Fatalf("%d reports, want the load, the plan and the 404 (not /metrics): %+v", len(reports), reports)
+	}
+	wantErr := []string{"", "file-scan-tasks[0].data-file.partition[1]", "error.code"}
+	for i, r := range reports {
+		var vs Violations
+		switch {
+		case wantErr[i] == "" && r.err != nil:
+			t.Errorf("%s %s: %v", r.ex.Method, r.ex.Target, r.err)
+		case wantErr[i] != "" && (!errors.As(r.err, &vs) || vs[0].Field != wantErr[i]):
+			t.Errorf("%s %s: %v, want a violation of %s", r.ex.Method, r.ex.Target, r.err, wantErr[i])
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	var names []string
+	for _, f := range files {
+		names = append(names, filepath.Base(f)[7:]) // without the process-wide sequence
+	}
+	want := []string{"GET-_v1_namespaces_db_tables_events.json", "POST-_v1_namespaces_db_tables_events_plan.json",
+		"GET-_v1_namespaces_db_tables_nope.json", "GET-_metrics.json"}
+	if strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Fatalf("captured %v, want %v", names, want)
+	}
+	var doc map[string]any
+	b, _ := os.ReadFile(files[1])
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["method"] != "POST" || doc["path"] != tablePath+"/plan" || doc["status"] != 200.0 || doc["request"].(map[string]any)["filter"] != true ||
+		doc["response"].(map[string]any)["status"] != "completed" || len(doc) != 5 {
+		t.Fatalf("the plan's capture: %s", b)
+	}
+	if b, _ := os.ReadFile(files[3]); !strings.Contains(string(b), `"request":null`) {
+		t.Fatalf("an empty request body is not captured as null: %s", b)
 	}
 }
