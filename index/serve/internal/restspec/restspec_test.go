@@ -124,6 +124,7 @@ func TestGoodAnswersPass(t *testing.T) {
 		{"GET", tablePath + "/plan/nope", 404, `{"error": {"message": "no plan", "type": "NoSuchPlanIdException", "code": 404}}`},
 		{"POST", tablePath + "/plan", 503, `{"error": {"message": "down", "type": "ServiceUnavailableException", "code": 503, "stack": ["a"]}}`},
 		{"GET", "/metrics", 200, `not json, not a spec route`},
+		{"HEAD", tablePath, 404, ``},
 	} {
 		if err := Check(c.method, c.target, c.status, []byte(c.body), tbl); err != nil {
 			t.Errorf("%s %s %d: %v", c.method, c.target, c.status, err)
