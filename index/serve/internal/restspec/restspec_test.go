@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -304,11 +305,15 @@ func TestRouteOf(t *testing.T) {
 // with the request's Authorization) and captured in the format the Java
 // checker reads, the load first.
 func TestRecorderChecksAndCaptures(t *testing.T) {
+	// The handler and Report run on the server's goroutines.
+	var mu sync.Mutex
 	var loads []string
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.Method == "GET" && r.URL.Path == tablePath:
+			mu.Lock()
 			loads = append(loads, r.Header.Get("Authorization"))
+			mu.Unlock()
 			io.WriteString(w, `{"metadata": `+metadata+`}`)
 		case r.URL.Path == tablePath+"/plan":
 			io.WriteString(w, strings.Replace(goodPlan, `"2022-01-09", 2.5,`, `"2022-01-09", 2,`, 1))
@@ -323,7 +328,11 @@ func TestRecorderChecksAndCaptures(t *testing.T) {
 	}
 	var reports []report
 	dir := t.TempDir()
-	rec := &Recorder{Checker: NewChecker(), CaptureDir: dir, Report: func(ex Exchange, err error) { reports = append(reports, report{ex, err}) }}
+	rec := &Recorder{Checker: NewChecker(), CaptureDir: dir, Report: func(ex Exchange, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		reports = append(reports, report{ex, err})
+	}}
 	hs := httptest.NewServer(rec.Wrap(h))
 	defer hs.Close()
 	for _, c := range []struct{ method, path, body string }{
@@ -339,6 +348,9 @@ func TestRecorderChecksAndCaptures(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
+	hs.Close() // every handler has returned
+	mu.Lock()
+	defer mu.Unlock()
 	if len(loads) != 1 || loads[0] != "Bearer tok" {
 		t.Fatalf("the recorder's own loads: %q, want one with the request's token", loads)
 	}
