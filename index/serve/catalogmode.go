@@ -105,8 +105,8 @@ func (s *Server) serveCatalog(w http.ResponseWriter, r *http.Request, rt route) 
 		exists(w, func() (bool, error) { return s.o.Catalog.CheckTableExists(ctx, rt.ident()) })
 	case get || head:
 		writeError(w, http.StatusNotFound, "NoSuchEndpointException", fmt.Sprintf("%s %s is not served by icebloom serve", r.Method, r.URL.Path))
-	default: // the spec's answer to an operation a server does not support
-		writeError(w, http.StatusNotAcceptable, "UnsupportedOperationException",
+	default: // 403 is the refusal every write route of the spec lists
+		writeError(w, http.StatusForbidden, "ForbiddenException",
 			fmt.Sprintf("%s %s: icebloom serve over a catalog is read-only; write through the catalog itself", r.Method, r.URL.Path))
 	}
 }

@@ -1,6 +1,9 @@
 package serve
 
 import (
+	"net/http"
+	"testing"
+
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
@@ -17,3 +20,7 @@ func Compact(f iceberg.DataFile) iceberg.DataFile { return compact(f) }
 func Residual(meta table.Metadata, schema *iceberg.Schema, bound iceberg.BooleanExpression, caseSensitive bool, f iceberg.DataFile) (iceberg.BooleanExpression, error) {
 	return newResiduals(meta, schema, bound, caseSensitive).of(f)
 }
+
+// SpecChecked is specChecked for the package's external tests: every
+// server they start answers through it.
+func SpecChecked(t testing.TB, h http.Handler) http.Handler { return specChecked(t, h) }

@@ -281,8 +281,7 @@ func proxyFixture(t *testing.T, s uint64, formatVersion string, o serve.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
+	hs := newHTTPServer(t, srv)
 	return fx, up, hs, srv
 }
 
@@ -301,8 +300,10 @@ func client(t *testing.T, uri, token string) *rest.Catalog {
 
 func newSQLCatalog(t *testing.T) *catalogtest.Catalog { return catalogtest.NewCatalog(t) }
 
+// newHTTPServer serves srv for a test; every answer is checked against
+// the REST spec (serve.SpecChecked).
 func newHTTPServer(t *testing.T, srv *serve.Server) *httptest.Server {
-	hs := httptest.NewServer(srv)
+	hs := httptest.NewServer(serve.SpecChecked(t, srv))
 	t.Cleanup(hs.Close)
 	return hs
 }

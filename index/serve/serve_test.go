@@ -187,8 +187,8 @@ func TestCatalogModeAuth(t *testing.T) {
 	if resp, body := do(t, "GET", base+tablePath, "s3cret", ""); resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"scan-planning-mode":"server"`)) {
 		t.Fatalf("load table: %d %.200s", resp.StatusCode, body)
 	}
-	if resp, body := do(t, "POST", base+tablePath, "s3cret", `{"updates":[]}`); resp.StatusCode != 406 || errorType(t, body) != "UnsupportedOperationException" || !strings.Contains(string(body), "read-only") {
-		t.Fatalf("a commit in catalog mode: %d %s, want 406 UnsupportedOperationException, read-only", resp.StatusCode, body)
+	if resp, body := do(t, "POST", base+tablePath, "s3cret", `{"updates":[]}`); resp.StatusCode != 403 || errorType(t, body) != "ForbiddenException" || !strings.Contains(string(body), "read-only") {
+		t.Fatalf("a commit in catalog mode: %d %s, want 403 ForbiddenException, read-only", resp.StatusCode, body)
 	}
 	if _, err := serve.New(serve.Options{}); err == nil {
 		t.Fatal("New without an upstream or a catalog succeeded")

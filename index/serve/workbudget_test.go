@@ -61,7 +61,7 @@ func TestBusyPlanIs429(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.planner.work = newWorkBudget(1<<20, 20*time.Millisecond)
-	hts := httptest.NewServer(srv)
+	hts := httptest.NewServer(specChecked(t, srv))
 	defer hts.Close()
 	plan := func() *http.Response {
 		t.Helper()
