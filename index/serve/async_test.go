@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/catalog/rest"
+
+	"github.com/icebloom/icebloom/index/serve/internal/servetest"
 )
 
 // TestSubmittedPlanIsPolled: a plan not done within SubmitAfter (here: it
@@ -20,8 +22,9 @@ import (
 // and is gone; its owner alone finds it.
 func TestSubmittedPlanIsPolled(t *testing.T) {
 	const files = 12
-	cat := addFilesTable(t, files)
-	srv, err := New(Options{Catalog: cat.Catalog, SubmitAfter: 50 * time.Millisecond, MemoryBudget: 64 << 20})
+	cat := servetest.AddFilesTable(t, files)
+	const budget = 64 << 20
+	srv, err := New(Options{Catalog: cat.Catalog, SubmitAfter: 50 * time.Millisecond, MemoryBudget: budget})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +59,7 @@ func TestSubmittedPlanIsPolled(t *testing.T) {
 		return resp.StatusCode, out
 	}
 
-	hold, err := srv.planner.work.reserve(context.Background(), srv.planner.work.size)
+	hold, err := srv.planner.ReserveWork(context.Background(), budget) // all the room plans have
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,9 +95,9 @@ func TestSubmittedPlanIsPolled(t *testing.T) {
 	if status, _ := call("GET", path+"/"+*cancelled.PlanID, ""); status != 404 {
 		t.Fatalf("a cancelled plan polled: %d, want 404", status)
 	}
-	for srv.planner.work.reserved.Load() != 0 || len(srv.inFlight) != 0 {
+	for srv.planner.Stats().WorkReserved != 0 || len(srv.inFlight) != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the cancelled plan still holds %d bytes and %d slots", srv.planner.work.reserved.Load(), len(srv.inFlight))
+			t.Fatalf("the cancelled plan still holds %d bytes and %d slots", srv.planner.Stats().WorkReserved, len(srv.inFlight))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/icebloom/icebloom/index/lookup"
 	"github.com/icebloom/icebloom/index/serve"
+	"github.com/icebloom/icebloom/index/serve/internal/servetest"
+	"github.com/icebloom/icebloom/index/serve/planning"
 )
 
 func filterJSON(v int64) rest.PlanTableScanRequest {
@@ -45,7 +47,7 @@ func benchFiles(b *testing.B) int {
 func BenchmarkPlan(b *testing.B) {
 	files := benchFiles(b)
 	start := time.Now()
-	cat := serve.AddFilesTable(b, files)
+	cat := servetest.AddFilesTable(b, files)
 	b.Logf("table of %d files made and indexed in %s", files, time.Since(start).Round(time.Millisecond))
 	ident := table.Identifier{"db", "events"}
 	newServer := func() *serve.Server {
@@ -57,7 +59,7 @@ func BenchmarkPlan(b *testing.B) {
 	}
 	srv := newServer()
 	ctx := context.Background()
-	plan := func(b *testing.B, p *serve.Planner, v int64) *serve.PlanResult {
+	plan := func(b *testing.B, p *planning.Planner, v int64) *planning.PlanResult {
 		res, err := p.Plan(ctx, ident, filterJSON(v))
 		if err != nil {
 			b.Fatal(err)

@@ -14,6 +14,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
+
+	"github.com/icebloom/icebloom/index/serve/planning"
 )
 
 // catalogEndpoints are what catalog mode serves: the read endpoints and
@@ -24,12 +26,12 @@ var catalogEndpoints = append([]string{
 	"HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
 }, planningEndpoints...)
 
-func (s *Server) loadFromCatalog(ctx context.Context, ident table.Identifier) (*Loaded, error) {
+func (s *Server) loadFromCatalog(ctx context.Context, ident table.Identifier) (*planning.Loaded, error) {
 	tbl, err := catalog.LoadTable(ctx, s.o.Catalog, ident)
 	if err != nil {
 		return nil, err
 	}
-	return &Loaded{Table: tbl}, nil
+	return &planning.Loaded{Table: tbl}, nil
 }
 
 // serveCatalog answers the read endpoints over the catalog; every other

@@ -8,7 +8,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icebloom/icebloom/index/serve"
+	"github.com/icebloom/icebloom/index/serve/internal/servetest"
+	"github.com/icebloom/icebloom/index/serve/planning"
 )
 
 // getters are every answer of a DataFile.
@@ -28,7 +29,7 @@ func getters(f iceberg.DataFile) []any {
 func TestCompactFileAnswersAsIcebergGo(t *testing.T) {
 	for _, version := range []string{"2", "3"} {
 		t.Run("format-"+version, func(t *testing.T) {
-			fx := newFixture(t, newSQLCatalog(t), seed(t), version)
+			fx := newFixture(t, newSQLCatalog(t), servetest.Seed(t), version)
 			tbl := fx.load()
 			tasks, err := tbl.Scan().PlanFiles(context.Background())
 			if err != nil {
@@ -40,7 +41,7 @@ func TestCompactFileAnswersAsIcebergGo(t *testing.T) {
 				files := append([]iceberg.DataFile{task.File}, task.DeleteFiles...)
 				files = append(append(files, task.EqualityDeleteFiles...), task.DeletionVectorFiles...)
 				for _, f := range files {
-					c := serve.Compact(f)
+					c := planning.Compact(f)
 					if want, got := getters(f), getters(c); !reflect.DeepEqual(got, want) {
 						t.Fatalf("%s: compact answers\n%#v\nwant\n%#v", f.FilePath(), got, want)
 					}

@@ -15,37 +15,20 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/index/serve"
-)
-
-// tri is a truth value; see nullCmp for NULL.
-type tri int8
-
-const (
-	fls tri = iota
-	unk
-	tru
+	"github.com/icebloom/icebloom/index/serve/internal/servetest"
 )
 
 // nullCmp is what a comparison with NULL (=, !=, <, IN, ...) is in
 // iceberg-go's reader: false, and NOT of it true (measured: NOT (score = 0)
 // reads the rows whose score is NULL), as in Java Iceberg's evaluator, not
 // SQL's unknown.
-const nullCmp = fls
-
-func triOf(b bool) tri {
-	if b {
-		return tru
-	}
-	return fls
-}
-
-func (a tri) not() tri { return 2 - a }
+const nullCmp = servetest.False
 
 // randFilter is a random filter: the expression the client sends and the
 // ground truth of it for a row.
 type randFilter struct {
 	expr iceberg.BooleanExpression
-	eval func(row) tri
+	eval func(row) servetest.Tri
 	text string
 }
 
@@ -96,9 +79,9 @@ func leaf[T int64 | int32 | float64 | string | iceberg.Date](fx *fixture, col st
 	switch {
 	case k < 4: // =, the index's case, often
 		v := values[fx.rng.IntN(len(values))]
-		return randFilter{iceberg.EqualTo(ref, v), func(r row) tri {
+		return randFilter{iceberg.EqualTo(ref, v), func(r row) servetest.Tri {
 			if p := get(r); p != nil {
-				return triOf(*p == v)
+				return servetest.TriOf(*p == v)
 			}
 			return nullCmp
 		}, fmt.Sprintf("%s = %s", col, lit(v))}
@@ -108,25 +91,25 @@ func leaf[T int64 | int32 | float64 | string | iceberg.Date](fx *fixture, col st
 		for i := range vs {
 			vs[i] = values[fx.rng.IntN(len(values))]
 		}
-		return randFilter{iceberg.IsIn(ref, vs...), func(r row) tri {
+		return randFilter{iceberg.IsIn(ref, vs...), func(r row) servetest.Tri {
 			if p := get(r); p != nil {
-				return triOf(slices.Contains(vs, *p))
+				return servetest.TriOf(slices.Contains(vs, *p))
 			}
 			return nullCmp
 		}, fmt.Sprintf("%s IN %v", col, vs)}
 	case k < 8:
 		op := fx.rng.IntN(6)
 		v := values[fx.rng.IntN(len(values))]
-		return randFilter{predicate(op, ref, v), func(r row) tri {
+		return randFilter{predicate(op, ref, v), func(r row) servetest.Tri {
 			if p := get(r); p != nil {
-				return triOf(cmpOp(op, *p, v))
+				return servetest.TriOf(cmpOp(op, *p, v))
 			}
 			return nullCmp
 		}, fmt.Sprintf("%s %s %s", col, opNames[op], lit(v))}
 	case k < 9:
-		return randFilter{iceberg.IsNull(ref), func(r row) tri { return triOf(get(r) == nil) }, col + " IS NULL"}
+		return randFilter{iceberg.IsNull(ref), func(r row) servetest.Tri { return servetest.TriOf(get(r) == nil) }, col + " IS NULL"}
 	default:
-		return randFilter{iceberg.NotNull(ref), func(r row) tri { return triOf(get(r) != nil) }, col + " IS NOT NULL"}
+		return randFilter{iceberg.NotNull(ref), func(r row) servetest.Tri { return servetest.TriOf(get(r) != nil) }, col + " IS NOT NULL"}
 	}
 }
 
@@ -166,7 +149,7 @@ func (fx *fixture) pointLeaf() randFilter {
 }
 
 func and(a, b randFilter) randFilter {
-	return randFilter{iceberg.NewAnd(a.expr, b.expr), func(r row) tri { return min(a.eval(r), b.eval(r)) }, "(" + a.text + " AND " + b.text + ")"}
+	return randFilter{iceberg.NewAnd(a.expr, b.expr), func(r row) servetest.Tri { return min(a.eval(r), b.eval(r)) }, "(" + a.text + " AND " + b.text + ")"}
 }
 
 // fastFilter is a random filter with = or IN conjuncts at its top: P
@@ -189,12 +172,12 @@ func (fx *fixture) randFilter(depth int) randFilter {
 	switch fx.rng.IntN(5) {
 	case 0:
 		c := fx.randFilter(depth - 1)
-		return randFilter{iceberg.NewNot(c.expr), func(r row) tri { return c.eval(r).not() }, "NOT (" + c.text + ")"}
+		return randFilter{iceberg.NewNot(c.expr), func(r row) servetest.Tri { return c.eval(r).Not() }, "NOT (" + c.text + ")"}
 	case 1, 2:
 		return and(fx.randFilter(depth-1), fx.randFilter(depth-1))
 	default:
 		a, b := fx.randFilter(depth-1), fx.randFilter(depth-1)
-		return randFilter{iceberg.NewOr(a.expr, b.expr), func(r row) tri { return max(a.eval(r), b.eval(r)) }, "(" + a.text + " OR " + b.text + ")"}
+		return randFilter{iceberg.NewOr(a.expr, b.expr), func(r row) servetest.Tri { return max(a.eval(r), b.eval(r)) }, "(" + a.text + " OR " + b.text + ")"}
 	}
 }
 
@@ -235,7 +218,7 @@ func readIDs(t *testing.T, tbl *table.Table, filter iceberg.BooleanExpression, m
 func truth(rows map[int64]row, f randFilter) []int64 {
 	var ids []int64
 	for id, r := range rows {
-		if f.eval(r) == tru {
+		if f.eval(r) == servetest.True {
 			ids = append(ids, id)
 		}
 	}
@@ -317,8 +300,7 @@ func differential(t *testing.T, fx *fixture, tbl *table.Table, n int, gen func(d
 // server) give the rows of local planning and of the ground truth; the
 // server never plans more files and fewer for some.
 func TestDifferentialProxy(t *testing.T) {
-	s := seed(t)
-	t.Logf("seed %d (ICEBLOOM_SERVE_SEED=%d replays)", s, s)
+	s := servetest.Seed(t)
 	fx, up, hs, _ := proxyFixture(t, s, "2", serve.Options{TasksPerPage: 2})
 	cat := client(t, hs.URL, up.Token)
 	tbl, err := cat.LoadTable(context.Background(), ident)
@@ -339,8 +321,7 @@ func TestDifferentialProxy(t *testing.T) {
 // a tenth of them of the time-travel snapshot. Every plan but the repeated
 // ones must be made by the fast path.
 func TestDifferentialFastPath(t *testing.T) {
-	s := seed(t)
-	t.Logf("seed %d (ICEBLOOM_SERVE_SEED=%d replays)", s, s)
+	s := servetest.Seed(t)
 	fx, up, hs, _ := proxyFixture(t, s, "2", serve.Options{TasksPerPage: 2})
 	tbl, err := client(t, hs.URL, up.Token).LoadTable(context.Background(), ident)
 	if err != nil {
@@ -395,8 +376,7 @@ func metric(t *testing.T, url, name string) int {
 // TestDifferentialCatalog is TestDifferentialProxy in catalog mode, over the
 // SQL catalog.
 func TestDifferentialCatalog(t *testing.T) {
-	s := seed(t)
-	t.Logf("seed %d (ICEBLOOM_SERVE_SEED=%d replays)", s, s)
+	s := servetest.Seed(t)
 	up := newSQLCatalog(t)
 	fx := newFixture(t, up, s, "2")
 	srv, err := serve.New(serve.Options{Catalog: up.Catalog, TasksPerPage: 3, BearerToken: "tok"})
@@ -465,8 +445,7 @@ func (r row) String() string {
 // version 3 table, whose position deletes are deletion vectors (blobs of
 // Puffin files, each naming its data file).
 func TestDifferentialDeletionVectors(t *testing.T) {
-	s := seed(t)
-	t.Logf("seed %d (ICEBLOOM_SERVE_SEED=%d replays)", s, s)
+	s := servetest.Seed(t)
 	fx, up, hs, _ := proxyFixture(t, s, "3", serve.Options{TasksPerPage: 2})
 	tbl, err := client(t, hs.URL, up.Token).LoadTable(context.Background(), ident)
 	if err != nil {

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http/httptest"
-	"os"
 	"slices"
-	"strconv"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -59,17 +57,6 @@ type fixture struct {
 	oldLive map[int64]row // its rows
 	// pointOnly makes leaf draw only = and IN (pointLeaf).
 	pointOnly bool
-}
-
-func seed(t *testing.T) uint64 {
-	if s := os.Getenv("ICEBLOOM_SERVE_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	return rand.Uint64()
 }
 
 func (fx *fixture) randomRow() row {

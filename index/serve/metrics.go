@@ -6,6 +6,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/icebloom/icebloom/index/serve/planning"
 )
 
 // latencyBuckets are the upper bounds, in seconds, of the latency
@@ -68,7 +70,7 @@ func newMetrics() *metrics {
 		planLatency: map[bool]*histogram{false: {}, true: {}}}
 }
 
-func (m *metrics) planned(res *PlanResult, cached bool, d time.Duration) {
+func (m *metrics) planned(res *planning.PlanResult, cached bool, d time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if cached {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/catalog/rest"
+
+	"github.com/icebloom/icebloom/index/serve/planning"
 )
 
 // maxStoredPlans bounds the plans held at once, so that clients that plan
@@ -79,7 +81,7 @@ func randomID() string {
 
 // add stores res as a completed plan of table for owner, returning its id
 // and its first page with the plan tasks that name the others.
-func (s *planStore) add(table, owner string, res *PlanResult) (string, storedPlan) {
+func (s *planStore) add(table, owner string, res *planning.PlanResult) (string, storedPlan) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := s.newPlan(&storedPlan{table: table, uuid: res.TableUUID, owner: owner})
@@ -109,7 +111,7 @@ func (s *planStore) newPlan(p *storedPlan) string {
 
 // complete records the result of submitted plan id (nothing if it was
 // cancelled or dropped meanwhile).
-func (s *planStore) complete(id string, res *PlanResult) {
+func (s *planStore) complete(id string, res *planning.PlanResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p, ok := s.plans[id]; ok && p.status == rest.PlanStatusSubmitted {
@@ -118,7 +120,7 @@ func (s *planStore) complete(id string, res *PlanResult) {
 }
 
 // completeLocked makes plan id completed with res; the caller holds mu.
-func (s *planStore) completeLocked(id string, res *PlanResult) storedPlan {
+func (s *planStore) completeLocked(id string, res *planning.PlanResult) storedPlan {
 	p := s.plans[id]
 	p.status, p.cancel, p.creds, p.first = rest.PlanStatusCompleted, nil, res.Credentials, res.Pages[0]
 	p.expires = s.now().Add(s.ttl) // the client has the TTL from now to fetch its tasks

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/catalog/rest"
+
+	"github.com/icebloom/icebloom/index/serve/planning"
 )
 
 // TestPlanStoreBoundsAndExpiry: plans expire after the TTL, with their
@@ -13,7 +15,7 @@ import (
 func TestPlanStoreBoundsAndExpiry(t *testing.T) {
 	now := time.Unix(1000, 0)
 	s := newPlanStore(time.Minute, func() time.Time { return now })
-	res := &PlanResult{Pages: []rest.ScanTasks{{}, {}}, TableUUID: "u"}
+	res := &planning.PlanResult{Pages: []rest.ScanTasks{{}, {}}, TableUUID: "u"}
 	first, p := s.add("db\x1fevents", "me", res)
 	if len(p.tasks) != 1 {
 		t.Fatalf("%d plan tasks for two pages, want 1", len(p.tasks))
@@ -68,7 +70,7 @@ func TestPlanStoreSubmitted(t *testing.T) {
 	if p, ok := s.plan("t", "me", id); !ok || p.status != rest.PlanStatusSubmitted {
 		t.Fatalf("a submitted plan: %v %v", p.status, ok)
 	}
-	s.complete(id, &PlanResult{Pages: []rest.ScanTasks{{}, {}}})
+	s.complete(id, &planning.PlanResult{Pages: []rest.ScanTasks{{}, {}}})
 	if p, _ := s.plan("t", "me", id); p.status != rest.PlanStatusCompleted || len(p.tasks) != 1 {
 		t.Fatalf("completed: %v with %d tasks", p.status, len(p.tasks))
 	}
@@ -81,7 +83,7 @@ func TestPlanStoreSubmitted(t *testing.T) {
 	if !s.cancel("t", "me", cancelled) || stopped != 1 {
 		t.Fatalf("cancel: its planning stopped %d times, want 1", stopped)
 	}
-	s.complete(cancelled, &PlanResult{Pages: []rest.ScanTasks{{}, {}}})
+	s.complete(cancelled, &planning.PlanResult{Pages: []rest.ScanTasks{{}, {}}})
 	if _, ok := s.plan("t", "me", cancelled); ok || len(s.tasks) != 1 {
 		t.Fatalf("a cancelled plan's result stored: %d tasks", len(s.tasks))
 	}

@@ -22,6 +22,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/index"
+
+	"github.com/icebloom/icebloom/index/serve/planning"
 )
 
 // planningEndpoints are the endpoints the server answers itself, added to
@@ -64,7 +66,7 @@ type caller struct {
 }
 
 // WithHeader returns ctx carrying the headers (Authorization included) and
-// the REST path prefix with which the proxy's Planner loads tables from the
+// the REST path prefix with which the proxy's planner loads tables from the
 // upstream; the server's handlers set them from each request.
 func WithHeader(ctx context.Context, h http.Header, prefix string) context.Context {
 	return context.WithValue(ctx, callerKey{}, &caller{header: h, prefix: prefix})
@@ -77,7 +79,7 @@ func (s *Server) callerContext(r *http.Request, rt route) context.Context {
 // loadFromUpstream loads a table from the upstream with the caller's
 // headers. An answer other than 200 is passed on to the caller as it came
 // (statusError): the upstream's 401, 403 or 404 is the caller's.
-func (s *Server) loadFromUpstream(ctx context.Context, ident table.Identifier) (*Loaded, error) {
+func (s *Server) loadFromUpstream(ctx context.Context, ident table.Identifier) (*planning.Loaded, error) {
 	c, _ := ctx.Value(callerKey{}).(*caller)
 	if c == nil {
 		c = &caller{header: http.Header{}}
@@ -118,10 +120,10 @@ func (s *Server) loadFromUpstream(ctx context.Context, ident table.Identifier) (
 		return nil, fmt.Errorf("load %s from the upstream catalog: %w", ident, err)
 	}
 	private := len(lt.Config) > 0 || len(lt.StorageCredentials) > 0
-	if kept, ok := s.planner.tables.get(lt.MetadataLoc); ok && !private && lt.MetadataLoc != "" {
+	if kept, ok := s.planner.KeptTable(lt.MetadataLoc); ok && !private {
 		// A metadata location names one immutable metadata file: the
 		// table kept for it is this one, without parsing it again.
-		return &Loaded{Table: kept}, nil
+		return &planning.Loaded{Table: kept}, nil
 	}
 	meta, err := table.ParseMetadataBytes(lt.Metadata)
 	if err != nil {
@@ -140,7 +142,7 @@ func (s *Server) loadFromUpstream(ctx context.Context, ident table.Identifier) (
 		}
 	}
 	tbl := table.New(ident, meta, lt.MetadataLoc, iceio.LoadFSFunc(props, meta.Location()), nil)
-	return &Loaded{Table: tbl, Credentials: lt.StorageCredentials, private: private}, nil
+	return &planning.Loaded{Table: tbl, Credentials: lt.StorageCredentials, Private: private}, nil
 }
 
 // longestPrefix returns the vended credential for location, as clients
@@ -237,7 +239,7 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		for _, ident := range p.commits {
-			s.planner.metrics.commit()
+			s.metrics.commit()
 			if s.o.Committed != nil {
 				prefix, _ := url.PathUnescape(p.rt.prefix)
 				s.o.Committed(prefix, ident)
@@ -376,4 +378,16 @@ func (s *Server) upstreamReady(ctx context.Context) bool {
 	}
 	s.readyAt, s.readyOK = time.Now(), ok
 	return ok
+}
+
+// statusError is a response of the upstream catalog to pass on unchanged:
+// the caller's credentials were refused, the table does not exist, …
+type statusError struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("upstream catalog answered %d: %s", e.status, strings.TrimSpace(string(e.body)))
 }

@@ -11,9 +11,10 @@
 // a catalog (Options.Catalog) it serves the read endpoints and planning, and
 // refuses writes.
 //
-// Planning is iceberg-go's (partitions, statistics, delete files), then
-// lookup.Plan's index pruning; the REST wire types are iceberg-go's
-// (catalog/rest), their encoding is package wire's.
+// This package is the HTTP side: routes, the proxy, catalog mode, the plan
+// store (plans answered at once or submitted and polled, bound to their
+// caller), limits and /metrics. Planning itself is package planning; the
+// JSON it answers with, package wire.
 package serve
 
 import (
@@ -40,6 +41,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/index/serve/wire"
+
+	"github.com/icebloom/icebloom/index/serve/planning"
 )
 
 // Defaults of Options.
@@ -68,7 +71,7 @@ type Options struct {
 	Hosts []string
 	// MemoryBudget bounds the memory of planning: what is kept warm
 	// (plans, the fast path's base plans, manifest files) and what the
-	// plans being computed work in (PlannerOptions.MemoryBudget); 0 means
+	// plans being computed work in (planning.PlannerOptions.MemoryBudget); 0 means
 	// DefaultMemoryBudget, negative caches nothing and bounds no plan.
 	MemoryBudget int64
 	// MaxPlansInFlight bounds the plans computed at once; a plan request
@@ -83,8 +86,12 @@ type Options struct {
 	// scan-planning-mode=server for indexed tables.
 	NoScanPlanningMode bool
 	// TasksPerPage is the data files per page of a plan (plan-tasks beyond
-	// the first); 0 means DefaultTasksPerPage.
+	// the first); 0 means planning.DefaultTasksPerPage.
 	TasksPerPage int
+	// MaxWorkWait is how long a plan waits for room in the memory plans
+	// work in before it is answered 429; 0 means
+	// planning.DefaultMaxWorkWait.
+	MaxWorkWait time.Duration
 	// PlanTTL is how long plans are held; 0 means DefaultPlanTTL.
 	PlanTTL time.Duration
 	// SubmitAfter is how long a plan request waits for its plan: a plan
@@ -110,7 +117,8 @@ type Options struct {
 // Server is the HTTP handler of icebloom serve.
 type Server struct {
 	o        Options
-	planner  *Planner
+	planner  *planning.Planner
+	metrics  *metrics
 	plans    *planStore
 	proxy    *httputil.ReverseProxy
 	client   *http.Client
@@ -156,21 +164,21 @@ func New(o Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{o: o, plans: newPlanStore(o.PlanTTL, o.Now), inFlight: make(chan struct{}, o.MaxPlansInFlight), log: o.Logger}
+	s := &Server{o: o, plans: newPlanStore(o.PlanTTL, o.Now), inFlight: make(chan struct{}, o.MaxPlansInFlight), log: o.Logger, metrics: newMetrics()}
 	load := s.loadFromCatalog
 	if o.Upstream != nil {
 		s.client = &http.Client{Transport: o.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 		s.proxy = s.newProxy()
 		load = s.loadFromUpstream
 	}
-	s.planner = NewPlanner(load, PlannerOptions{MemoryBudget: max(o.MemoryBudget, 0), TasksPerPage: o.TasksPerPage})
+	s.planner = planning.NewPlanner(load, planning.PlannerOptions{MemoryBudget: max(o.MemoryBudget, 0), TasksPerPage: o.TasksPerPage, MaxWorkWait: o.MaxWorkWait})
 	s.ready.Store(true)
 	return s, nil
 }
 
 // Planner is the server's planner, for planning without HTTP (benchmarks).
 // In proxy mode its loader takes the caller's headers from WithHeader.
-func (s *Server) Planner() *Planner { return s.planner }
+func (s *Server) Planner() *planning.Planner { return s.planner }
 
 // SetReady sets what /readyz answers: a server shutting down is not ready.
 func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
@@ -202,7 +210,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
 	kind := s.serve(sw, r)
-	s.planner.metrics.request(string(kind))
+	s.metrics.request(string(kind))
 	// The path is logged without its query and without a plan id (which
 	// with the caller's credential fetches the plan); headers never are:
 	// the Authorization value, cookies and vended credentials stay out of
@@ -304,19 +312,19 @@ func (s *Server) authorized(r *http.Request) bool {
 }
 
 func (s *Server) writeMetrics(w io.Writer) {
-	used, n, hits, misses, evicted := s.planner.results.stats()
+	ps := s.planner.Stats()
 	var st *SyncStats
 	if s.o.SyncStats != nil {
 		v := s.o.SyncStats()
 		st = &v
 	}
-	s.planner.metrics.write(w, used, n, hits, misses, evicted, st)
+	s.metrics.write(w, ps.ResultBytes, int(ps.Results), ps.Hits, ps.Misses, ps.Evictions, st)
 	fmt.Fprintln(w, "# HELP icebloom_serve_plan_work_bytes Memory reserved by the plans being computed, of the memory budget's quarter for them.")
 	fmt.Fprintln(w, "# TYPE icebloom_serve_plan_work_bytes gauge")
-	fmt.Fprintf(w, "icebloom_serve_plan_work_bytes %d\n", s.planner.work.reserved.Load())
+	fmt.Fprintf(w, "icebloom_serve_plan_work_bytes %d\n", ps.WorkReserved)
 	fmt.Fprintln(w, "# HELP icebloom_serve_plan_work_budget_bytes The memory budget's part for the plans being computed.")
 	fmt.Fprintln(w, "# TYPE icebloom_serve_plan_work_budget_bytes gauge")
-	fmt.Fprintf(w, "icebloom_serve_plan_work_budget_bytes %d\n", s.planner.work.size)
+	fmt.Fprintf(w, "icebloom_serve_plan_work_budget_bytes %d\n", ps.WorkBudget)
 	fmt.Fprintln(w, "# HELP icebloom_serve_plans_in_flight Plans being computed.")
 	fmt.Fprintln(w, "# TYPE icebloom_serve_plans_in_flight gauge")
 	fmt.Fprintf(w, "icebloom_serve_plans_in_flight %d\n", len(s.inFlight))
@@ -367,7 +375,7 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 	select {
 	case s.inFlight <- struct{}{}:
 	default:
-		s.planner.metrics.count("rejected")
+		s.metrics.count("rejected")
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusTooManyRequests, "SlowDownException",
 			fmt.Sprintf("%d plans are being computed, the most this server takes at once; retry later", cap(s.inFlight)))
@@ -379,7 +387,7 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 	// keep) under the plan timeout, not the request's.
 	caller := WithHeader(context.WithoutCancel(r.Context()), r.Header.Clone(), rt.prefix)
 	ctx, cancel := context.WithTimeout(caller, s.o.PlanTimeout)
-	loaded, err := s.planner.load(ctx, rt.ident())
+	loaded, err := s.planner.Load(ctx, rt.ident())
 	if err != nil {
 		cancel()
 		release()
@@ -387,13 +395,17 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 		return
 	}
 	type outcome struct {
-		res *PlanResult
+		res *planning.PlanResult
 		err error
 	}
 	done := make(chan outcome, 1)
 	go func() {
 		defer release()
+		start := time.Now()
 		res, err := s.planner.PlanTable(ctx, loaded, req)
+		if err == nil {
+			s.metrics.planned(res, res.Cached, time.Since(start))
+		}
 		done <- outcome{res, err}
 	}()
 	var wait <-chan time.Time
@@ -416,7 +428,7 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 		})
 	case <-wait:
 		id := s.plans.submit(rt.key(), loaded.Table.Metadata().TableUUID().String(), owner, cancel)
-		s.planner.metrics.count("submitted")
+		s.metrics.count("submitted")
 		go func() {
 			defer cancel()
 			out := <-done
@@ -436,7 +448,7 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 func (s *Server) planError(w http.ResponseWriter, err error) {
 	var st *statusError
 	if errors.As(err, &st) && st.status < 500 { // the upstream's refusal, the caller's to read
-		s.planner.metrics.count("upstream_error")
+		s.metrics.count("upstream_error")
 		copyHeader(w.Header(), st.header)
 		w.WriteHeader(st.status)
 		w.Write(st.body)
@@ -453,40 +465,40 @@ func (s *Server) planError(w http.ResponseWriter, err error) {
 // plan, counted in the metrics.
 func (s *Server) failure(err error) (status int, typ, msg string) {
 	var st *statusError
-	var bad *RequestError
-	var busy *BusyError
+	var bad *planning.RequestError
+	var busy *planning.BusyError
 	var down *upstreamDownError
 	switch {
 	case errors.As(err, &down):
-		s.planner.metrics.count("upstream_error")
+		s.metrics.count("upstream_error")
 		s.log.Warn("upstream catalog request failed", "err", err)
 		return http.StatusServiceUnavailable, "ServiceUnavailableException", upstreamDownMessage
 	case errors.As(err, &st) && st.status >= 500:
-		s.planner.metrics.count("upstream_error")
+		s.metrics.count("upstream_error")
 		s.log.Warn("upstream catalog failed loading a table", "status", st.status)
 		if st.status == http.StatusServiceUnavailable {
 			return st.status, "ServiceUnavailableException", upstreamDownMessage
 		}
 		return http.StatusBadGateway, "ServerErrorException", fmt.Sprintf("the catalog behind this server failed loading the table (it answered %d)", st.status)
 	case errors.As(err, &st):
-		s.planner.metrics.count("upstream_error")
+		s.metrics.count("upstream_error")
 		var em wire.ErrorModel
 		if json.Unmarshal(st.body, &em) == nil && em.Error.Type != "" {
 			return st.status, em.Error.Type, em.Error.Message
 		}
 		return st.status, "RESTException", fmt.Sprintf("the catalog answered %d loading the table", st.status)
 	case errors.As(err, &busy):
-		s.planner.metrics.count("busy")
+		s.metrics.count("busy")
 		return http.StatusTooManyRequests, "SlowDownException", busy.Error()
 	case errors.As(err, &bad):
-		s.planner.metrics.count("bad_request")
+		s.metrics.count("bad_request")
 		return http.StatusBadRequest, "BadRequestException", bad.Error()
 	case errors.Is(err, icecatalog.ErrNoSuchTable):
 		return http.StatusNotFound, "NoSuchTableException", err.Error()
 	case errors.Is(err, icecatalog.ErrNoSuchNamespace):
 		return http.StatusNotFound, "NoSuchNamespaceException", err.Error()
 	}
-	s.planner.metrics.count("error")
+	s.metrics.count("error")
 	s.log.Error("plan failed", "err", err)
 	return http.StatusInternalServerError, "ServerErrorException", err.Error()
 }
@@ -498,7 +510,7 @@ func (s *Server) failure(err error) (status int, typ, msg string) {
 // known; then the plan is answered only if it was found and the table is
 // still the one planned (same uuid); otherwise the spec's 404 of type typ.
 func (s *Server) found(w http.ResponseWriter, r *http.Request, rt route, ok bool, uuid, typ, what string) bool {
-	loaded, err := s.planner.load(s.callerContext(r, rt), rt.ident())
+	loaded, err := s.planner.Load(s.callerContext(r, rt), rt.ident())
 	if err != nil {
 		s.planError(w, err)
 		return false

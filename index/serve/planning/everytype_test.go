@@ -1,4 +1,4 @@
-package serve_test
+package planning_test
 
 import (
 	"bytes"
@@ -30,7 +30,8 @@ import (
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index/indexer"
-	"github.com/icebloom/icebloom/index/serve"
+	"github.com/icebloom/icebloom/index/serve/internal/servetest"
+	"github.com/icebloom/icebloom/index/serve/planning"
 	"github.com/icebloom/icebloom/index/serve/wire"
 )
 
@@ -433,16 +434,16 @@ func TestDifferentialEveryTransform(t *testing.T) {
 	}
 	for _, formatVersion := range []string{"2", "3"} {
 		t.Run("v"+formatVersion, func(t *testing.T) {
-			s := seed(t)
+			s := servetest.Seed(t)
 			rng := rand.New(rand.NewPCG(s, s^0x5851f42d4c957f2d))
 			cat := catalogtest.NewCatalog(t)
 			td, rows := typedTable(t, cat, rng, formatVersion)
 			ident := table.Identifier{"db", "typed"}
-			load := func(ctx context.Context, ident table.Identifier) (*serve.Loaded, error) {
+			load := func(ctx context.Context, ident table.Identifier) (*planning.Loaded, error) {
 				tbl, err := cat.LoadTable(ctx, ident)
-				return &serve.Loaded{Table: tbl}, err
+				return &planning.Loaded{Table: tbl}, err
 			}
-			p := serve.NewPlanner(load, serve.PlannerOptions{MemoryBudget: 64 << 20, TasksPerPage: 7})
+			p := planning.NewPlanner(load, planning.PlannerOptions{MemoryBudget: 64 << 20, TasksPerPage: 7})
 			tbl, err := cat.LoadTable(context.Background(), ident)
 			if err != nil {
 				t.Fatal(err)
@@ -468,7 +469,7 @@ func TestDifferentialEveryTransform(t *testing.T) {
 				eval := sqlFilter(t, bound)
 				var want []int64
 				for _, r := range rows {
-					if eval(r) == tru {
+					if eval(r) == servetest.True {
 						want = append(want, r[0].(int64))
 					}
 				}
@@ -494,7 +495,7 @@ func TestDifferentialEveryTransform(t *testing.T) {
 							fileRows[path] = readTypedRows(t, path)
 						}
 						for _, r := range fileRows[path] {
-							if keep(r) == tru {
+							if keep(r) == servetest.True {
 								got = append(got, r[0].(int64))
 							}
 						}
@@ -555,66 +556,70 @@ func TestDifferentialEveryTransform(t *testing.T) {
 // less nor greater (literals are never NaN here).
 type sqlRows struct{}
 
-func (sqlRows) VisitTrue() func(typedRow) tri  { return func(typedRow) tri { return tru } }
-func (sqlRows) VisitFalse() func(typedRow) tri { return func(typedRow) tri { return fls } }
-func (sqlRows) VisitNot(c func(typedRow) tri) func(typedRow) tri {
-	return func(r typedRow) tri { return c(r).not() }
+func (sqlRows) VisitTrue() func(typedRow) servetest.Tri {
+	return func(typedRow) servetest.Tri { return servetest.True }
 }
-func (sqlRows) VisitAnd(l, r func(typedRow) tri) func(typedRow) tri {
-	return func(row typedRow) tri { return min(l(row), r(row)) }
+func (sqlRows) VisitFalse() func(typedRow) servetest.Tri {
+	return func(typedRow) servetest.Tri { return servetest.False }
 }
-func (sqlRows) VisitOr(l, r func(typedRow) tri) func(typedRow) tri {
-	return func(row typedRow) tri { return max(l(row), r(row)) }
+func (sqlRows) VisitNot(c func(typedRow) servetest.Tri) func(typedRow) servetest.Tri {
+	return func(r typedRow) servetest.Tri { return c(r).Not() }
 }
-func (sqlRows) VisitUnbound(p iceberg.UnboundPredicate) func(typedRow) tri {
+func (sqlRows) VisitAnd(l, r func(typedRow) servetest.Tri) func(typedRow) servetest.Tri {
+	return func(row typedRow) servetest.Tri { return min(l(row), r(row)) }
+}
+func (sqlRows) VisitOr(l, r func(typedRow) servetest.Tri) func(typedRow) servetest.Tri {
+	return func(row typedRow) servetest.Tri { return max(l(row), r(row)) }
+}
+func (sqlRows) VisitUnbound(p iceberg.UnboundPredicate) func(typedRow) servetest.Tri {
 	panic(fmt.Sprintf("unbound %s", p))
 }
-func (sqlRows) VisitBound(p iceberg.BoundPredicate) func(typedRow) tri {
+func (sqlRows) VisitBound(p iceberg.BoundPredicate) func(typedRow) servetest.Tri {
 	id := p.Ref().Field().ID
 	pos := slices.IndexFunc(typedSchema.Fields(), func(f iceberg.NestedField) bool { return f.ID == id })
-	return func(r typedRow) tri {
+	return func(r typedRow) servetest.Tri {
 		v := r[pos]
 		switch p.Op() {
 		case iceberg.OpIsNull:
-			return triOf(v == nil)
+			return servetest.TriOf(v == nil)
 		case iceberg.OpNotNull:
-			return triOf(v != nil)
+			return servetest.TriOf(v != nil)
 		}
 		if v == nil {
-			return unk
+			return servetest.Unknown
 		}
 		switch p.Op() {
 		case iceberg.OpIsNan:
-			return triOf(isNaNValue(v))
+			return servetest.TriOf(isNaNValue(v))
 		case iceberg.OpNotNan:
-			return triOf(!isNaNValue(v))
+			return servetest.TriOf(!isNaNValue(v))
 		case iceberg.OpIn, iceberg.OpNotIn:
 			in := false
 			for _, lit := range p.(iceberg.BoundSetPredicate).Literals().Members() {
 				in = in || compareValue(v, lit) == 0 && !isNaNValue(v)
 			}
-			return triOf(in == (p.Op() == iceberg.OpIn))
+			return servetest.TriOf(in == (p.Op() == iceberg.OpIn))
 		}
 		lit := p.(iceberg.BoundLiteralPredicate).Literal()
 		c := compareValue(v, lit)
 		nan := isNaNValue(v)
 		switch p.Op() {
 		case iceberg.OpEQ:
-			return triOf(c == 0 && !nan)
+			return servetest.TriOf(c == 0 && !nan)
 		case iceberg.OpNEQ:
-			return triOf(c != 0 || nan)
+			return servetest.TriOf(c != 0 || nan)
 		case iceberg.OpLT:
-			return triOf(c < 0 && !nan)
+			return servetest.TriOf(c < 0 && !nan)
 		case iceberg.OpLTEQ:
-			return triOf(c <= 0 && !nan)
+			return servetest.TriOf(c <= 0 && !nan)
 		case iceberg.OpGT:
-			return triOf(c > 0 && !nan)
+			return servetest.TriOf(c > 0 && !nan)
 		case iceberg.OpGTEQ:
-			return triOf(c >= 0 && !nan)
+			return servetest.TriOf(c >= 0 && !nan)
 		case iceberg.OpStartsWith:
-			return triOf(strings.HasPrefix(v.(string), string(lit.(iceberg.StringLiteral))))
+			return servetest.TriOf(strings.HasPrefix(v.(string), string(lit.(iceberg.StringLiteral))))
 		case iceberg.OpNotStartsWith:
-			return triOf(!strings.HasPrefix(v.(string), string(lit.(iceberg.StringLiteral))))
+			return servetest.TriOf(!strings.HasPrefix(v.(string), string(lit.(iceberg.StringLiteral))))
 		}
 		panic(fmt.Sprintf("operator of %s", p))
 	}
@@ -682,12 +687,12 @@ func btoi(b bool) int {
 // Evaluator does it: with NOT pushed down to the predicates first (x >= 1
 // negated is x < 1, which a NaN does not satisfy either, as Iceberg's
 // metrics evaluators read it), then by sqlRows.
-func sqlFilter(t *testing.T, bound iceberg.BooleanExpression) func(typedRow) tri {
+func sqlFilter(t *testing.T, bound iceberg.BooleanExpression) func(typedRow) servetest.Tri {
 	rewritten, err := iceberg.RewriteNotExpr(bound)
 	if err != nil {
 		t.Fatalf("rewrite %s: %v", bound, err)
 	}
-	f, err := iceberg.VisitExpr[func(typedRow) tri](rewritten, sqlRows{})
+	f, err := iceberg.VisitExpr[func(typedRow) servetest.Tri](rewritten, sqlRows{})
 	if err != nil {
 		t.Fatalf("evaluate %s: %v", bound, err)
 	}

@@ -1,4 +1,4 @@
-package serve_test
+package planning_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
-	"github.com/icebloom/icebloom/index/serve"
+	"github.com/icebloom/icebloom/index/serve/planning"
 )
 
 // residualSchema has a column of each type a partition transform takes.
@@ -146,7 +146,7 @@ func TestResidualsAsLocalPlanning(t *testing.T) {
 			if want == nil {
 				want = bound
 			}
-			got, err := serve.Residual(tbl.Metadata(), tbl.Schema(), bound, true, task.File)
+			got, err := planning.Residual(tbl.Metadata(), tbl.Schema(), bound, true, task.File)
 			if err != nil {
 				t.Fatalf("%s: %v", filter, err)
 			}
@@ -164,11 +164,11 @@ func TestResidualsAsLocalPlanning(t *testing.T) {
 // identity partition of b leaves nothing to evaluate in a file of b = true.
 func TestEveryTaskCarriesItsResidual(t *testing.T) {
 	cat, tbl := residualTable(t)
-	load := func(ctx context.Context, ident table.Identifier) (*serve.Loaded, error) {
+	load := func(ctx context.Context, ident table.Identifier) (*planning.Loaded, error) {
 		tbl, err := cat.LoadTable(ctx, ident)
-		return &serve.Loaded{Table: tbl}, err
+		return &planning.Loaded{Table: tbl}, err
 	}
-	p := serve.NewPlanner(load, serve.PlannerOptions{MemoryBudget: 64 << 20})
+	p := planning.NewPlanner(load, planning.PlannerOptions{MemoryBudget: 64 << 20})
 	for _, filter := range []string{
 		``,
 		`{"type":"eq","term":"id","value":5}`,

@@ -1,4 +1,4 @@
-package serve
+package planning
 
 import (
 	"container/list"

@@ -1,11 +1,8 @@
-package serve
+package planning
 
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 )
@@ -49,38 +46,5 @@ func TestWorkBudget(t *testing.T) {
 		t.Fatalf("no budget: %v", err)
 	} else {
 		release()
-	}
-}
-
-// TestBusyPlanIs429: a plan that finds no room in the memory plans work in
-// gets 429 with Retry-After, and plans again once there is room.
-func TestBusyPlanIs429(t *testing.T) {
-	cat, _, _ := idTable(t, 3)
-	srv, err := New(Options{Catalog: cat})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.planner.work = newWorkBudget(1<<20, 20*time.Millisecond)
-	hts := httptest.NewServer(specChecked(t, srv))
-	defer hts.Close()
-	plan := func() *http.Response {
-		t.Helper()
-		resp, err := http.Post(hts.URL+"/v1/namespaces/db/tables/events/plan", "application/json", strings.NewReader(`{"filter":{"type":"eq","term":"id","value":3}}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp
-	}
-	release, err := srv.planner.work.reserve(context.Background(), 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp := plan(); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
-		t.Errorf("a plan while the work budget is taken: %d (Retry-After %q), want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
-	}
-	release()
-	if resp := plan(); resp.StatusCode != http.StatusOK {
-		t.Errorf("a plan with room: %d, want 200", resp.StatusCode)
 	}
 }

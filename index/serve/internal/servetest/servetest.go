@@ -1,11 +1,15 @@
-package serve
+// Package servetest makes the tables index/serve's tests and benchmarks
+// plan over: many data files registered at once (add_files) and indexed.
+package servetest
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -20,14 +24,14 @@ import (
 	"github.com/icebloom/icebloom/index/indexer"
 )
 
-// manyMaxID is the largest id of addFilesTable; every file holds 0 and
+// ManyMaxID is the largest id of AddFilesTable; every file holds 0 and
 // it, so that min/max statistics keep every file and the index decides.
-const manyMaxID = 1 << 40
+const ManyMaxID = 1 << 40
 
-// addFilesTable is a catalog with db.events of files data files, registered
+// AddFilesTable is a catalog with db.events of files data files, registered
 // with one add_files commit and indexed: file i holds the ids 0, 2i+2 and
-// manyMaxID, so an odd id is in no file.
-func addFilesTable(b testing.TB, files int) *catalogtest.Catalog {
+// ManyMaxID, so an odd id is in no file.
+func AddFilesTable(b testing.TB, files int) *catalogtest.Catalog {
 	ctx := context.Background()
 	cat := catalogtest.NewCatalog(b)
 	tbl := cat.NewTable(b, "events", catalogtest.IDSchema, nil)
@@ -46,7 +50,7 @@ func addFilesTable(b testing.TB, files int) *catalogtest.Catalog {
 		g.Go(func() error {
 			bld := array.NewInt64Builder(memory.DefaultAllocator)
 			defer bld.Release()
-			bld.AppendValues([]int64{0, 2*int64(i) + 2, manyMaxID}, nil)
+			bld.AppendValues([]int64{0, 2*int64(i) + 2, ManyMaxID}, nil)
 			col := bld.NewArray()
 			defer col.Release()
 			rec := array.NewRecordBatch(as, []arrow.Array{col}, 3)
@@ -78,4 +82,40 @@ func addFilesTable(b testing.TB, files int) *catalogtest.Catalog {
 		b.Fatal(err)
 	}
 	return cat
+}
+
+// Tri is a truth value of SQL's three-valued logic, for ground truths of
+// filters over rows with NULLs: AND is the lesser of two, OR the greater.
+type Tri int8
+
+// The truth values, in order.
+const (
+	False Tri = iota
+	Unknown
+	True
+)
+
+// TriOf is b as a Tri.
+func TriOf(b bool) Tri {
+	if b {
+		return True
+	}
+	return False
+}
+
+// Not is NOT a: unknown stays unknown.
+func (a Tri) Not() Tri { return 2 - a }
+
+// Seed is the seed of a randomized test: ICEBLOOM_SERVE_SEED's when set,
+// else a random one; it is logged, so that a failure can be replayed.
+func Seed(t testing.TB) uint64 {
+	s := rand.Uint64()
+	if v := os.Getenv("ICEBLOOM_SERVE_SEED"); v != "" {
+		var err error
+		if s, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("ICEBLOOM_SERVE_SEED: %v", err)
+		}
+	}
+	t.Logf("seed %d (ICEBLOOM_SERVE_SEED=%d replays)", s, s)
+	return s
 }

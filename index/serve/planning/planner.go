@@ -1,13 +1,11 @@
-package serve
+package planning
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -28,11 +26,11 @@ import (
 type Loaded struct {
 	Table       *table.Table
 	Credentials []rest.StorageCredential
-	// private says the table's file IO holds what the catalog vended to
+	// Private says the table's file IO holds what the catalog vended to
 	// this caller (config or storage credentials): such a table object is
 	// never kept for another request, so no caller's credentials are
 	// stored.
-	private bool
+	Private bool
 }
 
 // Loader loads a table for a planning request. In proxy mode it asks the
@@ -63,7 +61,6 @@ type Planner struct {
 	manifests    *lruCache[[]byte]
 	work         *workBudget
 	tasksPerPage int
-	metrics      *metrics
 	// manifestOpens counts the manifest files the planner's tables opened
 	// (and so decoded), from memory or storage.
 	manifestOpens atomic.Int64
@@ -102,7 +99,6 @@ func NewPlanner(load Loader, o PlannerOptions) *Planner {
 		work:         newWorkBudget(b-b/8-b/2-b/8, o.MaxWorkWait),
 		tables:       newLRU[*table.Table](maxTables),
 		tasksPerPage: o.TasksPerPage,
-		metrics:      newMetrics(),
 	}
 }
 
@@ -141,6 +137,47 @@ func badRequest(format string, args ...any) error {
 	return &RequestError{Err: fmt.Errorf(format, args...)}
 }
 
+// Load loads the table ident with the planner's Loader (in proxy mode,
+// with the caller's credentials the context carries).
+func (p *Planner) Load(ctx context.Context, ident table.Identifier) (*Loaded, error) {
+	return p.load(ctx, ident)
+}
+
+// KeptTable is the table object kept for a metadata location (a metadata
+// location names one immutable metadata file), so that a loader need not
+// parse that metadata again.
+func (p *Planner) KeptTable(metadataLocation string) (*table.Table, bool) {
+	if metadataLocation == "" {
+		return nil, false
+	}
+	return p.tables.get(metadataLocation)
+}
+
+// ReserveWork reserves bytes of the memory plans work in, as each plan
+// does before it runs, waiting for room up to PlannerOptions.MaxWorkWait
+// (then *BusyError); release gives them back. Work of the server's that
+// grows with a request reserves here too, so one budget bounds them all.
+func (p *Planner) ReserveWork(ctx context.Context, bytes int64) (release func(), err error) {
+	return p.work.reserve(ctx, bytes)
+}
+
+// Stats are a planner's figures for the server's /metrics.
+type Stats struct {
+	// ResultBytes, Results, Hits, Misses and Evictions are the plan
+	// cache's.
+	ResultBytes, Results, Hits, Misses, Evictions int64
+	// WorkReserved is the memory the plans being computed reserved, of
+	// WorkBudget.
+	WorkReserved, WorkBudget int64
+}
+
+// Stats returns the planner's figures now.
+func (p *Planner) Stats() Stats {
+	used, n, hits, misses, evicted := p.results.stats()
+	return Stats{ResultBytes: used, Results: int64(n), Hits: hits, Misses: misses, Evictions: evicted,
+		WorkReserved: p.work.reserved.Load(), WorkBudget: p.work.size}
+}
+
 // Plan plans the scan req asks for of the table ident.
 func (p *Planner) Plan(ctx context.Context, ident table.Identifier, req rest.PlanTableScanRequest) (*PlanResult, error) {
 	loaded, err := p.load(ctx, ident)
@@ -161,7 +198,7 @@ const maxTables = 64
 func (p *Planner) reuse(loaded *Loaded) *table.Table {
 	tbl := loaded.Table
 	key := tbl.MetadataLocation()
-	keep := key != "" && !loaded.private
+	keep := key != "" && !loaded.Private
 	if keep {
 		if kept, ok := p.tables.get(key); ok {
 			return kept
@@ -182,14 +219,12 @@ func (p *Planner) reuse(loaded *Loaded) *table.Table {
 
 // PlanTable plans the scan req asks for of a loaded table.
 func (p *Planner) PlanTable(ctx context.Context, loaded *Loaded, req rest.PlanTableScanRequest) (*PlanResult, error) {
-	start := time.Now()
 	tbl := p.reuse(loaded)
 	key, err := cacheKey(tbl, req)
 	if err != nil {
 		return nil, err
 	}
 	if res, ok := p.results.get(key); ok {
-		p.metrics.planned(res, true, time.Since(start))
 		out := *res
 		out.Cached, out.Credentials = true, loaded.Credentials
 		return &out, nil
@@ -199,7 +234,6 @@ func (p *Planner) PlanTable(ctx context.Context, loaded *Loaded, req rest.PlanTa
 		return nil, err
 	}
 	p.results.add(key, res, res.size)
-	p.metrics.planned(res, false, time.Since(start))
 	out := *res
 	out.Credentials = loaded.Credentials
 	return &out, nil
@@ -370,16 +404,4 @@ func pageTasks(tasks []table.FileScanTask, per int) [][]table.FileScanTask {
 		pages = append(pages, page)
 	}
 	return pages
-}
-
-// statusError is a response of the upstream catalog to pass on unchanged:
-// the caller's credentials were refused, the table does not exist, …
-type statusError struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (e *statusError) Error() string {
-	return fmt.Sprintf("upstream catalog answered %d: %s", e.status, strings.TrimSpace(string(e.body)))
 }

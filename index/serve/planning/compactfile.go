@@ -1,4 +1,4 @@
-package serve
+package planning
 
 import (
 	"slices"
@@ -215,3 +215,9 @@ func compactTasks(tasks []table.FileScanTask) int64 {
 	}
 	return size
 }
+
+// Compact is f as base plans keep it (compactFile): every DataFile method
+// answers as f's does, in about 40% of the memory of iceberg-go's decoded
+// entry. It is exported so that the equivalence can be checked over tables
+// other packages build (a history with every kind of delete).
+func Compact(f iceberg.DataFile) iceberg.DataFile { return compact(f) }

@@ -1,4 +1,4 @@
-package serve
+package planning
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/index/lookup"
+	"github.com/icebloom/icebloom/index/serve/internal/servetest"
 )
 
 // liveHeap is the heap's live bytes after collections that also empty
@@ -57,13 +58,13 @@ func measureAlone(t *testing.T) bool {
 }
 
 // measuredPlanner is a planner with room for everything over a table of
-// files data files (db.events of addFilesTable), after it planned each
+// files data files (db.events of servetest.AddFilesTable), after it planned each
 // filter, for the tests that weigh what planning holds, each alone in its
 // process (measureAlone, which also skips them in short mode and under the
 // race detector, whose allocations are not the ones the budget charges and
 // whose pools drop what they are given).
 func measuredPlanner(t *testing.T, files int, filters ...string) (*Planner, *table.Table) {
-	cat := addFilesTable(t, files)
+	cat := servetest.AddFilesTable(t, files)
 	ident := table.Identifier{"db", "events"}
 	load := func(ctx context.Context, ident table.Identifier) (*Loaded, error) {
 		tbl, err := cat.LoadTable(ctx, ident)
