@@ -260,19 +260,33 @@ type scratch struct {
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
+// maxRoundProbes bounds the probes a lookup holds at once: files are
+// evaluated in chunks of at most maxRoundProbes / (values per file) files
+// (at least one), so a lookup's working memory does not grow with files ×
+// values. A lookup of one or two values evaluates up to 100,000 files and
+// more in one chunk, as before.
+const maxRoundProbes = 1 << 18
+
+// filesPerChunk is the files of a chunk for tests of values values in all.
+func filesPerChunk(values int) int { return max(1, maxRoundProbes/max(values, 1)) }
+
 // WorkBytes is the memory a lookup of files data files works in for a
-// filter whose tests are preds (col = v and col IN (…)): its checks and
-// probes, borrowed from a pool for the lookup's time, with the half again
-// that their slabs and lists may have grown beyond what the lookup needs. A
-// server running many lookups at once bounds their sum with it.
+// filter whose tests are preds (col = v and col IN (…)): its checks, and
+// the probes of one chunk of files (maxRoundProbes), borrowed from a pool
+// for the lookup's time, with the half again that their slabs and lists may
+// have grown beyond what the lookup needs. A server running many lookups at
+// once bounds their sum with it.
 func WorkBytes(files int, preds []iceberg.BoundPredicate) int64 {
 	per := unsafe.Sizeof(fileCheck{}) + 2*unsafe.Sizeof(&fileCheck{}) // a check, pending and next
+	values := 0
 	for _, p := range preds {
-		if values, ok := testValues(p); ok {
-			per += unsafe.Sizeof(testCheck{}) + uintptr(len(values))*(unsafe.Sizeof(probe{})+unsafe.Sizeof(&probe{}))
+		if vs, ok := testValues(p); ok {
+			per += unsafe.Sizeof(testCheck{})
+			values += len(vs)
 		}
 	}
-	return int64(files) * int64(per) * 3 / 2
+	probes := min(files, filesPerChunk(values)) * values
+	return (int64(files)*int64(per) + int64(probes)*int64(unsafe.Sizeof(probe{})+unsafe.Sizeof(&probe{}))) * 3 / 2
 }
 
 // heldBytes is the memory sc holds: the capacities of its lists and slabs.
@@ -326,20 +340,38 @@ func (r *run) files(f *predicate, pf *planFiles, matched []*matchedFilters) []fi
 }
 
 // prune evaluates the filter for files and marks those it proves cannot
-// match. It works in rounds: each file says which blocks it needs next, all
-// of them are read together, and the files still undecided go on; an AND
-// reads its other tests only for files its cheapest test could not prune.
-// Files are evaluated in order (indexes into files), or as they come
-// when order is nil.
+// match, a chunk of files at a time (filesPerChunk), each chunk's probes
+// handed back before the next: a decided file's probes are not read again.
+// Files are evaluated in order (indexes into files), or as they come when
+// order is nil.
 func (r *run) prune(ctx context.Context, f *predicate, files []fileCheck, order []int32) error {
-	pending := r.pending[:0]
+	all := r.pending[:0]
 	for i := range files {
 		if order != nil {
 			i = int(order[i])
 		}
-		pending = append(pending, &files[i])
+		all = append(all, &files[i])
 	}
-	r.pending = pending
+	r.pending = all
+	values := 0
+	for _, t := range f.tests {
+		values += len(t.values)
+	}
+	chunk := filesPerChunk(values)
+	for start := 0; start < len(all); start += chunk {
+		if err := r.pruneChunk(ctx, f, all[start:min(start+chunk, len(all))]); err != nil {
+			return err
+		}
+		r.arena.reset()
+	}
+	return nil
+}
+
+// pruneChunk works in rounds: each file says which blocks it needs next,
+// all of them are read together, and the files still undecided go on; an
+// AND reads its other tests only for files its cheapest test could not
+// prune.
+func (r *run) pruneChunk(ctx context.Context, f *predicate, pending []*fileCheck) error {
 	wanted := r.wanted[:0]
 	defer func() { r.wanted = wanted }()
 	for len(pending) > 0 {
@@ -506,7 +538,9 @@ func (r *run) indexed(f *predicate, fc *fileCheck) bool {
 
 // probeArena hands out probes from large slices, kept from one lookup to
 // the next (reset), so that a lookup of many files allocates no probe of its
-// own; a probe never moves, so pointers to it stay valid.
+// own; a probe never moves, so pointers to it stay valid. Slabs double up
+// to a quarter of maxRoundProbes, so a chunk's slabs hold at most a quarter
+// more probes than it takes.
 type probeArena struct {
 	slabs [][]probe
 	cur   int // the slab being handed out
@@ -519,7 +553,7 @@ func (a *probeArena) take(n int) []probe {
 		a.cur, a.used = a.cur+1, 0
 	}
 	if a.cur == len(a.slabs) {
-		a.slabs = append(a.slabs, make([]probe, max(n, 4096<<min(len(a.slabs), 8))))
+		a.slabs = append(a.slabs, make([]probe, max(n, min(4096<<min(len(a.slabs), 8), maxRoundProbes/4))))
 	}
 	s := a.slabs[a.cur][a.used : a.used+n : a.used+n]
 	a.used += n

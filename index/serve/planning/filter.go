@@ -20,6 +20,10 @@ const (
 	// MaxFilterNodes is the most predicates, ANDs, ORs and NOTs a filter
 	// may have (the values of an IN count once).
 	MaxFilterNodes = 10_000
+	// MaxFilterValues is the most values the INs of a filter may have in
+	// all: far more than the index checks (lookup.MaxTestValues), and each
+	// value is decoded and held while the plan is made.
+	MaxFilterValues = 100_000
 )
 
 // parseFilter decodes the request's filter (the REST expression JSON),
@@ -54,7 +58,7 @@ func parseFilter(raw json.RawMessage, schema *iceberg.Schema, caseSensitive bool
 type filterParser struct {
 	schema        *iceberg.Schema
 	caseSensitive bool
-	nodes         int
+	nodes, values int
 }
 
 func (fp *filterParser) expr(node any, depth int) (iceberg.BooleanExpression, error) {
@@ -106,6 +110,11 @@ func (fp *filterParser) expr(node any, depth int) (iceberg.BooleanExpression, er
 // spelling of a constant) with the schema, its term renamed to its
 // column's own name.
 func (fp *filterParser) predicate(n map[string]any) (iceberg.BooleanExpression, error) {
+	if values, ok := n["values"].([]any); ok {
+		if fp.values += len(values); fp.values > MaxFilterValues {
+			return nil, fmt.Errorf("more than %d values in its INs: the most a filter may have", MaxFilterValues)
+		}
+	}
 	if term, ok := n["term"]; ok {
 		resolved, err := fp.term(term)
 		if err != nil {

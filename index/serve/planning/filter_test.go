@@ -2,6 +2,7 @@ package planning
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -62,8 +63,8 @@ func TestFilterBoundBeforeLiterals(t *testing.T) {
 }
 
 // TestFilterForms: the deprecated constants are read, and a filter past
-// the depth or node limits is a bad request naming the limit, without
-// iceberg-go's parser seeing it.
+// the depth, node or value limits is a bad request naming the limit,
+// without iceberg-go's parser seeing it.
 func TestFilterForms(t *testing.T) {
 	for raw, want := range map[string]iceberg.BooleanExpression{
 		`{"type":"true"}`:                  iceberg.AlwaysTrue{},
@@ -94,7 +95,13 @@ func TestFilterForms(t *testing.T) {
 	if _, err := parseFilter([]byte(balanced(MaxFilterNodes/2)), filterSchema, true); err != nil {
 		t.Fatalf("a filter of %d nodes: %v", MaxFilterNodes-1, err)
 	}
-	for name, raw := range map[string]string{"deep": deep, "wide": wide} {
+	many := make([]string, MaxFilterValues/2+1)
+	for i := range many {
+		many[i] = strconv.Itoa(i)
+	}
+	in := `{"type":"in","term":"id","values":[` + strings.Join(many, ",") + `]}`
+	manyValues := `{"type":"or","left":` + in + `,"right":` + in + `}`
+	for name, raw := range map[string]string{"deep": deep, "wide": wide, "values": manyValues} {
 		_, err := parseFilter([]byte(raw), filterSchema, true)
 		var bad *RequestError
 		if !errors.As(err, &bad) || !strings.Contains(err.Error(), "the most a filter may have") {
