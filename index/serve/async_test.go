@@ -23,8 +23,7 @@ import (
 func TestSubmittedPlanIsPolled(t *testing.T) {
 	const files = 12
 	cat := servetest.AddFilesTable(t, files)
-	const budget = 64 << 20
-	srv, err := New(Options{Catalog: cat.Catalog, SubmitAfter: 50 * time.Millisecond, MemoryBudget: budget})
+	srv, err := New(Options{Catalog: cat.Catalog, SubmitAfter: 50 * time.Millisecond, MemoryBudget: 64 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,8 +33,9 @@ func TestSubmittedPlanIsPolled(t *testing.T) {
 	// planAnswer reads both the plan answer and the poll's (which has no
 	// plan id, so iceberg-go's PlanTableScanResponse refuses it).
 	type planAnswer struct {
-		Status rest.PlanStatus `json:"status"`
-		PlanID *string         `json:"plan-id"`
+		Status rest.PlanStatus     `json:"status"`
+		PlanID *string             `json:"plan-id"`
+		Error  *rest.PlanningError `json:"error"`
 		rest.ScanTasks
 	}
 	call := func(method, url, body string) (int, planAnswer) {
@@ -44,6 +44,7 @@ func TestSubmittedPlanIsPolled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -59,10 +60,16 @@ func TestSubmittedPlanIsPolled(t *testing.T) {
 		return resp.StatusCode, out
 	}
 
-	hold, err := srv.planner.ReserveWork(context.Background(), budget) // all the room plans have
-	if err != nil {
-		t.Fatal(err)
+	// All the room plans have but what a small request's body takes.
+	holdAll := func() func() {
+		t.Helper()
+		release, err := srv.planner.ReserveWork(context.Background(), srv.planner.Stats().WorkBudget-1<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return release
 	}
+	hold := holdAll()
 	status, res := call("POST", path, `{}`)
 	if status != 200 || res.Status != rest.PlanStatusSubmitted || res.PlanID == nil || len(res.FileScanTasks) != 0 {
 		t.Fatalf("a plan waiting for room: %d %+v, want status submitted with a plan id and no tasks", status, res)
@@ -70,13 +77,6 @@ func TestSubmittedPlanIsPolled(t *testing.T) {
 	id := *res.PlanID
 	if status, res := call("GET", path+"/"+id, ""); status != 200 || res.Status != rest.PlanStatusSubmitted {
 		t.Fatalf("poll while it waits: %d %s", status, res.Status)
-	}
-	status, cancelled := call("POST", path, `{"filter":{"type":"eq","term":"id","value":2}}`)
-	if status != 200 || cancelled.Status != rest.PlanStatusSubmitted {
-		t.Fatalf("a second plan: %d %s", status, cancelled.Status)
-	}
-	if status, _ := call("DELETE", path+"/"+*cancelled.PlanID, ""); status != 204 {
-		t.Fatalf("cancel a submitted plan: %d", status)
 	}
 	hold()
 	deadline := time.Now().Add(30 * time.Second)
@@ -90,11 +90,21 @@ func TestSubmittedPlanIsPolled(t *testing.T) {
 		}
 	}
 	if res.Status != rest.PlanStatusCompleted || len(res.FileScanTasks) != files {
-		t.Fatalf("the polled plan: %s with %d tasks, want completed with %d", res.Status, len(res.FileScanTasks), files)
+		t.Fatalf("the polled plan: %s (%+v) with %d tasks, want completed with %d", res.Status, res.Error, len(res.FileScanTasks), files)
+	}
+
+	hold = holdAll()
+	status, cancelled := call("POST", path, `{"filter":{"type":"eq","term":"id","value":2}}`)
+	if status != 200 || cancelled.Status != rest.PlanStatusSubmitted {
+		t.Fatalf("a second plan: %d %s", status, cancelled.Status)
+	}
+	if status, _ := call("DELETE", path+"/"+*cancelled.PlanID, ""); status != 204 {
+		t.Fatalf("cancel a submitted plan: %d", status)
 	}
 	if status, _ := call("GET", path+"/"+*cancelled.PlanID, ""); status != 404 {
 		t.Fatalf("a cancelled plan polled: %d, want 404", status)
 	}
+	hold()
 	for srv.planner.Stats().WorkReserved != 0 || len(srv.inFlight) != 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the cancelled plan still holds %d bytes and %d slots", srv.planner.Stats().WorkReserved, len(srv.inFlight))

@@ -142,6 +142,13 @@ func (s *planStore) fail(id string, failure *rest.PlanningError) {
 	}
 }
 
+// sweepNow drops what expired, without waiting for a new plan to come.
+func (s *planStore) sweepNow() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweep(s.now())
+}
+
 // sweep drops what expired; the caller holds mu.
 func (s *planStore) sweep(now time.Time) {
 	for id, p := range s.plans {

@@ -50,6 +50,10 @@ func TestPlanStoreBoundsAndExpiry(t *testing.T) {
 		t.Fatalf("%d plans held, want %d", len(s.plans), maxStoredPlans)
 	}
 	now = now.Add(2 * time.Minute)
+	s.sweepNow() // what Serve's sweeper does every minute, with no new plan
+	if len(s.plans) != 0 || len(s.tasks) != 0 {
+		t.Fatalf("after the TTL and a sweep, %d plans and %d tasks held, want none", len(s.plans), len(s.tasks))
+	}
 	id, _ := s.add("db\x1fevents", "me", res)
 	if len(s.plans) != 1 || len(s.tasks) != 1 {
 		t.Fatalf("after the TTL %d plans and %d tasks held, want only the new one", len(s.plans), len(s.tasks))

@@ -65,6 +65,11 @@ func unsafePath(escaped string) error {
 		if strings.Contains(lower, "%2f") || strings.Contains(lower, "%5c") || strings.Contains(seg, `\`) {
 			return fmt.Errorf("path %q has an encoded slash or a backslash", escaped)
 		}
+		// A server behind may read ";x" as parameters (..;/ is .. to some)
+		// or decode twice (%252e is %2e, then .): refused whole.
+		if strings.ContainsAny(seg, ";") || strings.Contains(lower, "%3b") || strings.Contains(lower, "%25") {
+			return fmt.Errorf("path %q has a ';' or a double-encoded character", escaped)
+		}
 		un, err := url.PathUnescape(seg)
 		if err != nil {
 			return fmt.Errorf("path %q: %w", escaped, err)

@@ -36,6 +36,9 @@ func do(t *testing.T, method, url, token, body string, header ...string) (*http.
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json") // as REST clients send it
+	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
@@ -216,8 +219,9 @@ func rawRequest(t *testing.T, base, request string) int {
 }
 
 // TestNotAnOpenProxy: absolute-form targets, CONNECT, dot segments plain and
-// encoded, encoded slashes, paths outside /v1 and a foreign Host are
-// refused, and none reaches the upstream.
+// encoded, encoded slashes, ';' parameters (..;/ is .. to some servers),
+// double encoding, paths outside /v1 and a foreign Host are refused, and
+// none reaches the upstream.
 func TestNotAnOpenProxy(t *testing.T) {
 	up := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{})
 	srv, err := serve.New(serve.Options{Upstream: mustURL(t, up.URL), Hosts: []string{"icebloom.test"}})
@@ -233,6 +237,11 @@ func TestNotAnOpenProxy(t *testing.T) {
 		"encoded dots":  "GET /v1/namespaces/%2e%2e/%2E%2E/admin HTTP/1.1\r\n" + host + "\r\n",
 		"encoded slash": "GET /v1/namespaces/db%2F..%2Fx/tables HTTP/1.1\r\n" + host + "\r\n",
 		"outside /v1":   "GET /admin HTTP/1.1\r\n" + host + "\r\n",
+		"dot-dot param": "GET /v1/namespaces/..;/..;/admin HTTP/1.1\r\n" + host + "\r\n",
+		"param":         "GET /v1/namespaces/db;x=1/tables HTTP/1.1\r\n" + host + "\r\n",
+		"encoded param": "GET /v1/namespaces/%2e%2e%3b/admin HTTP/1.1\r\n" + host + "\r\n",
+		"double dots":   "GET /v1/namespaces/%252e%252e/admin HTTP/1.1\r\n" + host + "\r\n",
+		"double slash":  "GET /v1/namespaces/db%252f..%252fx/tables HTTP/1.1\r\n" + host + "\r\n",
 		"foreign host":  "GET /v1/config HTTP/1.1\r\nHost: example.com\r\n\r\n",
 	} {
 		if status := rawRequest(t, base, req); status < 400 || status >= 500 {
@@ -272,6 +281,7 @@ func TestLimits(t *testing.T) {
 		req, _ := http.NewRequest("POST", base+tablePath+"/plan", strings.NewReader(`{}`))
 		req.Header.Set("Authorization", "Bearer "+up.Token)
 		req.Header.Set("X-Hold", "1")
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			done <- -1
@@ -521,6 +531,7 @@ func TestGracefulShutdown(t *testing.T) {
 		req, _ := http.NewRequest("POST", base+tablePath+"/plan", strings.NewReader(`{}`))
 		req.Header.Set("Authorization", "Bearer "+up.Token)
 		req.Header.Set("X-Hold", "1")
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			status <- -1
@@ -662,5 +673,56 @@ func TestUpstreamFailures(t *testing.T) {
 	}
 	if resp, _ := do(t, "GET", down+"/readyz", "", ""); resp.StatusCode != 503 {
 		t.Fatalf("readyz with the upstream down: %d, want 503", resp.StatusCode)
+	}
+}
+
+// TestBrowserCannotPlan: a plan or tasks request whose body is not JSON (a
+// cross-site "simple" POST a web page can send to a loopback server
+// without asking first) is refused (400) before any planning.
+func TestBrowserCannotPlan(t *testing.T) {
+	cat := catalogtest.NewCatalog(t)
+	smallTable(t, cat)
+	srv, err := serve.New(serve.Options{Catalog: cat.Catalog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newHTTPServer(t, srv).URL
+	for _, path := range []string{tablePath + "/plan", tablePath + "/tasks"} {
+		for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", ""} {
+			resp, body := do(t, "POST", base+path, "", `{}`, "Content-Type", ct, "Origin", "https://evil.example")
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "application/json") {
+				t.Errorf("POST %s as %q: %d %s, want 400 naming application/json", path, ct, resp.StatusCode, body)
+			}
+		}
+	}
+	if resp, body := do(t, "POST", base+tablePath+"/plan", "", `{}`); resp.StatusCode != 200 {
+		t.Fatalf("a JSON plan request: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestServeBoundsHeaders: a request whose header passes MaxHeaderBytes is
+// refused (431) as soon as that much has come, not read for the whole
+// header timeout; the server then answers an ordinary request.
+func TestServeBoundsHeaders(t *testing.T) {
+	cat := catalogtest.NewCatalog(t)
+	srv, err := serve.New(serve.Options{Catalog: cat.Catalog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln, "", "") }()
+	t.Cleanup(func() { cancel(); <-done })
+	base := "http://" + ln.Addr().String()
+	huge := "GET /v1/config HTTP/1.1\r\nHost: x\r\nX-Flood: " + strings.Repeat("a", 2*serve.MaxHeaderBytes) + "\r\n\r\n"
+	if status := rawRequest(t, base, huge); status != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("a header of %d bytes: %d, want 431", 2*serve.MaxHeaderBytes, status)
+	}
+	if status := rawRequest(t, base, "GET /v1/config HTTP/1.1\r\nHost: x\r\n\r\n"); status != 200 {
+		t.Fatalf("an ordinary request after: %d", status)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -80,6 +81,9 @@ type Options struct {
 	// MaxRequestBytes bounds request bodies (413 beyond); 0 means the
 	// default.
 	MaxRequestBytes int64
+	// MaxConns bounds the connections Serve serves at once; 0 means
+	// DefaultMaxConns.
+	MaxConns int
 	// PlanTimeout bounds the time of one plan; 0 means the default.
 	PlanTimeout time.Duration
 	// NoScanPlanningMode keeps load-table responses as they are, without
@@ -151,6 +155,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.PlanTimeout <= 0 {
 		o.PlanTimeout = DefaultPlanTimeout
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = DefaultMaxConns
 	}
 	if o.SubmitAfter == 0 {
 		o.SubmitAfter = DefaultSubmitAfter
@@ -352,26 +359,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // SubmitAfter, status submitted with its plan id; planning goes on, in its
 // slot of MaxPlansInFlight, and the client polls for it (fetchPlan).
 func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
-	body, ok := readBody(w, r)
-	if !ok {
+	if !jsonRequest(w, r) {
 		return
 	}
-	var fields map[string]json.RawMessage
-	var req rest.PlanTableScanRequest
-	if err := json.Unmarshal(body, &fields); err != nil {
-		writeError(w, http.StatusBadRequest, "BadRequestException", fmt.Sprintf("plan request: %v", err))
-		return
-	}
-	for _, f := range []string{"start-snapshot-id", "end-snapshot-id"} {
-		if _, ok := fields[f]; ok {
-			writeError(w, http.StatusNotAcceptable, "UnsupportedOperationException", "incremental scan planning ("+f+") is not supported")
-			return
-		}
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, "BadRequestException", fmt.Sprintf("plan request: %v", err))
-		return
-	}
+	// The slot is taken before the body is read, so that bodies are read
+	// for at most MaxPlansInFlight plans at once; the body and what parsing
+	// it makes are reserved in the work budget until the plan is done.
 	select {
 	case s.inFlight <- struct{}{}:
 	default:
@@ -381,7 +374,33 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 			fmt.Sprintf("%d plans are being computed, the most this server takes at once; retry later", cap(s.inFlight)))
 		return
 	}
-	release := func() { <-s.inFlight }
+	size := r.ContentLength
+	if size < 0 || size > s.o.MaxRequestBytes {
+		size = s.o.MaxRequestBytes
+	}
+	freeBody, err := s.planner.ReserveWork(r.Context(), bodyWorkFactor*size)
+	if err != nil {
+		<-s.inFlight
+		s.planError(w, err)
+		return
+	}
+	release := func() { freeBody(); <-s.inFlight }
+	body, ok := readBody(w, r)
+	if !ok {
+		release()
+		return
+	}
+	var req planRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		release()
+		writeError(w, http.StatusBadRequest, "BadRequestException", fmt.Sprintf("plan request: %v", err))
+		return
+	}
+	if req.StartSnapshotID != nil || req.EndSnapshotID != nil {
+		release()
+		writeError(w, http.StatusNotAcceptable, "UnsupportedOperationException", "incremental scan planning (start-snapshot-id, end-snapshot-id) is not supported")
+		return
+	}
 	// The plan outlives the request when it is submitted: its context is
 	// the caller's headers (cloned: the request's are not the plan's to
 	// keep) under the plan timeout, not the request's.
@@ -402,7 +421,7 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 	go func() {
 		defer release()
 		start := time.Now()
-		res, err := s.planner.PlanTable(ctx, loaded, req)
+		res, err := s.planner.PlanTable(ctx, loaded, req.PlanTableScanRequest)
 		if err == nil {
 			s.metrics.planned(res, res.Cached, time.Since(start))
 		}
@@ -441,6 +460,34 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 		}()
 		writeJSON(w, http.StatusOK, rest.PlanTableScanResponse{Status: rest.PlanStatusSubmitted, PlanID: &id})
 	}
+}
+
+// planRequest is a plan request as read: the fields of a point-in-time
+// plan, and those of an incremental one, which is refused.
+type planRequest struct {
+	rest.PlanTableScanRequest
+	StartSnapshotID json.RawMessage `json:"start-snapshot-id"`
+	EndSnapshotID   json.RawMessage `json:"end-snapshot-id"`
+}
+
+// bodyWorkFactor is the memory a plan request's body is charged in the
+// work budget per byte: the body, the filter kept of it, and the tree the
+// filter is parsed into.
+const bodyWorkFactor = 4
+
+// jsonRequest refuses a POST whose body is not JSON (400, the status the
+// spec lists for a bad request): the REST protocol's bodies are, and a
+// browser can send another content type (a "simple" text/plain POST)
+// across sites without asking the server first, so that a web page cannot
+// make a developer's loopback server plan.
+func jsonRequest(w http.ResponseWriter, r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		writeError(w, http.StatusBadRequest, "BadRequestException",
+			fmt.Sprintf("a %s body is JSON: Content-Type application/json, not %q", r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:], r.Header.Get("Content-Type")))
+		return false
+	}
+	return true
 }
 
 // planError answers a failed plan: the upstream's own answer passed on, or
@@ -555,6 +602,9 @@ func (s *Server) cancelPlan(w http.ResponseWriter, r *http.Request, rt route) {
 }
 
 func (s *Server) fetchTasks(w http.ResponseWriter, r *http.Request, rt route) {
+	if !jsonRequest(w, r) {
+		return
+	}
 	body, ok := readBody(w, r)
 	if !ok {
 		return

@@ -42,6 +42,7 @@ func (c *lruCache[V]) get(key string) (V, bool) {
 }
 
 func (c *lruCache[V]) add(key string, val V, size int64) {
+	size += int64(len(key)) // a key can be a whole request (the plan cache's)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if size > c.budget {
