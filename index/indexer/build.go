@@ -247,6 +247,9 @@ type job struct {
 	// and ixErrs what Load could not read.
 	ix     *index.TableIndex
 	ixErrs []error
+	// columns are the index's columns and rates the job's segments record
+	// in table metadata (indexfile.PropIndexColumns).
+	columns map[int]float64
 }
 
 func newJob(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*job, error) {
@@ -746,6 +749,7 @@ func (j *job) newSegment(base *table.StatisticsFile, replaces string) (*indexfil
 			return nil, err
 		}
 		sw.File.Replaces = replaces
+		sw.File.Columns = j.columns
 		if err := carry(sw); err != nil {
 			sw.Abandon()
 			return nil, err

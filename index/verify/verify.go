@@ -153,8 +153,21 @@ func Table(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, 
 		}
 	}
 	ids := slices.Sorted(maps.Keys(fields))
+	// The columns the index should hold: those table metadata lists or
+	// records for it (indexer.HeldColumns), which damage to index files
+	// cannot take away. One of the current schema without a filter of any
+	// live file has been lost; the next maintain indexes it again.
+	should := map[int]bool{}
+	for _, h := range indexer.HeldColumns(ix, meta) {
+		if _, ok := tbl.Schema().FindFieldByID(h.FieldID); ok {
+			should[h.FieldID] = true
+		}
+	}
+	all := maps.Clone(fields)
+	maps.Copy(all, should)
+	reported := slices.Sorted(maps.Keys(all))
 	anyCovered := make([]bool, len(live)) // by some indexed column
-	for _, id := range ids {
+	for _, id := range reported {
 		cr := CoverageReport{FieldID: id, Name: "field " + strconv.Itoa(id), UncoveredFiles: []string{}}
 		if n, ok := tbl.Schema().FindColumnName(id); ok {
 			cr.Name = n
@@ -168,6 +181,10 @@ func Table(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, 
 			}
 		}
 		rep.Columns = append(rep.Columns, cr)
+		if should[id] && cr.Covered == 0 && len(live) > 0 {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("column %s (field %d): table metadata records it as indexed, and the index holds a filter of none of the %d live data files (the next maintain indexes them again)",
+				cr.Name, id, len(live)))
+		}
 	}
 	var covered []filescan.File
 	for i, df := range live {
