@@ -168,6 +168,10 @@ type Summary struct {
 	// NotIndexed are the columns the index holds filters of that the run
 	// no longer indexes (IndexedColumns).
 	NotIndexed []NotIndexed `json:"not_indexed,omitempty"`
+	// FiltersDuplicated counts the filters a sync found of a live file and
+	// column the index holds a filter of already (in another segment): a
+	// fault, which its compaction removes.
+	FiltersDuplicated int `json:"filters_duplicated,omitempty"`
 
 	// v1Segments counts the segments of index format v1 the run left,
 	// which Sync rewrites as v2; brokenSegments those a sync found missing

@@ -695,3 +695,44 @@ func TestEmptyShardsLinked(t *testing.T) {
 	}
 	indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
 }
+
+// TestLinkRacingASync: the last shard of a stalled run has written its
+// linking file when a sync of a newer snapshot, the run's lease expired,
+// indexes every file and commits; the link then commits on top. The link
+// finds that another snapshot's statistics file changed under it and
+// commits again without the filters the sync holds: every file is covered
+// once (before, linkRun re-checked only its own snapshot's statistics file
+// and all 12 files of the run were covered twice).
+func TestLinkRacingASync(t *testing.T) {
+	cat, tbl, rowsByFile := eventsTable(t, 12, 20, nil)
+	shard := func(c icecatalog.Catalog, i int) *indexer.Summary {
+		t.Helper()
+		sum, err := indexer.Build(ctx, c, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1, Shard: &indexer.Shard{Index: i, Count: 4, Run: "late"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	for i := range 3 {
+		shard(cat, i)
+	}
+	later := time.Now().Add(indexer.RunLease + time.Minute)
+	restore := indexer.SetClock(func() time.Time { return later })
+	defer restore()
+	var synced *indexer.Summary
+	hooked := &commitHook{Catalog: cat, before: func() {
+		// Leases are files' modification times: on this clock, the last
+		// shard's expired already.
+		now := appendRows(t, tbl, 10)
+		synced = syncID(t, cat, now.Identifier())
+	}}
+	last := shard(hooked, 3)
+	if synced == nil || synced.FilesIndexed != 13 || !last.Shard.Linked && !last.Shard.LinkedBefore {
+		t.Fatalf("sync %+v, the last shard %+v: want the sync to index all 13 files before the link commits", synced, last.Shard)
+	}
+	indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
+	rep, err := verify.Table(ctx, cat, tbl.Identifier(), verify.Options{Sample: 2})
+	if err != nil || !rep.OK() {
+		t.Fatalf("verify: %+v, %v", rep, err)
+	}
+}

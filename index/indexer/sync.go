@@ -42,7 +42,9 @@ func Sync(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o
 	if limit == 0 {
 		limit = DefaultCompactAbove
 	}
-	if limit > 0 && (sum.Segments > limit || sum.v1Segments > 0 || sum.brokenSegments > 0) {
+	// A file covered twice is a fault, which the compaction repairs
+	// whatever the threshold.
+	if limit > 0 && (sum.Segments > limit || sum.v1Segments > 0 || sum.brokenSegments > 0) || sum.FiltersDuplicated > 0 {
 		if sum.Compacted, err = Compact(ctx, cat, ident, o.compactOptions()); err != nil {
 			return nil, err
 		}
@@ -117,7 +119,11 @@ func (j *job) coverage(files []filescan.File) *coverage {
 		c.fields = append(c.fields, col.Field.ID)
 	}
 	j.ix.Match(c.pos, c.sizes, c.fields, func(i int, f index.StoredFilter) {
-		c.covered[i*len(c.fields)+slices.Index(c.fields, f.FieldID)] = true
+		k := i*len(c.fields) + slices.Index(c.fields, f.FieldID)
+		if c.covered[k] {
+			j.sum.FiltersDuplicated++
+		}
+		c.covered[k] = true
 	})
 	return c
 }

@@ -166,6 +166,7 @@ func Table(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, 
 	all := maps.Clone(fields)
 	maps.Copy(all, should)
 	reported := slices.Sorted(maps.Keys(all))
+	twice := coveredTwice(ix, live, ids)
 	anyCovered := make([]bool, len(live)) // by some indexed column
 	for _, id := range reported {
 		cr := CoverageReport{FieldID: id, Name: "field " + strconv.Itoa(id), UncoveredFiles: []string{}}
@@ -181,6 +182,10 @@ func Table(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, 
 			}
 		}
 		rep.Columns = append(rep.Columns, cr)
+		if d := twice[id]; d.files > 0 {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("column %s (field %d): %d live data files have more than one filter, the first %s (in %s) (the next maintain's compaction keeps one)",
+				cr.Name, id, d.files, d.first, strings.Join(d.in, " and ")))
+		}
 		if should[id] && cr.Covered == 0 && len(live) > 0 {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("column %s (field %d): table metadata records it as indexed, and the index holds a filter of none of the %d live data files (the next maintain indexes them again)",
 				cr.Name, id, len(live)))
@@ -203,6 +208,47 @@ func Table(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, 
 		rep.Problems = append(rep.Problems, sr.Problems...)
 	}
 	return rep, nil
+}
+
+// duplicates are the live files of one column that the index holds more
+// than one filter of.
+type duplicates struct {
+	files int
+	first string   // the first such file
+	in    []string // the index files holding its filters
+}
+
+// coveredTwice finds, by field, the live files that more than one filter
+// of the index applies to: a fault no writer may leave (docs/format.md
+// §2.5 rule 4), which doubles what lookups read.
+func coveredTwice(ix *index.TableIndex, live []filescan.File, ids []int) map[int]duplicates {
+	pos, sizes := make(map[string]int, len(live)), make([]int64, len(live))
+	for i, df := range live {
+		pos[df.Path], sizes[i] = i, df.Size
+	}
+	type key struct{ file, field int }
+	first := map[key]string{}
+	counted := map[key]bool{}
+	out := map[int]duplicates{}
+	ix.Match(pos, sizes, ids, func(i int, f index.StoredFilter) {
+		k := key{i, f.FieldID}
+		at, seen := first[k]
+		if !seen {
+			first[k] = f.Path
+			return
+		}
+		if counted[k] {
+			return
+		}
+		counted[k] = true
+		d := out[f.FieldID]
+		if d.files == 0 {
+			d.first, d.in = live[i].Path, []string{at, f.Path}
+		}
+		d.files++
+		out[f.FieldID] = d
+	})
+	return out
 }
 
 // checkSegment checks one statistics file holding index filters
