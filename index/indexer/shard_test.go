@@ -3,6 +3,7 @@ package indexer_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -16,10 +17,12 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/indexfile"
 	"github.com/icebloom/icebloom/index/lookup"
+	"github.com/icebloom/icebloom/index/segment"
 	"github.com/icebloom/icebloom/index/verify"
 	"github.com/icebloom/icebloom/maintenance"
 )
@@ -734,5 +737,124 @@ func TestLinkRacingASync(t *testing.T) {
 	rep, err := verify.Table(ctx, cat, tbl.Identifier(), verify.Options{Sample: 2})
 	if err != nil || !rep.OK() {
 		t.Fatalf("verify: %+v, %v", rep, err)
+	}
+}
+
+// linkedRun builds a run of four shards over 12 files, left linked (not
+// merged), and returns the table and its linking statistics entry.
+func linkedRun(t *testing.T) (*catalogtest.Catalog, *table.Table, [][]row, table.StatisticsFile) {
+	t.Helper()
+	cat, tbl, rowsByFile := eventsTable(t, 12, 20, nil)
+	for i := range 4 {
+		if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1,
+			Shard: &indexer.Shard{Index: i, Count: 4, Run: "run-1"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	linksCompleteRun(t, tbl)
+	return cat, tbl, rowsByFile, statisticsFiles(tbl)[0]
+}
+
+// editEntry registers sf edited in its place, as a careless tool would.
+func editEntry(t *testing.T, cat icecatalog.Catalog, ident table.Identifier, sf table.StatisticsFile, edit func(*table.StatisticsFile)) {
+	t.Helper()
+	var items []table.BlobMetadata
+	for _, bm := range sf.BlobMetadata {
+		bm.Properties = maps.Clone(bm.Properties)
+		items = append(items, bm)
+	}
+	sf.BlobMetadata = items
+	edit(&sf)
+	if _, err := catalog.CommitStatistics(ctx, cat, ident, func(context.Context, *table.Table) (catalog.StatisticsChange, func(), error) {
+		return catalog.StatisticsChange{Set: []table.StatisticsFile{sf}}, func() {}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// directoryItem returns the directory's item of a statistics entry.
+func directoryItem(sf *table.StatisticsFile) *table.BlobMetadata {
+	for i := range sf.BlobMetadata {
+		if sf.BlobMetadata[i].Type == table.BlobType(segment.DirectoryBlobType) {
+			return &sf.BlobMetadata[i]
+		}
+	}
+	return nil
+}
+
+// entryDamages are the ways a careless tool misdescribes a linking file
+// in table metadata (issue 36, item 5).
+var entryDamages = []struct {
+	name string
+	edit func(*table.StatisticsFile)
+}{
+	{"links removed", func(sf *table.StatisticsFile) { delete(directoryItem(sf).Properties, segment.PropLinks) }},
+	{"links wrong", func(sf *table.StatisticsFile) { directoryItem(sf).Properties[segment.PropLinks] = "3" }},
+	{"shard-runs wrong", func(sf *table.StatisticsFile) {
+		directoryItem(sf).Properties[indexfile.PropShardRuns] = `{"run-1":{"committed":3,"count":4}}`
+	}},
+	{"directory-offset removed", func(sf *table.StatisticsFile) { delete(directoryItem(sf).Properties, segment.PropDirectoryOffset) }},
+	{"blob-metadata removed", func(sf *table.StatisticsFile) { sf.BlobMetadata = []table.BlobMetadata{} }},
+}
+
+// TestVerifyReportsEntryDamage: each way table metadata misdescribes a
+// run's linking file fails verify, naming the file; one maintain registers
+// the file again as it says, indexing nothing again, and verify passes
+// with every file covered once (before, verify passed every one, and with
+// the blob-metadata removed all 12 files were uncovered).
+func TestVerifyReportsEntryDamage(t *testing.T) {
+	for _, damage := range entryDamages {
+		t.Run(damage.name, func(t *testing.T) {
+			cat, tbl, rowsByFile, linking := linkedRun(t)
+			editEntry(t, cat, tbl.Identifier(), linking, damage.edit)
+			rep, err := verify.Table(ctx, cat, tbl.Identifier(), verify.Options{Sample: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.OK() || !strings.Contains(rep.Problems[0], linking.StatisticsPath) {
+				t.Fatalf("verify of the damaged entry: %q", rep.Problems)
+			}
+			r := maintenance.MaintainTable(ctx, cat, tbl.Identifier(), maintenance.MaintainOptions{})
+			if r.Failed() || r.Repair == nil || !slices.Equal(r.Repair.Reregistered, []string{linking.StatisticsPath}) || r.Sync.FilesIndexed != 0 {
+				t.Fatalf("maintain %+v, repair %+v, sync %+v", r, r.Repair, r.Sync)
+			}
+			if rep, err := verify.Table(ctx, cat, tbl.Identifier(), verify.Options{Sample: 1}); err != nil || !rep.OK() {
+				t.Fatalf("verify after maintain: %+v, %v", rep, err)
+			}
+			tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+			linksCompleteRun(t, tbl)
+			indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
+		})
+	}
+}
+
+// TestGCKeepsLinksOfAnEntryWithoutItems: with the linking file's
+// blob-metadata removed, a forced gc without grace deletes none of the
+// shard segments its directory links (before, it deleted all four).
+func TestGCKeepsLinksOfAnEntryWithoutItems(t *testing.T) {
+	cat, tbl, _, linking := linkedRun(t)
+	ix := loadIndex(t, tbl)
+	var linked []string
+	for _, seg := range ix.Segments() {
+		if seg.Link != nil {
+			linked = append(linked, seg.File.StatisticsPath)
+		}
+	}
+	if len(linked) != 4 {
+		t.Fatalf("%d linked segments, want 4", len(linked))
+	}
+	editEntry(t, cat, tbl.Identifier(), linking, entryDamages[4].edit)
+	gcs, err := maintenance.GC(ctx, cat, tbl.Identifier(), maintenance.GCOptions{OlderThan: maintenance.NoGrace, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range linked {
+		if slices.Contains(gcs.Deleted, path) {
+			t.Errorf("gc deleted %s, which the linking file links", path)
+		}
+		if _, err := os.Stat(strings.TrimPrefix(path, "file://")); err != nil {
+			t.Errorf("linked segment: %v", err)
+		}
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/filescan"
 	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/indexfile"
 	"github.com/icebloom/icebloom/index/sbbf"
 	"github.com/icebloom/icebloom/index/segment"
 )
@@ -120,10 +121,24 @@ func Table(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, 
 	}
 	meta := tbl.Metadata()
 	for sf := range meta.Statistics() {
+		if !indexer.IsIndexEntry(sf) {
+			continue
+		}
+		// What table metadata says of the file must be what it holds: an
+		// item, links or shard runs removed or wrong mislead readers and gc.
+		var entryProblems []string
+		if want, ok, err := indexfile.Entry(fs, sf); err == nil && ok {
+			entryProblems = indexfile.EntryProblems(sf, want)
+		}
 		if !index.HoldsEntries(sf) {
+			if len(entryProblems) > 0 {
+				rep.Segments = append(rep.Segments, SegmentReport{Path: sf.StatisticsPath, SnapshotID: sf.SnapshotID, Format: 2, Problems: entryProblems})
+				rep.Problems = append(rep.Problems, entryProblems...)
+			}
 			continue
 		}
 		sr := checkSegment(fs, sf)
+		sr.Problems = append(sr.Problems, entryProblems...)
 		rep.Segments = append(rep.Segments, sr)
 		rep.Problems = append(rep.Problems, sr.Problems...)
 		for _, l := range sr.links {
