@@ -14,6 +14,7 @@ import (
 	"maps"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -140,7 +141,7 @@ type Summary struct {
 	Blobs        int           `json:"blobs"`
 	IndexBytes   int64         `json:"index_bytes"`
 	BytesCopied  int64         `json:"bytes_copied"` // blob bytes carried over from existing statistics files
-	Segments     int           `json:"segments"`     // statistics files holding index entries afterwards
+	Segments     int           `json:"segments"`     // segments of the index afterwards: statistics files holding index entries and the files they link
 	// Compacted reports the index compaction a sync ran past its threshold.
 	Compacted      *CompactSummary `json:"compacted,omitempty"`
 	DistinctValues int64           `json:"distinct_values"`
@@ -239,8 +240,6 @@ type job struct {
 	runDir     string
 	lease      *runfiles.Lease
 	rebuildRun bool
-	// linked counts the segments the file the run committed links.
-	linked int
 	// mergedBack are the statistics files a run's commits replaced unseen
 	// and merged back. Should another commit land on top of the run's
 	// before the merge-back commits, the next attempt's base lacks them:
@@ -319,9 +318,6 @@ func (j *job) run(ctx context.Context, files []filescan.File) (*Summary, error) 
 		return nil, err
 	}
 	j.sum.StatisticsPath = committed.Path
-	if committed.Dir != nil {
-		j.linked = len(committed.Dir.Directory.Links)
-	}
 	if committed.Broken != "" {
 		j.sum.BrokenFiles = append(j.sum.BrokenFiles, committed.Broken)
 	}
@@ -332,10 +328,10 @@ func (j *job) run(ctx context.Context, files []filescan.File) (*Summary, error) 
 
 // finish completes the summary with the table as the run left it.
 func (j *job) finish(tbl *table.Table) *Summary {
-	j.sum.Segments, j.sum.v1Segments = j.linked, 0
+	j.sum.Segments, j.sum.v1Segments = 0, 0
 	for sf := range tbl.Metadata().Statistics() {
 		if index.HoldsEntries(sf) {
-			j.sum.Segments++
+			j.sum.Segments += 1 + linkCount(sf)
 		}
 		if index.HoldsV1Entries(sf) {
 			j.sum.v1Segments++
@@ -958,4 +954,17 @@ func (j *job) copyMergedBack(sw *indexfile.Writer, base *table.StatisticsFile, o
 // tools, by what table metadata lists for it.
 func hasForeignBlobs(sf table.StatisticsFile) bool {
 	return slices.ContainsFunc(sf.BlobMetadata, func(bm table.BlobMetadata) bool { return !index.IsIndexBlobType(puffin.BlobType(bm.Type)) })
+}
+
+// linkCount is how many segment files the index file sf links, as its
+// directory item in table metadata counts them (segment.PropLinks; a
+// repair registers a file again when the count is wrong or missing).
+func linkCount(sf table.StatisticsFile) int {
+	for _, bm := range sf.BlobMetadata {
+		if puffin.BlobType(bm.Type) == segment.DirectoryBlobType {
+			n, _ := strconv.Atoi(bm.Properties[segment.PropLinks])
+			return max(n, 0)
+		}
+	}
+	return 0
 }

@@ -409,9 +409,6 @@ func (j *job) linkRun(ctx context.Context, markers []runfiles.Marker) (*table.Ta
 		}
 		j.sum.Shard.Linked, j.sum.Shard.LinkedBefore = true, false
 		j.sum.StatisticsPath, j.sum.BytesCopied = committed.Path, committed.BytesCopied
-		if committed.Dir != nil {
-			j.linked = len(committed.Dir.Directory.Links)
-		}
 		missed, err := j.replacedUnseen(ctx, tbl, committed)
 		if err != nil {
 			return nil, err

@@ -3,6 +3,7 @@ package indexer_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -856,5 +857,39 @@ func TestGCKeepsLinksOfAnEntryWithoutItems(t *testing.T) {
 		if _, err := os.Stat(strings.TrimPrefix(path, "file://")); err != nil {
 			t.Errorf("linked segment: %v", err)
 		}
+	}
+}
+
+// TestMaintainMergesALinkedRun: a run of 16 shards that left its merge to
+// maintain (--compact-above=-1) leaves 17 segments, the linking file and
+// the 16 it links; the next maintain counts them all and merges them into
+// one, by default and with --compact-above 8 (before, it counted one
+// segment and made no commit).
+func TestMaintainMergesALinkedRun(t *testing.T) {
+	for _, above := range []int{0, 8} {
+		t.Run(fmt.Sprintf("compact-above %d", above), func(t *testing.T) {
+			cat, tbl, rowsByFile := eventsTable(t, 32, 10, nil)
+			const shards = 16
+			for i := range shards {
+				if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1,
+					Shard: &indexer.Shard{Index: i, Count: shards, Run: "wide"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+			if n := len(loadIndex(t, tbl).Segments()); n != shards+1 {
+				t.Fatalf("%d segments after the run, want %d", n, shards+1)
+			}
+			before := commits(tbl)
+			r := maintenance.MaintainTable(ctx, cat, tbl.Identifier(), maintenance.MaintainOptions{CompactAbove: above})
+			if r.Failed() || r.Compact == nil || r.Compact.SegmentsBefore != shards+1 || r.Compact.SegmentsAfter != 1 {
+				t.Fatalf("maintain %+v, compaction %+v", r, r.Compact)
+			}
+			tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+			if n := len(loadIndex(t, tbl).Segments()); n != 1 || commits(tbl) != before+1 {
+				t.Fatalf("%d segments and %d commits after maintain, want 1 and 1", n, commits(tbl)-before)
+			}
+			indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
+		})
 	}
 }
