@@ -169,6 +169,12 @@ type Summary struct {
 	// NotIndexed are the columns the index holds filters of that the run
 	// no longer indexes (IndexedColumns).
 	NotIndexed []NotIndexed `json:"not_indexed,omitempty"`
+	// ShardSegmentsLinked counts the segments of finished shards of
+	// stalled runs (their lease expired before every shard finished) that
+	// a sync linked instead of indexing their files again; FilesFromRuns
+	// the live files they cover.
+	ShardSegmentsLinked int `json:"shard_segments_linked,omitempty"`
+	FilesFromRuns       int `json:"files_from_runs,omitempty"`
 	// FiltersDuplicated counts the filters a sync found of a live file and
 	// column the index holds a filter of already (in another segment): a
 	// fault, which its compaction removes.
@@ -253,6 +259,9 @@ type job struct {
 	// columns are the index's columns and rates the job's segments record
 	// in table metadata (indexfile.PropIndexColumns).
 	columns map[int]float64
+	// runLinks are the finished shards' segments of stalled runs that a
+	// sync links (finishedShards).
+	runLinks []runSegment
 }
 
 func newJob(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*job, error) {
@@ -307,7 +316,7 @@ func (j *job) run(ctx context.Context, files []filescan.File) (*Summary, error) 
 	if j.o.Shard != nil { // a shard writes a marker even for no file: its run counts it
 		return j.finishShard(ctx, seg)
 	}
-	if j.sum.FilesIndexed == 0 {
+	if j.sum.FilesIndexed == 0 && len(j.runLinks) == 0 {
 		j.fs.Remove(seg.Path)
 		return j.finish(j.tbl), nil
 	}
@@ -420,6 +429,9 @@ func (j *job) writeIndex(ctx context.Context, files []filescan.File) (indexfile.
 		return indexfile.File{}, err
 	}
 	sw.Empty = j.o.Shard != nil
+	for _, rs := range j.runLinks {
+		sw.Link(rs.link)
+	}
 
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
@@ -884,12 +896,18 @@ func previousMetadata(fs icebergio.IO, tbl, seen *table.Table) (table.Metadata, 
 // filter twice.
 func (j *job) rebase(ctx context.Context, meta table.Metadata, base *table.StatisticsFile, replaces string, seg indexfile.File) (indexfile.File, error) {
 	covered := func(index.StoredFilter) bool { return false }
+	linked := map[string]bool{}
 	if j.keepEntries {
 		j.checkedOn = meta
 		ix, _ := index.Load(ctx, j.fs, withStatisticsFile(meta, j.snap.SnapshotID, base), nil) // what cannot be read covers nothing
 		covered = func(f index.StoredFilter) bool {
 			_, ok := ix.Lookup(f.DataFile, f.DataFileSize, f.FieldID)
 			return ok
+		}
+		for _, s := range ix.Segments() {
+			if s.Link != nil {
+				linked[s.Link.Path] = true
+			}
 		}
 	}
 	sw, err := j.newSegment(base, replaces)
@@ -901,6 +919,19 @@ func (j *job) rebase(ctx context.Context, meta table.Metadata, base *table.Stati
 		err = sw.CopyFilters(j.fs, []index.Segment{own}, func(_, _ int, f index.StoredFilter) bool {
 			return seg.Own[segment.File{Path: f.DataFile, Size: f.DataFileSize}] && !covered(f)
 		})
+	}
+	for _, rs := range j.runLinks {
+		// A finished shard's segment the index now links or partly
+		// covers (the late run linked it) is linked or copied only for
+		// what nothing else holds.
+		if err != nil || linked[rs.link.Path] {
+			continue
+		}
+		if !slices.ContainsFunc(slices.Collect(rs.seg.Filters()), covered) {
+			sw.Link(rs.link)
+			continue
+		}
+		err = sw.CopyFilters(j.fs, []index.Segment{rs.seg}, func(_, _ int, f index.StoredFilter) bool { return !covered(f) })
 	}
 	if err == nil {
 		err = j.copyMergedBack(sw, base, own, seg.Own)

@@ -526,13 +526,26 @@ func TestRunShardCountFixed(t *testing.T) {
 	}
 }
 
+// filesOfShards counts the table's live files that the given shards of
+// count hold.
+func filesOfShards(t *testing.T, tbl *table.Table, count int, shards ...int) int {
+	t.Helper()
+	n := 0
+	for _, df := range liveFiles(t, tbl) {
+		if slices.Contains(shards, indexer.ShardOf(df.FilePath(), count)) {
+			n++
+		}
+	}
+	return n
+}
+
 // TestSyncLeavesLiveRun: while a sharded run is live (two of its four
 // shards done, the others working), a sync indexes only the files added
 // after the run's snapshot and leaves the run's to it; the run then links
 // every shard, and no file is covered twice. After the lease of a stalled
-// run has expired, a sync indexes the run's files, and the run's late
-// linking commit links nothing the sync covered: its segments' other
-// filters are copied.
+// run has expired, a sync links its finished shards' segments and indexes
+// the others' files, and the run's late linking commit links nothing the
+// sync covered: its segments' other filters are copied.
 func TestSyncLeavesLiveRun(t *testing.T) {
 	cat, tbl, rowsByFile := eventsTable(t, 12, 20, nil)
 	shard := func(run string, i int) *indexer.Summary {
@@ -564,8 +577,8 @@ func TestSyncLeavesLiveRun(t *testing.T) {
 	restore := indexer.SetClock(func() time.Time { return later })
 	defer restore()
 	sum = syncID(t, cat, tbl.Identifier())
-	if sum.FilesIndexed != 12 || sum.FilesLeftToRuns != 0 {
-		t.Fatalf("sync after the lease expired: %+v, want all 12 files indexed", sum)
+	if want := filesOfShards(t, tbl, 4, 2, 3); sum.FilesIndexed != want || sum.FilesFromRuns != 12-want || sum.FilesLeftToRuns != 0 {
+		t.Fatalf("sync after the lease expired: %+v, want the %d files of the unfinished shards indexed, the others linked", sum, want)
 	}
 	shard("stalled", 2)
 	last := shard("stalled", 3)
@@ -633,8 +646,8 @@ func TestSyncRacingALateRun(t *testing.T) {
 		last = shard(3)
 	}}
 	sum := syncID(t, hooked, tbl.Identifier())
-	if sum.FilesIndexed != 12 || last == nil || !last.Shard.Linked {
-		t.Fatalf("sync %+v, the run's last shard %+v: want the sync to index all 12 files and the run to link before it commits", sum, last)
+	if want := filesOfShards(t, tbl, 4, 2, 3); sum.FilesIndexed != want || sum.FilesFromRuns != 12-want || last == nil || !last.Shard.Linked {
+		t.Fatalf("sync %+v, the run's last shard %+v: want the sync to index the %d files of shards 2 and 3, link the others, and the run to link before it commits", sum, last, want)
 	}
 	indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
 }
@@ -731,8 +744,10 @@ func TestLinkRacingASync(t *testing.T) {
 		synced = syncID(t, cat, now.Identifier())
 	}}
 	last := shard(hooked, 3)
-	if synced == nil || synced.FilesIndexed != 13 || !last.Shard.Linked && !last.Shard.LinkedBefore {
-		t.Fatalf("sync %+v, the last shard %+v: want the sync to index all 13 files before the link commits", synced, last.Shard)
+	// The sync covers all 13 files: the new one indexed, the run's 12
+	// through the finished shards' segments it links.
+	if synced == nil || synced.FilesIndexed != 1 || synced.FilesFromRuns != 12 || !last.Shard.Linked && !last.Shard.LinkedBefore {
+		t.Fatalf("sync %+v, the last shard %+v: want the sync to cover all 13 files before the link commits", synced, last.Shard)
 	}
 	indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
 	rep, err := verify.Table(ctx, cat, tbl.Identifier(), verify.Options{Sample: 2})
@@ -891,5 +906,46 @@ func TestMaintainMergesALinkedRun(t *testing.T) {
 			}
 			indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
 		})
+	}
+}
+
+// TestSyncLinksFinishedShardsOfAStalledRun: a run of 8 shards stalls with
+// 6 finished; once its lease has expired, a sync links the 6 finished
+// shards' segments and indexes only the files of the 2 missing shards
+// (before, it indexed all 40 files again and never used the segments);
+// the late shards then complete the run adding nothing, and every file is
+// covered once.
+func TestSyncLinksFinishedShardsOfAStalledRun(t *testing.T) {
+	cat, tbl, rowsByFile := eventsTable(t, 40, 10, nil)
+	shard := func(i int) *indexer.Summary {
+		t.Helper()
+		sum, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1, Shard: &indexer.Shard{Index: i, Count: 8, Run: "stalled"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	var finished []int
+	for i := range 6 {
+		if shard(i).FilesTotal > 0 {
+			finished = append(finished, i)
+		}
+	}
+	later := time.Now().Add(indexer.RunLease + time.Minute)
+	restore := indexer.SetClock(func() time.Time { return later })
+	defer restore()
+	sum := syncID(t, cat, tbl.Identifier())
+	missing := filesOfShards(t, tbl, 8, 6, 7)
+	if sum.FilesIndexed != missing || sum.ShardSegmentsLinked != len(finished) || sum.FilesFromRuns != 40-missing {
+		t.Fatalf("sync after the lease expired: %+v, want the %d files of shards 6 and 7 indexed and %d segments linked", sum, missing, len(finished))
+	}
+	indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
+	shard(6)
+	if last := shard(7); last.Shard.Linked || !last.Shard.LinkedBefore {
+		t.Fatalf("the late run's last shard: %+v, want nothing to link", last.Shard)
+	}
+	indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
+	if rep, err := verify.Table(ctx, cat, tbl.Identifier(), verify.Options{Sample: 2}); err != nil || !rep.OK() {
+		t.Fatalf("verify: %+v, %v", rep, err)
 	}
 }
