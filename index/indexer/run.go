@@ -74,8 +74,12 @@ type RunStatus struct {
 	// is not and a shard touched its lease within RunLease.
 	Complete bool `json:"complete"`
 	Live     bool `json:"live"`
-	// FilesCovered counts the live data files the run's shard segments
-	// hold filters of that the index covers (linked, or since merged).
+	// FilesCovered counts the live data files whose filters the index
+	// takes from the run's shard segments: while any of them is linked,
+	// only files whose every filter lies in one of them (not those the
+	// run's segments hold that other segments cover instead: a sync after
+	// the lease expired); once none is linked (merged), the files of its
+	// segments that the index covers.
 	FilesCovered int `json:"files_covered_by_run"`
 	// MissingShardFiles counts the live data files of the missing shards,
 	// and CoveredOtherwise those of them the index covers all the same
@@ -122,6 +126,7 @@ func Runs(tbl *table.Table, fs icebergio.IO, ix *index.TableIndex, live []segmen
 			Complete: st.Linked != nil, Live: st.Live(now), MissingShards: []int{}}
 		done := st.Markers[rs.Shards]
 		rs.ShardsCommitted = len(done)
+		var segs []index.Segment
 		for i := range rs.Shards {
 			path, ok := done[i]
 			if !ok {
@@ -139,12 +144,9 @@ func Runs(tbl *table.Table, fs icebergio.IO, ix *index.TableIndex, live []segmen
 			if err != nil {
 				continue // deleted by gc, or corrupt: it covers nothing
 			}
-			for _, f := range seg.Dir.Files {
-				if isLive[f] && covered(f) {
-					rs.FilesCovered++
-				}
-			}
+			segs = append(segs, seg)
 		}
+		rs.FilesCovered = filesFromRun(ix, segs, isLive, fields, covered)
 		if len(rs.MissingShards) > 0 && rs.Shards > 0 {
 			missing := map[int]bool{}
 			for _, i := range rs.MissingShards {
@@ -162,4 +164,33 @@ func Runs(tbl *table.Table, fs icebergio.IO, ix *index.TableIndex, live []segmen
 		out = append(out, rs)
 	}
 	return out, nil
+}
+
+// filesFromRun counts the live files whose filters the index takes from
+// the run's segments segs: while the index links any of them, the files
+// whose filter of every field lies in one of them; else (merged into
+// another segment, or never linked) the files of segs it covers.
+func filesFromRun(ix *index.TableIndex, segs []index.Segment, isLive map[segment.File]bool, fields []int, covered func(segment.File) bool) int {
+	ours := map[string]bool{}
+	for _, seg := range segs {
+		ours[seg.File.StatisticsPath] = true
+	}
+	linked := slices.ContainsFunc(ix.Segments(), func(seg index.Segment) bool { return seg.Link != nil && ours[seg.File.StatisticsPath] })
+	fromRun := func(f segment.File) bool {
+		for _, id := range fields {
+			if flt, ok := ix.Lookup(f.Path, f.Size, id); !ok || !ours[flt.Path] {
+				return false
+			}
+		}
+		return len(fields) > 0
+	}
+	n := 0
+	for _, seg := range segs {
+		for _, f := range seg.Dir.Files {
+			if isLive[f] && (linked && fromRun(f) || !linked && covered(f)) {
+				n++
+			}
+		}
+	}
+	return n
 }

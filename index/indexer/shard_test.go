@@ -560,8 +560,8 @@ func TestSyncLeavesLiveRun(t *testing.T) {
 	shard("live", 2)
 	tbl = appendRows(t, tbl, 10)
 	sum := syncID(t, cat, tbl.Identifier())
-	if sum.FilesIndexed != 1 || sum.FilesLeftToRuns != 12 {
-		t.Fatalf("sync during a live run: %+v, want the 1 new file indexed and 12 left to the run", sum)
+	if sum.FilesIndexed != 1 || sum.FilesLeftToRuns != 12 || sum.FilesCovered != 0 {
+		t.Fatalf("sync during a live run: %+v, want the 1 new file indexed, 12 left to the run, none covered before", sum)
 	}
 	shard("live", 1)
 	if last := shard("live", 3); !last.Shard.Linked || last.Shard.Copied != 0 {
@@ -947,5 +947,17 @@ func TestSyncLinksFinishedShardsOfAStalledRun(t *testing.T) {
 	indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
 	if rep, err := verify.Table(ctx, cat, tbl.Identifier(), verify.Options{Sample: 2}); err != nil || !rep.OK() {
 		t.Fatalf("verify: %+v, %v", rep, err)
+	}
+	// inspect credits the run with the files of its linked segments only:
+	// the sync's own filters cover shards 6 and 7 (before: all 40).
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	fs, _ := tbl.FS(ctx)
+	var live []segment.File
+	for _, df := range liveFiles(t, tbl) {
+		live = append(live, segment.File{Path: df.FilePath(), Size: df.FileSizeBytes()})
+	}
+	runs, err := indexer.Runs(tbl, fs, loadIndex(t, tbl), live, []int{1})
+	if err != nil || len(runs) != 1 || !runs[0].Complete || runs[0].FilesCovered != 40-missing {
+		t.Fatalf("runs %+v, %v: want the run complete, credited with %d files", runs, err, 40-missing)
 	}
 }

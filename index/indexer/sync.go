@@ -97,7 +97,8 @@ func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 		}
 	}
 	j.has = cov.has
-	j.sum.FilesTotal, j.sum.FilesCovered = len(files), len(files)-len(todo)
+	// Files left to a live run are not covered (yet): the run covers them.
+	j.sum.FilesTotal, j.sum.FilesCovered = len(files), len(files)-len(todo)-j.sum.FilesLeftToRuns
 	if len(todo) == 0 && j.o.Shard == nil && len(j.runLinks) == 0 { // a shard commits even so: its run counts it
 		return j.finish(j.tbl), nil
 	}
