@@ -71,6 +71,10 @@ type Options struct {
 	// Logger, when set, gets the run's warnings that are not errors:
 	// commits retried after conflicting with other commits.
 	Logger *slog.Logger
+	// RunLease is how long a sharded run counts as live after a shard
+	// last touched its lease, for a sync leaving a live run's files to it
+	// (0: RunLease; at least MinRunLease).
+	RunLease time.Duration
 	// Shard, when set, makes the run one shard of a sharded run: it
 	// indexes only its shard's data files into a segment of its own and
 	// commits nothing, unless it finds every shard of its run complete: it
@@ -209,10 +213,27 @@ func build(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, 
 	j.rebuildRun = rebuild
 	files, err := filescan.LiveFiles(j.fs, j.tbl.Metadata(), j.snap, j.shardFilter())
 	if err != nil {
-		return nil, err
+		return nil, j.snapshotGone(ctx, err)
 	}
 	j.sum.FilesTotal = len(files)
 	return j.run(ctx, files)
+}
+
+// snapshotGone explains a failure to read the job's snapshot when the
+// snapshot was expired meanwhile (an expire during a sharded run, whose
+// late shard would otherwise fail on a manifest list that no longer
+// exists); any other failure is returned as it is.
+func (j *job) snapshotGone(ctx context.Context, err error) error {
+	tbl, lerr := catalog.LoadTable(ctx, j.cat, j.ident)
+	if lerr != nil || tbl.SnapshotByID(j.snap.SnapshotID) != nil {
+		return err
+	}
+	what := "the run"
+	if j.o.Shard != nil {
+		what = "run " + j.o.Shard.Run
+	}
+	return fmt.Errorf("snapshot %d of %s was expired while %s indexed it, so its files can no longer be listed: start a new run on the current snapshot (%w)",
+		j.snap.SnapshotID, strings.Join(j.ident, "."), what, err)
 }
 
 // job is one run writing a segment for a snapshot: the table as loaded, the
@@ -267,6 +288,9 @@ type job struct {
 func newJob(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*job, error) {
 	j := &job{cat: cat, ident: ident, o: o, start: time.Now()}
 	name := strings.Join(ident, ".")
+	if err := CheckRunLease(o.RunLease); err != nil {
+		return nil, err
+	}
 	var err error
 	if j.tbl, err = catalog.LoadTable(ctx, cat, ident, commitOptions(o.Logger)...); err != nil {
 		return nil, fmt.Errorf("load table %s: %w", name, err)

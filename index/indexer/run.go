@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -32,6 +33,55 @@ const RunsDir = runfiles.Dir
 // a live run's snapshot to the run. Shards touch their lease every quarter
 // of it while they work, linking included.
 const RunLease = runfiles.LeaseTerm
+
+// MinRunLease is the shortest lease term a sync or expire may be given
+// (Options.RunLease): twice the interval at which working shards touch
+// their leases, so a working shard is never taken for a stalled one.
+const MinRunLease = runfiles.LeaseTerm / 2
+
+// CheckRunLease refuses a lease term a working shard could outlive
+// between two touches; 0 is the default, RunLease.
+func CheckRunLease(lease time.Duration) error {
+	if lease != 0 && lease < MinRunLease {
+		return fmt.Errorf("run lease %s: want at least %s, twice the %s at which working shards touch their leases",
+			lease, MinRunLease, runfiles.LeaseTerm/4)
+	}
+	return nil
+}
+
+// LiveRuns returns the sharded runs of the table that are live under the
+// lease term (0: RunLease) — not complete, a shard touched its lease
+// within it — by the snapshot each indexes: an expiry must keep those
+// snapshots, or the runs' late shards cannot finish.
+func LiveRuns(tbl *table.Table, fs icebergio.IO, lease time.Duration) (map[int64]string, error) {
+	if err := CheckRunLease(lease); err != nil {
+		return nil, err
+	}
+	lease = cmp.Or(lease, RunLease)
+	root, err := runfiles.RootOf(tbl)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := runfiles.Walk(fs, root, "")
+	if err != nil {
+		return nil, err
+	}
+	live := map[int64]string{}
+	now := clock()
+	for _, name := range slices.Sorted(maps.Keys(runs)) {
+		st := runs[name]
+		if st.Linked != nil || st.Record == nil || !now.Before(st.Touched.Add(lease)) {
+			continue
+		}
+		if err := st.ReadRecords(fs); err != nil {
+			return nil, err
+		}
+		if _, ok := live[st.Record.SnapshotID]; !ok {
+			live[st.Record.SnapshotID] = st.Record.Run
+		}
+	}
+	return live, nil
+}
 
 // RunCommitBudget bounds the retries of a run's linking commit by time: a
 // busy catalog delays it, however many shards finish together, but cannot

@@ -961,3 +961,70 @@ func TestSyncLinksFinishedShardsOfAStalledRun(t *testing.T) {
 		t.Fatalf("runs %+v, %v: want the run complete, credited with %d files", runs, err, 40-missing)
 	}
 }
+
+// TestExpireKeepsALiveRunsSnapshot: an expiry that would remove the
+// snapshot a live run indexes keeps it (and the later ones); the run's
+// late shards then finish and link it (before, the snapshot expired and
+// the late shard failed on a missing manifest list). With a lease term
+// shorter than the time since the shards last worked, the run is no
+// longer live, and the snapshot expires.
+func TestExpireKeepsALiveRunsSnapshot(t *testing.T) {
+	cat, tbl, rowsByFile := eventsTable(t, 8, 20, nil)
+	// The expiry keeps the run's snapshot by age, with a second to spare:
+	// the older snapshots, which it expires, are older than that.
+	time.Sleep(1500 * time.Millisecond)
+	tbl = appendRows(t, tbl, 10)
+	runSnapshot := tbl.CurrentSnapshot().SnapshotID
+	shard := func(i int) (*indexer.Summary, error) {
+		return indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1, Shard: &indexer.Shard{Index: i, Count: 4, Run: "slow"}})
+	}
+	for i := range 2 {
+		if _, err := shard(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tbl = appendRows(t, tbl, 10)
+	appendRows(t, tbl, 10)
+	zero := time.Duration(0)
+	exp, err := maintenance.Expire(ctx, cat, tbl.Identifier(), maintenance.ExpireOptions{OlderThan: &zero, RetainLast: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(exp.KeptForRuns, []int64{runSnapshot}) || slices.Contains(exp.SnapshotsExpired, runSnapshot) || len(exp.SnapshotsExpired) == 0 {
+		t.Fatalf("expire %+v: want the run's snapshot %d kept, older ones expired", exp, runSnapshot)
+	}
+	for i := 2; i < 4; i++ {
+		if _, err := shard(i); err != nil {
+			t.Fatalf("a late shard after the expiry: %v", err)
+		}
+	}
+	syncID(t, cat, tbl.Identifier())
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	coveredOnce(t, tbl, 1)
+	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+
+	// The lease term is an option: past it, the run is not live.
+	cat, tbl, _ = eventsTable(t, 4, 20, nil)
+	runSnapshot = tbl.CurrentSnapshot().SnapshotID
+	if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, Shard: &indexer.Shard{Index: 0, Count: 2, Run: "stalled"}}); err != nil {
+		t.Fatal(err)
+	}
+	appendRows(t, tbl, 10)
+	later := time.Now().Add(indexer.MinRunLease + time.Minute)
+	restore := indexer.SetClock(func() time.Time { return later })
+	defer restore()
+	if _, err := maintenance.Expire(ctx, cat, tbl.Identifier(), maintenance.ExpireOptions{OlderThan: &zero, RetainLast: 1, RunLease: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	if tbl.SnapshotByID(runSnapshot) == nil {
+		t.Fatal("within a lease of an hour the run is live: its snapshot must stay")
+	}
+	exp, err = maintenance.Expire(ctx, cat, tbl.Identifier(), maintenance.ExpireOptions{OlderThan: &zero, RetainLast: 1, RunLease: indexer.MinRunLease})
+	if err != nil || !slices.Contains(exp.SnapshotsExpired, runSnapshot) {
+		t.Fatalf("expire past the lease: %+v, %v: want the run's snapshot expired", exp, err)
+	}
+	if _, err := maintenance.Expire(ctx, cat, tbl.Identifier(), maintenance.ExpireOptions{RunLease: time.Minute}); err == nil || !strings.Contains(err.Error(), "run lease 1m0s") {
+		t.Fatalf("a lease shorter than MinRunLease: %v", err)
+	}
+}

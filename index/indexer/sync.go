@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,7 +67,7 @@ func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 	j.keepEntries = true
 	files, err := filescan.LiveFiles(j.fs, j.tbl.Metadata(), j.snap, j.shardFilter())
 	if err != nil {
-		return nil, err
+		return nil, j.snapshotGone(ctx, err)
 	}
 	for _, err := range j.ixErrs {
 		var se *index.SegmentError
@@ -221,7 +222,7 @@ func (j *job) leftToRuns(files []filescan.File) (left map[string]bool, stalled [
 	now := clock()
 	for _, id := range slices.Sorted(maps.Keys(runs)) {
 		st := runs[id]
-		live := now.Before(st.Touched.Add(RunLease))
+		live := now.Before(st.Touched.Add(cmp.Or(j.o.RunLease, RunLease)))
 		if st.Linked != nil || st.Record == nil || !live && len(st.Markers) == 0 {
 			continue
 		}
