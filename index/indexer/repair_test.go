@@ -266,7 +266,8 @@ func TestCompactRewritesADamagedOnlySegment(t *testing.T) {
 
 // oneSegmentDamages are the damages that used to make maintain forget an
 // index of one segment built from --columns (issue 36, item 1): the file
-// missing, cut short, and a bit flipped in the only group of email.
+// missing, cut short, its directory broken, and a bit flipped in the only
+// group of email.
 var oneSegmentDamages = []struct {
 	name string
 	// lost are the columns a repair alone leaves without any filter.
@@ -280,6 +281,13 @@ var oneSegmentDamages = []struct {
 	}},
 	{"truncated", []string{"id", "email"}, func(t *testing.T, fx *corruptionFixture, tg target) {
 		tg.editFile(t, func(b []byte) []byte { return b[:len(b)/2] })
+	}},
+	{"directory broken", []string{"id", "email"}, func(t *testing.T, fx *corruptionFixture, tg target) {
+		off, length, _ := segment.DirectoryPlace(tg.sf)
+		tg.editFile(t, func(b []byte) []byte {
+			b[off+length/2] ^= 0xff
+			return b
+		})
 	}},
 	{"bit flipped in the only group of email", []string{"email"}, func(t *testing.T, fx *corruptionFixture, tg target) {
 		var email []segment.Group

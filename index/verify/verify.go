@@ -170,8 +170,8 @@ func Table(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, 
 	ids := slices.Sorted(maps.Keys(fields))
 	// The columns the index should hold: those table metadata lists or
 	// records for it (indexer.HeldColumns), which damage to index files
-	// cannot take away. One of the current schema without a filter of any
-	// live file has been lost; the next maintain indexes it again.
+	// cannot take away. One of the current schema of which the index holds
+	// no filter at all has been lost; the next maintain indexes it again.
 	should := map[int]bool{}
 	for _, h := range indexer.HeldColumns(ix, meta) {
 		if _, ok := tbl.Schema().FindFieldByID(h.FieldID); ok {
@@ -201,8 +201,8 @@ func Table(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, 
 			rep.Problems = append(rep.Problems, fmt.Sprintf("column %s (field %d): %d live data files have more than one filter, the first %s (in %s) (the next maintain's compaction keeps one)",
 				cr.Name, id, d.files, d.first, strings.Join(d.in, " and ")))
 		}
-		if should[id] && cr.Covered == 0 && len(live) > 0 {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("column %s (field %d): table metadata records it as indexed, and the index holds a filter of none of the %d live data files (the next maintain indexes them again)",
+		if should[id] && !fields[id] && len(live) > 0 {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("column %s (field %d): table metadata records it as indexed, and the index holds no filter of it: none of the %d live data files is covered (the next maintain indexes them again)",
 				cr.Name, id, len(live)))
 		}
 	}
