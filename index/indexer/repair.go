@@ -30,7 +30,8 @@ type RepairSummary struct {
 	// Reregistered are the index files whose table-metadata entries did
 	// not say what the files hold (indexfile.EntryProblems: an item,
 	// links, shard runs or the directory's place removed or wrong): each
-	// registered again as its file says, its filters kept.
+	// registered again as its file says, its filters kept; or, listed
+	// without items and unreadable, its entry removed.
 	Reregistered []string `json:"reregistered,omitempty"`
 	// Compacted is the compaction that rewrote them, nil when nothing was
 	// damaged. Its BrokenGroups lost their filters: the next sync indexes
@@ -133,11 +134,13 @@ func IsIndexEntry(sf table.StatisticsFile) bool {
 }
 
 // reregister registers again, as their files say (indexfile.Entry), the
-// index files whose table-metadata entries say otherwise, in one commit,
-// and returns the table as it left it. A file that cannot be read is left
-// to the checks that follow.
+// index files whose table-metadata entries say otherwise, and removes the
+// entries of icebloom files listed without items that cannot be read, in
+// one commit, and returns the table as it left it. Another file that
+// cannot be read is left to the checks that follow.
 func reregister(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, tbl *table.Table, fs icebergio.IO, o CompactOptions, sum *RepairSummary) (*table.Table, error) {
 	var fixed []table.StatisticsFile
+	var dangling []table.StatisticsFile
 	for sf := range tbl.Metadata().Statistics() {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -146,6 +149,15 @@ func reregister(ctx context.Context, cat icecatalog.Catalog, ident table.Identif
 			continue
 		}
 		want, ok, err := indexfile.Entry(fs, sf)
+		if err != nil && indexfile.IsBroken(err) && !index.HoldsEntries(sf) {
+			// An icebloom file listed without items that cannot be read:
+			// nothing reads it, and gc cannot learn what it links. The
+			// compaction removes such files listed with items.
+			dangling = append(dangling, sf)
+			sum.Problems = append(sum.Problems, err.Error())
+			sum.Reregistered = append(sum.Reregistered, sf.StatisticsPath)
+			continue
+		}
 		if err != nil || !ok {
 			continue
 		}
@@ -155,7 +167,7 @@ func reregister(ctx context.Context, cat icecatalog.Catalog, ident table.Identif
 			sum.Reregistered = append(sum.Reregistered, sf.StatisticsPath)
 		}
 	}
-	if len(fixed) == 0 {
+	if len(fixed) == 0 && len(dangling) == 0 {
 		return tbl, nil
 	}
 	if o.Logger != nil {
@@ -164,10 +176,19 @@ func reregister(ctx context.Context, cat icecatalog.Catalog, ident table.Identif
 	}
 	return catalog.CommitStatistics(ctx, cat, ident, func(_ context.Context, now *table.Table) (catalog.StatisticsChange, func(), error) {
 		var change catalog.StatisticsChange
+		// Only an entry still naming the same file is replaced or removed.
+		still := func(want table.StatisticsFile) bool {
+			sf, ok := catalog.StatisticsFileOf(now.Metadata(), want.SnapshotID)
+			return ok && sf.StatisticsPath == want.StatisticsPath
+		}
 		for _, want := range fixed {
-			// Only an entry still naming the same file is replaced.
-			if sf, ok := catalog.StatisticsFileOf(now.Metadata(), want.SnapshotID); ok && sf.StatisticsPath == want.StatisticsPath {
+			if still(want) {
 				change.Set = append(change.Set, want)
+			}
+		}
+		for _, gone := range dangling {
+			if still(gone) {
+				change.Remove = append(change.Remove, gone.SnapshotID)
 			}
 		}
 		return change, func() {}, nil

@@ -21,16 +21,17 @@ import (
 // sizes and snapshot are sf's, other tools' items are those sf lists (or,
 // when it lists none, those the footer gives), and the index-columns
 // record is the one sf holds. ok is false for a file without a v2
-// directory (format v1, or only other tools' blobs).
+// directory (format v1, or only other tools' blobs); a file that cannot be
+// read is an UnreadableError.
 func Entry(fs icebergio.IO, sf table.StatisticsFile) (want table.StatisticsFile, ok bool, err error) {
 	f, err := fs.Open(sf.StatisticsPath)
 	if err != nil {
-		return table.StatisticsFile{}, false, fmt.Errorf("open %s: %w", sf.StatisticsPath, err)
+		return table.StatisticsFile{}, false, &UnreadableError{sf.StatisticsPath, fmt.Errorf("open %s: %w", sf.StatisticsPath, err)}
 	}
 	defer f.Close()
 	pr, err := puffin.Open(f, sf.FileSizeInBytes, puffin.WithFooterSize(sf.FileFooterSizeInBytes))
 	if err != nil {
-		return table.StatisticsFile{}, false, fmt.Errorf("read %s: %w", sf.StatisticsPath, err)
+		return table.StatisticsFile{}, false, &UnreadableError{sf.StatisticsPath, fmt.Errorf("read %s: %w", sf.StatisticsPath, err)}
 	}
 	off, length, isV2 := segment.FindDirectory(pr)
 	if !isV2 {
@@ -38,7 +39,7 @@ func Entry(fs icebergio.IO, sf table.StatisticsFile) (want table.StatisticsFile,
 	}
 	dir, err := segment.ReadDirectory(f, off, length)
 	if err != nil {
-		return table.StatisticsFile{}, false, fmt.Errorf("read the directory of %s: %w", sf.StatisticsPath, err)
+		return table.StatisticsFile{}, false, &UnreadableError{sf.StatisticsPath, fmt.Errorf("read the directory of %s: %w", sf.StatisticsPath, err)}
 	}
 	file := File{Path: sf.StatisticsPath, Stats: puffin.Stats{FileSize: sf.FileSizeInBytes, FooterSize: sf.FileFooterSizeInBytes}}
 	res := segment.Result{Directory: dir, DirectoryOffset: off, DirectoryLength: length, Members: map[int]int{}}
