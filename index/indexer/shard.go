@@ -543,12 +543,6 @@ type filterKey struct {
 	field int
 }
 
-// replacedView is meta with the statistics file of sf's snapshot replaced
-// by sf: the table as it was before a commit replaced sf unseen.
-func replacedView(meta table.Metadata, sf table.StatisticsFile) table.Metadata {
-	return withStatisticsFile(meta, sf.SnapshotID, &sf)
-}
-
 // withStatisticsFile is meta with sf as the statistics file of snapshot id,
 // or with none for it if sf is nil.
 func withStatisticsFile(meta table.Metadata, id int64, sf *table.StatisticsFile) table.Metadata {

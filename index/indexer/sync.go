@@ -28,12 +28,16 @@ import (
 // With nothing new, nothing is committed. o.SnapshotID is ignored. The
 // data files of the snapshot of a live sharded run (one within its lease,
 // RunLease, and not complete) are left to the run: Sync indexes only files
-// added after it, so the run and a sync never index a file both. When the
-// index then has more segments than o.CompactAbove, Sync compacts it, so a
-// long run of small appends keeps the segments and table metadata bounded;
-// and it compacts an index that still has segments of format v1, which
-// the compaction rewrites as v2 by copying their bitsets, or a segment that
-// cannot be read, which the compaction removes.
+// added after it, so the run and a sync never index a file both. Of a run
+// whose lease expired before it completed, Sync links the segments of the
+// finished shards (finishedShards) and indexes only the files no finished
+// shard covers. When the index then has more segments than
+// o.CompactAbove (linked ones counted), Sync compacts it, so a long run of
+// small appends keeps the segments and table metadata bounded; and it
+// compacts an index that still has segments of format v1, which the
+// compaction rewrites as v2 by copying their bitsets, a segment that
+// cannot be read, which the compaction removes, or a file covered twice,
+// whose second filter the compaction drops, whatever o.CompactAbove.
 func Sync(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*Summary, error) {
 	sum, err := syncOnce(ctx, cat, ident, o)
 	if err != nil {
@@ -220,8 +224,8 @@ func (j *job) leftToRuns(files []filescan.File) (left map[string]bool, stalled [
 	left = map[string]bool{}
 	done := map[int64]bool{}
 	now := clock()
-	for _, id := range slices.Sorted(maps.Keys(runs)) {
-		st := runs[id]
+	for _, name := range slices.Sorted(maps.Keys(runs)) {
+		st := runs[name]
 		live := now.Before(st.Touched.Add(cmp.Or(j.o.RunLease, RunLease)))
 		if st.Linked != nil || st.Record == nil || !live && len(st.Markers) == 0 {
 			continue
