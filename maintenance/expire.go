@@ -38,12 +38,19 @@ type ExpireOptions struct {
 	// MemoryBudget bounds the buffers of the index fold, as a compaction's
 	// (indexer.CompactOptions.MemoryBudget); 0 means the default.
 	MemoryBudget int64
+	// RunLease is how long a sharded run counts as live after a shard
+	// last touched its lease (0: indexer.RunLease): the snapshot a live
+	// run indexes is kept.
+	RunLease time.Duration
 }
 
 // ExpireSummary reports an expiry.
 type ExpireSummary struct {
 	SnapshotsExpired []int64                 `json:"snapshots_expired"`
 	Folded           *indexer.CompactSummary `json:"folded,omitempty"`
+	// KeptForRuns are the snapshots the expiry would have removed that it
+	// kept, with every later one, because live sharded runs index them.
+	KeptForRuns []int64 `json:"kept_for_runs,omitempty"`
 }
 
 // maxExpireFolds bounds the folds of one attempt at an expiry: each is
@@ -84,7 +91,12 @@ func Expire(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 			}
 			now := tbl
 			tbl = nil // the next plan loads the table anew
-			expiring, err := plan(now, o)
+			opts, kept, err := keepLiveRuns(ctx, now, o)
+			if err != nil {
+				return false, fmt.Errorf("plan expiry of %s: %w", name, err)
+			}
+			sum.KeptForRuns = kept
+			expiring, err := plan(now, opts)
 			if err != nil {
 				return false, fmt.Errorf("plan expiry of %s: %w", name, err)
 			}
@@ -98,7 +110,7 @@ func Expire(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 				continue // re-plan on the table as the fold left it
 			}
 			txn := now.NewTransaction()
-			if err := txn.ExpireSnapshots(expireOpts(o)...); err != nil {
+			if err := txn.ExpireSnapshots(expireOpts(opts)...); err != nil {
 				return false, fmt.Errorf("expire snapshots of %s: %w", name, err)
 			}
 			if _, err := txn.Commit(ctx); err != nil {
@@ -113,6 +125,54 @@ func Expire(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 		return nil, err
 	}
 	return sum, nil
+}
+
+// keepLiveRuns returns the options of an expiry that keeps the snapshots
+// live sharded runs index (indexer.LiveRuns): when o would expire one, its
+// age limit is raised to just above that snapshot's age, so it and every
+// later snapshot stay (iceberg-go expires by age and count, not by id).
+// kept lists the snapshots so saved. A plan that would still expire one
+// is an error saying which run needs it.
+func keepLiveRuns(ctx context.Context, tbl *table.Table, o ExpireOptions) (ExpireOptions, []int64, error) {
+	fs, err := catalog.TableIO(ctx, tbl)
+	if err != nil {
+		return o, nil, err
+	}
+	live, err := indexer.LiveRuns(tbl, fs, o.RunLease)
+	if err != nil || len(live) == 0 {
+		return o, nil, err
+	}
+	expiring, err := plan(tbl, o)
+	if err != nil {
+		return o, nil, err
+	}
+	var kept []int64
+	var oldest int64
+	for _, id := range expiring {
+		if _, ok := live[id]; ok {
+			kept = append(kept, id)
+			if ts := tbl.SnapshotByID(id).TimestampMs; oldest == 0 || ts < oldest {
+				oldest = ts
+			}
+		}
+	}
+	if len(kept) == 0 {
+		return o, nil, nil
+	}
+	// A second more than its age: the expiry is staged right after this
+	// plan, well within it.
+	age := time.Since(time.UnixMilli(oldest)) + time.Second
+	o.OlderThan = &age
+	again, err := plan(tbl, o)
+	if err != nil {
+		return o, nil, err
+	}
+	for _, id := range again {
+		if run, ok := live[id]; ok {
+			return o, nil, fmt.Errorf("snapshot %d is indexed by the live sharded run %s and would expire even so: run expire again once the run is complete or its lease has ended", id, run)
+		}
+	}
+	return o, kept, nil
 }
 
 func expireOpts(o ExpireOptions) []table.ExpireSnapshotsOpt {

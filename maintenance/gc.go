@@ -19,7 +19,6 @@ import (
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/indexfile"
-	"github.com/icebloom/icebloom/puffin"
 )
 
 // DefaultGCGrace is how long an unreferenced index file is kept by default:
@@ -361,9 +360,11 @@ func newReferences(tbl *table.Table, fs icebergio.IO, cutoff time.Time, cache ma
 // statisticsOf returns the normalized locations of the statistics and
 // partition statistics files meta references, and of the segment files
 // those statistics files link (docs/format.md §2.5), read from the
-// directory of every statistics file holding an icebloom index: the
-// directory is authoritative, the `links` property of table metadata only
-// informative (a table whose metadata lost it still links its shards). A
+// directory of every statistics file holding an icebloom index — by its
+// items, or by its name when a careless tool removed them: the directory
+// is authoritative, table metadata only informative (a table whose
+// metadata lost the `links` property, or every item, still links its
+// shards). A
 // directory that cannot be read is an error naming the file, so that gc
 // deletes nothing: what it links is unknown (`icebloom sync` replaces a
 // broken segment).
@@ -371,8 +372,8 @@ func statisticsOf(fs icebergio.IO, meta table.Metadata) ([]string, error) {
 	var locs []string
 	for sf := range meta.Statistics() {
 		locs = append(locs, normalizeLocation(sf.StatisticsPath))
-		if !holdsIndex(sf) {
-			continue
+		if !indexer.IsIndexEntry(sf) {
+			continue // another tool's file: it links nothing of ours
 		}
 		seg, err := index.ReadSegment(fs, sf)
 		if err != nil {
@@ -387,17 +388,6 @@ func statisticsOf(fs icebergio.IO, meta table.Metadata) ([]string, error) {
 		locs = append(locs, normalizeLocation(pf.StatisticsPath))
 	}
 	return locs, nil
-}
-
-// holdsIndex reports whether table metadata lists an icebloom blob in a
-// statistics file: only those have a directory that may link segments.
-func holdsIndex(sf table.StatisticsFile) bool {
-	for _, b := range sf.BlobMetadata {
-		if index.IsIndexBlobType(puffin.BlobType(b.Type)) {
-			return true
-		}
-	}
-	return false
 }
 
 // recentlyReferenced reports whether metadata that was current after the

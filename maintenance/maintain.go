@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -38,6 +39,11 @@ type MaintainOptions struct {
 	// Verify, when set, verifies each table's index last
 	// (indexer.Verify); a problem fails the table's run.
 	Verify *verify.Options
+	// RunLease is how long a sharded run counts as live after a shard
+	// last touched its lease, for the sync (which leaves a live run's
+	// files to it) and the expiry (which keeps its snapshot); 0 means
+	// indexer.RunLease.
+	RunLease time.Duration
 }
 
 // TableReport is what a run did to one table.
@@ -165,6 +171,7 @@ func MaintainTable(ctx context.Context, cat icecatalog.Catalog, ident table.Iden
 		}
 		idx := o.Index
 		idx.Columns, idx.FPP, idx.CompactAbove = nil, 0, o.CompactAbove
+		idx.RunLease = cmp.Or(idx.RunLease, o.RunLease)
 		r.Sync, err = indexer.Sync(ctx, cat, ident, idx)
 	} else if _, err = indexer.TableColumns(ctx, tbl, nil, 0); err == nil {
 		// A table created and never written: no data file to index, no
@@ -183,6 +190,7 @@ func MaintainTable(ctx context.Context, cat icecatalog.Catalog, ident table.Iden
 	if o.Expire != nil {
 		exp := *o.Expire
 		exp.MemoryBudget = cmp.Or(exp.MemoryBudget, o.Index.MemoryBudget)
+		exp.RunLease = cmp.Or(exp.RunLease, o.RunLease, o.Index.RunLease)
 		if r.Expire, err = Expire(ctx, cat, ident, exp); err != nil {
 			return fail(err)
 		}

@@ -18,7 +18,9 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
+	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/verify"
 	"github.com/icebloom/icebloom/maintenance"
@@ -85,11 +87,14 @@ func (c *soakCounts) String() string {
 }
 
 // TestSoak runs every maintenance loop at once on one table — an appender,
-// three syncs, compact-index, expire and gc forced to zero grace — and
-// then checks what must hold whatever happened: after a final sync no
-// referenced index file is missing, every live file is covered, and
-// verification re-reading every live data file finds every value in its
-// filter (no false negative) and every checksum intact. Failures of single
+// three syncs, compact-index, expire, gc forced to zero grace, sharded
+// runs, maintain, and damage to index files and to what table metadata
+// says of them — and then checks what must hold whatever happened: after a
+// final maintain the column is still indexed, no referenced index file is
+// missing, every live file is covered, and verification re-reading every
+// live data file finds every value in its filter (no false negative),
+// every checksum intact, what table metadata says of each index file true
+// and no file covered twice. Failures of single
 // runs under contention are expected and only counted; a panic or a broken
 // end state fails the test. ICEBLOOM_SOAK=10m runs it longer.
 func TestSoak(t *testing.T) {
@@ -150,18 +155,62 @@ func TestSoak(t *testing.T) {
 		_, err := maintenance.GC(ctx, cat, ident, maintenance.GCOptions{OlderThan: maintenance.NoGrace, Force: true})
 		return err
 	})
+	runs := 0
+	loop("sharded run of 3", 150*time.Millisecond, func(ctx context.Context) error {
+		runs++
+		run := fmt.Sprintf("soak-%d", runs)
+		for i := range 3 {
+			so := opts
+			so.CompactAbove = -1 // merges are left to maintain
+			so.Shard = &indexer.Shard{Index: i, Count: 3, Run: run}
+			if _, err := indexer.Build(ctx, cat, ident, so); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	loop("maintain", 250*time.Millisecond, func(ctx context.Context) error {
+		if r := maintenance.MaintainTable(ctx, cat, ident, maintenance.MaintainOptions{Index: indexer.Options{Parallel: 1}}); r.Failed() {
+			return errors.New(r.Error)
+		}
+		return nil
+	})
+	loop("damage", 400*time.Millisecond, func(ctx context.Context) error {
+		rngMu.Lock()
+		which := rng.IntN(2)
+		rngMu.Unlock()
+		return damageIndex(ctx, cat, ident, which)
+	})
 	wg.Wait()
 
-	// The end state: a final sync (a run that finds a dangling reference
-	// repairs it and fails, so it may take two), then the checks.
+	// Runs the stop cut short are live: their shards are run again (a
+	// complete run refuses them), so that they complete, as a Job's pods
+	// retried would.
+	for r := 1; r <= runs; r++ {
+		for i := range 3 {
+			so := opts
+			so.CompactAbove = -1
+			so.Shard = &indexer.Shard{Index: i, Count: 3, Run: fmt.Sprintf("soak-%d", r)}
+			if _, err := indexer.Build(bg, cat, ident, so); err != nil && !errors.Is(err, indexer.ErrRunComplete) {
+				t.Logf("run soak-%d, shard %d again: %v", r, i, err)
+			}
+		}
+	}
+	// The end state: a final maintain (repair and sync; a run that finds a
+	// dangling reference repairs it and fails, so it may take two), then
+	// the checks.
 	var err error
 	for range 3 {
-		if _, err = indexer.Sync(bg, cat, ident, opts); err == nil {
+		if r := maintenance.MaintainTable(bg, cat, ident, maintenance.MaintainOptions{Index: indexer.Options{Parallel: 1}}); r.Failed() {
+			err = errors.New(r.Error)
+		} else if err = nil; r.Sync == nil || strings.Join(r.Sync.Columns, ",") != "id" {
+			t.Fatalf("the final maintain indexed %+v: the column id was lost", r.Sync)
+		} else {
 			break
 		}
 	}
 	if err != nil {
-		t.Fatalf("final sync: %v", err)
+		t.Fatalf("final maintain: %v", err)
 	}
 	tbl, err = cat.LoadTable(bg, ident)
 	if err != nil {
@@ -187,6 +236,30 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("%d live files, %d snapshots, %d segments after %s; runs by outcome:\n%s",
 		len(cov), len(tbl.Metadata().Snapshots()), len(rep.Segments), soakDuration(t), counts)
+}
+
+// damageIndex damages the table's index as storage and careless tools
+// do, a random index file of it: which 0 deletes the file, 1 removes the
+// items of its statistics entry in table metadata. The next maintain
+// repairs either (verify reports both).
+func damageIndex(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, which int) error {
+	_, err := catalog.CommitStatistics(ctx, cat, ident, func(_ context.Context, tbl *table.Table) (catalog.StatisticsChange, func(), error) {
+		var change catalog.StatisticsChange
+		for sf := range tbl.Metadata().Statistics() {
+			if !index.HoldsEntries(sf) {
+				continue
+			}
+			if which == 0 {
+				os.Remove(strings.TrimPrefix(sf.StatisticsPath, "file://"))
+				return change, func() {}, nil
+			}
+			sf.BlobMetadata = []table.BlobMetadata{}
+			change.Set = append(change.Set, sf)
+			return change, func() {}, nil
+		}
+		return change, func() {}, nil
+	})
+	return err
 }
 
 // appendIDs appends one data file of ids to the table as it is now,

@@ -85,7 +85,16 @@ type ExpireCmd struct {
 	Table      string `arg:"positional,required" help:"table identifier, ns.table"`
 	OlderThan  *gcAge `arg:"--older-than" placeholder:"DUR" help:"expire snapshots older than this (a Go duration or days such as 7d); 0s expires every snapshot but the retained ones (required)"`
 	RetainLast int    `arg:"--retain-last" default:"1" help:"always keep this many most recent snapshots"`
+	RunLease   *gcAge `arg:"--run-lease" placeholder:"DUR" help:"a sharded run counts as live this long after a shard last touched its lease, and the snapshot it indexes is kept; at least 5m [default: 10m]"`
 	memoryFlag
+}
+
+// runLease is the duration of a --run-lease flag, 0 when not given.
+func runLease(flag *gcAge) time.Duration {
+	if flag == nil {
+		return 0
+	}
+	return flag.d
 }
 
 // validate requires --older-than: go-arg would name a missing required
@@ -93,6 +102,15 @@ type ExpireCmd struct {
 func (c *ExpireCmd) validate() error {
 	if c.OlderThan == nil {
 		return errors.New("--older-than is required")
+	}
+	return runLeaseError(c.RunLease)
+}
+
+// runLeaseError refuses a --run-lease that a working shard could outlive
+// between two touches of its lease.
+func runLeaseError(flag *gcAge) error {
+	if err := indexer.CheckRunLease(runLease(flag)); err != nil {
+		return fmt.Errorf("--run-lease: %w", err)
 	}
 	return nil
 }
@@ -103,7 +121,7 @@ func (c *ExpireCmd) run(ctx context.Context, e *env) error {
 		return err
 	}
 	sum, err := maintenance.Expire(ctx, cat, ident, maintenance.ExpireOptions{OlderThan: new(c.OlderThan.d), RetainLast: c.RetainLast, Logger: e.log,
-		MemoryBudget: c.budget()})
+		MemoryBudget: c.budget(), RunLease: runLease(c.RunLease)})
 	if err != nil {
 		return err
 	}
@@ -111,6 +129,9 @@ func (c *ExpireCmd) run(ctx context.Context, e *env) error {
 		return e.printJSON(sum)
 	}
 	e.printf("%s: %s expired\n", c.Table, plural(len(sum.SnapshotsExpired), "snapshot"))
+	if len(sum.KeptForRuns) > 0 {
+		e.printf("  kept for live sharded runs: %s and every later snapshot\n", plural(len(sum.KeptForRuns), "snapshot"))
+	}
 	if f := sum.Folded; f != nil {
 		e.printf("  index folded first: %s kept in the current snapshot's segment, %d of files only expired snapshots held dropped\n",
 			plural(f.EntriesKept, "entry"), f.EntriesDropped)
@@ -132,6 +153,7 @@ type MaintainCmd struct {
 	Every        *gcAge `arg:"--every" placeholder:"DUR" help:"keep running, once every DUR (more than 0s)"`
 	VerifySample *int   `arg:"--verify-sample" placeholder:"N" help:"verify each table's index last (as icebloom verify), re-reading N sampled data files; a problem fails the table"`
 	NoRepair     bool   `arg:"--no-repair" help:"skip the checksum pass over each table's whole index that finds and rewrites damaged index files (it reads every index byte once)"`
+	RunLease     *gcAge `arg:"--run-lease" placeholder:"DUR" help:"a sharded run counts as live this long after a shard last touched its lease: its files are left to it and its snapshot is kept; at least 5m [default: 10m]"`
 }
 
 // MaintainOutput is the JSON output of one maintenance round.
@@ -142,12 +164,16 @@ type MaintainOutput struct {
 }
 
 func (c *MaintainCmd) run(ctx context.Context, e *env) error {
+	if err := runLeaseError(c.RunLease); err != nil {
+		return err
+	}
 	cat, err := e.catalog(ctx)
 	if err != nil {
 		c.failedBeforeTables(e, e.now())
 		return err
 	}
-	o := maintenance.MaintainOptions{Index: indexer.Options{RequestsInFlight: c.requests(), Logger: e.log, MemoryBudget: c.budget()}, NoRepair: c.NoRepair}
+	o := maintenance.MaintainOptions{Index: indexer.Options{RequestsInFlight: c.requests(), Logger: e.log, MemoryBudget: c.budget()}, NoRepair: c.NoRepair,
+		RunLease: runLease(c.RunLease)}
 	if c.Parallel != nil {
 		o.Index.Parallel = *c.Parallel
 	}

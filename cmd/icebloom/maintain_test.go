@@ -128,3 +128,29 @@ func TestExpireOlderThanZero(t *testing.T) {
 		t.Fatalf("maintain --expire-older-than 0s: %+v, want 2 snapshots expired", out)
 	}
 }
+
+// TestRunLeaseFlag: --run-lease reaches expire and maintain, and a lease
+// a working shard could outlive between two touches is refused, naming
+// the flag.
+func TestRunLeaseFlag(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if _, stderr, code := icebloom(t, "quickstart", "--files", "2", "--rows", "20"); code != 0 {
+		t.Fatal(stderr)
+	}
+	for _, args := range [][]string{
+		{"expire", "demo.events", "--older-than", "0s", "--run-lease", "1m"},
+		{"maintain", "--run-lease", "1m"},
+	} {
+		if _, stderr, code := icebloom(t, args...); code == 0 || !strings.Contains(stderr, "--run-lease: run lease 1m0s: want at least 5m0s") {
+			t.Errorf("%v: exit %d, %s", args, code, stderr)
+		}
+	}
+	for _, args := range [][]string{
+		{"expire", "demo.events", "--older-than", "0s", "--run-lease", "30m"},
+		{"maintain", "--run-lease", "30m"},
+	} {
+		if _, stderr, code := icebloom(t, args...); code != 0 {
+			t.Errorf("%v: exit %d, %s", args, code, stderr)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"maps"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,6 +71,10 @@ type Options struct {
 	// Logger, when set, gets the run's warnings that are not errors:
 	// commits retried after conflicting with other commits.
 	Logger *slog.Logger
+	// RunLease is how long a sharded run counts as live after a shard
+	// last touched its lease, for a sync leaving a live run's files to it
+	// (0: RunLease; at least MinRunLease).
+	RunLease time.Duration
 	// Shard, when set, makes the run one shard of a sharded run: it
 	// indexes only its shard's data files into a segment of its own and
 	// commits nothing, unless it finds every shard of its run complete: it
@@ -140,7 +145,7 @@ type Summary struct {
 	Blobs        int           `json:"blobs"`
 	IndexBytes   int64         `json:"index_bytes"`
 	BytesCopied  int64         `json:"bytes_copied"` // blob bytes carried over from existing statistics files
-	Segments     int           `json:"segments"`     // statistics files holding index entries afterwards
+	Segments     int           `json:"segments"`     // segments of the index afterwards: statistics files holding index entries and the files they link
 	// Compacted reports the index compaction a sync ran past its threshold.
 	Compacted      *CompactSummary `json:"compacted,omitempty"`
 	DistinctValues int64           `json:"distinct_values"`
@@ -168,6 +173,16 @@ type Summary struct {
 	// NotIndexed are the columns the index holds filters of that the run
 	// no longer indexes (IndexedColumns).
 	NotIndexed []NotIndexed `json:"not_indexed,omitempty"`
+	// ShardSegmentsLinked counts the segments of finished shards of
+	// stalled runs (their lease expired before every shard finished) that
+	// a sync linked instead of indexing their files again; FilesFromRuns
+	// the live files they cover.
+	ShardSegmentsLinked int `json:"shard_segments_linked,omitempty"`
+	FilesFromRuns       int `json:"files_from_runs,omitempty"`
+	// FiltersDuplicated counts the filters a sync found of a live file and
+	// column the index holds a filter of already (in another segment): a
+	// fault, which its compaction removes.
+	FiltersDuplicated int `json:"filters_duplicated,omitempty"`
 
 	// v1Segments counts the segments of index format v1 the run left,
 	// which Sync rewrites as v2; brokenSegments those a sync found missing
@@ -198,10 +213,27 @@ func build(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, 
 	j.rebuildRun = rebuild
 	files, err := filescan.LiveFiles(j.fs, j.tbl.Metadata(), j.snap, j.shardFilter())
 	if err != nil {
-		return nil, err
+		return nil, j.snapshotGone(ctx, err)
 	}
 	j.sum.FilesTotal = len(files)
 	return j.run(ctx, files)
+}
+
+// snapshotGone explains a failure to read the job's snapshot when the
+// snapshot was expired meanwhile (an expire during a sharded run, whose
+// late shard would otherwise fail on a manifest list that no longer
+// exists); any other failure is returned as it is.
+func (j *job) snapshotGone(ctx context.Context, err error) error {
+	tbl, lerr := catalog.LoadTable(ctx, j.cat, j.ident)
+	if lerr != nil || tbl.SnapshotByID(j.snap.SnapshotID) != nil {
+		return err
+	}
+	what := "the run"
+	if j.o.Shard != nil {
+		what = "run " + j.o.Shard.Run
+	}
+	return fmt.Errorf("snapshot %d of %s was expired while %s indexed it, so its files can no longer be listed: start a new run on the current snapshot (%w)",
+		j.snap.SnapshotID, strings.Join(j.ident, "."), what, err)
 }
 
 // job is one run writing a segment for a snapshot: the table as loaded, the
@@ -235,8 +267,6 @@ type job struct {
 	runDir     string
 	lease      *runfiles.Lease
 	rebuildRun bool
-	// linked counts the segments the file the run committed links.
-	linked int
 	// mergedBack are the statistics files a run's commits replaced unseen
 	// and merged back. Should another commit land on top of the run's
 	// before the merge-back commits, the next attempt's base lacks them:
@@ -247,11 +277,20 @@ type job struct {
 	// and ixErrs what Load could not read.
 	ix     *index.TableIndex
 	ixErrs []error
+	// columns are the index's columns and rates the job's segments record
+	// in table metadata (indexfile.PropIndexColumns).
+	columns map[int]float64
+	// runLinks are the finished shards' segments of stalled runs that a
+	// sync links (finishedShards).
+	runLinks []runSegment
 }
 
 func newJob(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*job, error) {
 	j := &job{cat: cat, ident: ident, o: o, start: time.Now()}
 	name := strings.Join(ident, ".")
+	if err := CheckRunLease(o.RunLease); err != nil {
+		return nil, err
+	}
 	var err error
 	if j.tbl, err = catalog.LoadTable(ctx, cat, ident, commitOptions(o.Logger)...); err != nil {
 		return nil, fmt.Errorf("load table %s: %w", name, err)
@@ -301,7 +340,7 @@ func (j *job) run(ctx context.Context, files []filescan.File) (*Summary, error) 
 	if j.o.Shard != nil { // a shard writes a marker even for no file: its run counts it
 		return j.finishShard(ctx, seg)
 	}
-	if j.sum.FilesIndexed == 0 {
+	if j.sum.FilesIndexed == 0 && len(j.runLinks) == 0 {
 		j.fs.Remove(seg.Path)
 		return j.finish(j.tbl), nil
 	}
@@ -312,9 +351,6 @@ func (j *job) run(ctx context.Context, files []filescan.File) (*Summary, error) 
 		return nil, err
 	}
 	j.sum.StatisticsPath = committed.Path
-	if committed.Dir != nil {
-		j.linked = len(committed.Dir.Directory.Links)
-	}
 	if committed.Broken != "" {
 		j.sum.BrokenFiles = append(j.sum.BrokenFiles, committed.Broken)
 	}
@@ -325,10 +361,10 @@ func (j *job) run(ctx context.Context, files []filescan.File) (*Summary, error) 
 
 // finish completes the summary with the table as the run left it.
 func (j *job) finish(tbl *table.Table) *Summary {
-	j.sum.Segments, j.sum.v1Segments = j.linked, 0
+	j.sum.Segments, j.sum.v1Segments = 0, 0
 	for sf := range tbl.Metadata().Statistics() {
 		if index.HoldsEntries(sf) {
-			j.sum.Segments++
+			j.sum.Segments += 1 + linkCount(sf)
 		}
 		if index.HoldsV1Entries(sf) {
 			j.sum.v1Segments++
@@ -417,6 +453,9 @@ func (j *job) writeIndex(ctx context.Context, files []filescan.File) (indexfile.
 		return indexfile.File{}, err
 	}
 	sw.Empty = j.o.Shard != nil
+	for _, rs := range j.runLinks {
+		sw.Link(rs.link)
+	}
 
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
@@ -746,6 +785,7 @@ func (j *job) newSegment(base *table.StatisticsFile, replaces string) (*indexfil
 			return nil, err
 		}
 		sw.File.Replaces = replaces
+		sw.File.Columns = j.columns
 		if err := carry(sw); err != nil {
 			sw.Abandon()
 			return nil, err
@@ -880,12 +920,18 @@ func previousMetadata(fs icebergio.IO, tbl, seen *table.Table) (table.Metadata, 
 // filter twice.
 func (j *job) rebase(ctx context.Context, meta table.Metadata, base *table.StatisticsFile, replaces string, seg indexfile.File) (indexfile.File, error) {
 	covered := func(index.StoredFilter) bool { return false }
+	linked := map[string]bool{}
 	if j.keepEntries {
 		j.checkedOn = meta
 		ix, _ := index.Load(ctx, j.fs, withStatisticsFile(meta, j.snap.SnapshotID, base), nil) // what cannot be read covers nothing
 		covered = func(f index.StoredFilter) bool {
 			_, ok := ix.Lookup(f.DataFile, f.DataFileSize, f.FieldID)
 			return ok
+		}
+		for _, s := range ix.Segments() {
+			if s.Link != nil {
+				linked[s.Link.Path] = true
+			}
 		}
 	}
 	sw, err := j.newSegment(base, replaces)
@@ -897,6 +943,19 @@ func (j *job) rebase(ctx context.Context, meta table.Metadata, base *table.Stati
 		err = sw.CopyFilters(j.fs, []index.Segment{own}, func(_, _ int, f index.StoredFilter) bool {
 			return seg.Own[segment.File{Path: f.DataFile, Size: f.DataFileSize}] && !covered(f)
 		})
+	}
+	for _, rs := range j.runLinks {
+		// A finished shard's segment the index now links or partly
+		// covers (the late run linked it) is linked or copied only for
+		// what nothing else holds.
+		if err != nil || linked[rs.link.Path] {
+			continue
+		}
+		if !slices.ContainsFunc(slices.Collect(rs.seg.Filters()), covered) {
+			sw.Link(rs.link)
+			continue
+		}
+		err = sw.CopyFilters(j.fs, []index.Segment{rs.seg}, func(_, _ int, f index.StoredFilter) bool { return !covered(f) })
 	}
 	if err == nil {
 		err = j.copyMergedBack(sw, base, own, seg.Own)
@@ -950,4 +1009,17 @@ func (j *job) copyMergedBack(sw *indexfile.Writer, base *table.StatisticsFile, o
 // tools, by what table metadata lists for it.
 func hasForeignBlobs(sf table.StatisticsFile) bool {
 	return slices.ContainsFunc(sf.BlobMetadata, func(bm table.BlobMetadata) bool { return !index.IsIndexBlobType(puffin.BlobType(bm.Type)) })
+}
+
+// linkCount is how many segment files the index file sf links, as its
+// directory item in table metadata counts them (segment.PropLinks; a
+// repair registers a file again when the count is wrong or missing).
+func linkCount(sf table.StatisticsFile) int {
+	for _, bm := range sf.BlobMetadata {
+		if puffin.BlobType(bm.Type) == segment.DirectoryBlobType {
+			n, _ := strconv.Atoi(bm.Properties[segment.PropLinks])
+			return max(n, 0)
+		}
+	}
+	return 0
 }

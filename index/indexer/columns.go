@@ -16,6 +16,7 @@ import (
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/filescan"
 	"github.com/icebloom/icebloom/index/hashing"
+	"github.com/icebloom/icebloom/index/indexfile"
 	"github.com/icebloom/icebloom/puffin"
 )
 
@@ -80,10 +81,11 @@ type ColumnChoice struct {
 }
 
 // HeldColumns returns the fields the table's index holds filters of, by
-// field id order: those of the segments Load read, and, for a segment it
-// could not read, the fields table metadata lists for it — so a broken
-// segment, which the next sync or compaction removes and whose files are
-// indexed again, does not make the index forget its columns.
+// field id order: those of the segments Load read, and those table
+// metadata lists or records for the index (the fields of its items, and
+// indexfile.PropIndexColumns with their rates) — so a broken segment, or a
+// column whose every filter a repair left out, does not make the index
+// forget its columns: the next sync indexes them again.
 func HeldColumns(ix *index.TableIndex, meta table.Metadata) []HeldColumn {
 	fpp := map[int]float64{}
 	hold := func(id int, rate float64) {
@@ -106,10 +108,17 @@ func HeldColumns(ix *index.TableIndex, meta table.Metadata) []HeldColumn {
 	if meta != nil {
 		for sf := range meta.Statistics() {
 			for _, bm := range sf.BlobMetadata {
-				if index.IsIndexBlobType(puffin.BlobType(bm.Type)) {
-					for _, id := range bm.Fields {
-						hold(int(id), 0)
-					}
+				if !index.IsIndexBlobType(puffin.BlobType(bm.Type)) {
+					continue
+				}
+				for _, id := range bm.Fields {
+					hold(int(id), 0)
+				}
+				// A record that does not parse adds nothing: the fields
+				// listed still count, and verify reports the index's state.
+				recorded, _ := indexfile.RecordedColumns(bm)
+				for id, rate := range recorded {
+					hold(id, rate)
 				}
 			}
 		}
@@ -458,6 +467,7 @@ func (j *job) chooseColumns(ctx context.Context) error {
 		return err
 	}
 	j.ix, j.ixErrs, j.cols = ix, errs, choice.Columns
+	j.columns = recordedColumns(HeldColumns(ix, j.tbl.Metadata()), j.cols)
 	j.sum.NotIndexed = choice.NotIndexed
 	for _, c := range j.cols {
 		j.sum.Columns = append(j.sum.Columns, c.Name)
@@ -479,4 +489,19 @@ func scanColumns(cols []Column) []filescan.Column {
 		out[i] = c.Column
 	}
 	return out
+}
+
+// recordedColumns is what a segment a run writes records of the index's
+// columns (indexfile.PropIndexColumns): every column the index holds,
+// with the rate the run indexes it at when it does (cols), else the rate
+// its filters target.
+func recordedColumns(held []HeldColumn, cols []Column) map[int]float64 {
+	rec := make(map[int]float64, len(held)+len(cols))
+	for _, h := range held {
+		rec[h.FieldID] = h.FPP
+	}
+	for _, c := range cols {
+		rec[c.Field.ID] = c.FPP
+	}
+	return rec
 }

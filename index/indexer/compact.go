@@ -291,6 +291,7 @@ func (c *compaction) once(ctx context.Context, cat icecatalog.Catalog, ident tab
 		}
 	}
 	sum.DroppedColumns = droppedColumns(segments, keep, c.drop)
+	columns := compactedColumns(HeldColumns(ix, tbl.Metadata()), tbl.Metadata(), keptFields(segments, keep), c.drop)
 	if len(c.lost) == 0 && len(c.broken) == 0 && len(broken) == 0 && !v1 && !linking && sum.EntriesDropped == 0 && len(segments) <= 1 &&
 		(len(segments) == 0 || segments[0].File.SnapshotID == snap.SnapshotID) && !c.force {
 		if len(segments) == 0 || c.checked {
@@ -331,7 +332,7 @@ func (c *compaction) once(ctx context.Context, cat icecatalog.Catalog, ident tab
 		if current == nil {
 			return catalog.StatisticsChange{}, nil, errStatisticsMoved
 		}
-		j := &job{cat: cat, ident: ident, tbl: now, fs: fs, snap: current, o: Options{MemoryBudget: o.MemoryBudget, Logger: o.Logger}}
+		j := &job{cat: cat, ident: ident, tbl: now, fs: fs, snap: current, o: Options{MemoryBudget: o.MemoryBudget, Logger: o.Logger}, columns: columns}
 		m, change, written, err := j.writeCompacted(segments, len(listed), broken, func(si, ord int, _ index.StoredFilter) bool { return keep[si][ord] })
 		if err == nil {
 			err = checkFresh(m)
@@ -701,4 +702,38 @@ func droppedColumns(segments []index.Segment, keep [][]bool, drop map[int]string
 	}
 	slices.SortFunc(out, func(a, b DroppedColumn) int { return a.FieldID - b.FieldID })
 	return out
+}
+
+// keptFields returns the fields of which a compaction keeps a filter.
+func keptFields(segments []index.Segment, keep [][]bool) map[int]bool {
+	kept := map[int]bool{}
+	for si := range segments {
+		ord := 0
+		for f := range segments[si].Filters() { // the order of keep
+			if keep[si][ord] {
+				kept[f.FieldID] = true
+			}
+			ord++
+		}
+	}
+	return kept
+}
+
+// compactedColumns is what the merged segment records of the index's
+// columns (indexfile.PropIndexColumns): every column the index holds or
+// records (held), but the dropped ones and those no longer in the schema
+// of which no filter is kept — a column whose filters a repair left out
+// stays, so the next sync indexes it again.
+func compactedColumns(held []HeldColumn, meta table.Metadata, kept map[int]bool, drop map[int]string) map[int]float64 {
+	rec := map[int]float64{}
+	for _, h := range held {
+		if _, dropped := drop[h.FieldID]; dropped {
+			continue
+		}
+		if _, inSchema := meta.CurrentSchema().FindFieldByID(h.FieldID); !inSchema && !kept[h.FieldID] {
+			continue
+		}
+		rec[h.FieldID] = h.FPP
+	}
+	return rec
 }

@@ -3,6 +3,7 @@ package indexer
 import (
 	"context"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/indexfile"
 )
 
 // RepairSummary reports what Repair found and did.
@@ -25,6 +27,12 @@ type RepairSummary struct {
 	// clean; Problems the problems found.
 	Damaged  []string `json:"damaged,omitempty"`
 	Problems []string `json:"problems,omitempty"`
+	// Reregistered are the index files whose table-metadata entries did
+	// not say what the files hold (indexfile.EntryProblems: an item,
+	// links, shard runs or the directory's place removed or wrong): each
+	// registered again as its file says, its filters kept; or, listed
+	// without items and unreadable, its entry removed.
+	Reregistered []string `json:"reregistered,omitempty"`
 	// Compacted is the compaction that rewrote them, nil when nothing was
 	// damaged. Its BrokenGroups lost their filters: the next sync indexes
 	// their data files again (as maintain does right after).
@@ -56,8 +64,11 @@ func Repair(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier,
 	if err != nil {
 		return nil, fmt.Errorf("table %s storage: %w", name, err)
 	}
-	c := &compaction{broken: map[groupRef]bool{}}
 	sum := &RepairSummary{}
+	if tbl, err = reregister(ctx, cat, ident, tbl, fs, o, sum); err != nil {
+		return nil, fmt.Errorf("repair the index entries of %s: %w", name, err)
+	}
+	c := &compaction{broken: map[groupRef]bool{}}
 	for sf := range tbl.Metadata().Statistics() {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -112,4 +123,74 @@ func (c *compaction) seed(fs icebergio.IO, sf table.StatisticsFile) bool {
 	c.check(fs, sf, "", sum)
 	c.force = len(sum.Damaged) > 0
 	return c.force
+}
+
+// IsIndexEntry reports whether a statistics entry is one of icebloom's
+// index files: table metadata lists an index item of it, or it bears the
+// name icebloom gives its files (an entry whose items a careless tool
+// removed is still one).
+func IsIndexEntry(sf table.StatisticsFile) bool {
+	return index.HoldsEntries(sf) || indexfile.IsName(path.Base(sf.StatisticsPath))
+}
+
+// reregister registers again, as their files say (indexfile.Entry), the
+// index files whose table-metadata entries say otherwise, and removes the
+// entries of icebloom files listed without items that cannot be read, in
+// one commit, and returns the table as it left it. Another file that
+// cannot be read is left to the checks that follow.
+func reregister(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, tbl *table.Table, fs icebergio.IO, o CompactOptions, sum *RepairSummary) (*table.Table, error) {
+	var fixed []table.StatisticsFile
+	var dangling []table.StatisticsFile
+	for sf := range tbl.Metadata().Statistics() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if !IsIndexEntry(sf) {
+			continue
+		}
+		want, ok, err := indexfile.Entry(fs, sf)
+		if err != nil && indexfile.IsBroken(err) && !index.HoldsEntries(sf) {
+			// An icebloom file listed without items that cannot be read:
+			// nothing reads it, and gc cannot learn what it links. The
+			// compaction removes such files listed with items.
+			dangling = append(dangling, sf)
+			sum.Problems = append(sum.Problems, err.Error())
+			sum.Reregistered = append(sum.Reregistered, sf.StatisticsPath)
+			continue
+		}
+		if err != nil || !ok {
+			continue
+		}
+		if problems := indexfile.EntryProblems(sf, want); len(problems) > 0 {
+			fixed = append(fixed, want)
+			sum.Problems = append(sum.Problems, problems...)
+			sum.Reregistered = append(sum.Reregistered, sf.StatisticsPath)
+		}
+	}
+	if len(fixed) == 0 && len(dangling) == 0 {
+		return tbl, nil
+	}
+	if o.Logger != nil {
+		o.Logger.Warn("table metadata misdescribes index files: registered again as the files say",
+			"table", strings.Join(ident, "."), "files", sum.Reregistered)
+	}
+	return catalog.CommitStatistics(ctx, cat, ident, func(_ context.Context, now *table.Table) (catalog.StatisticsChange, func(), error) {
+		var change catalog.StatisticsChange
+		// Only an entry still naming the same file is replaced or removed.
+		still := func(want table.StatisticsFile) bool {
+			sf, ok := catalog.StatisticsFileOf(now.Metadata(), want.SnapshotID)
+			return ok && sf.StatisticsPath == want.StatisticsPath
+		}
+		for _, want := range fixed {
+			if still(want) {
+				change.Set = append(change.Set, want)
+			}
+		}
+		for _, gone := range dangling {
+			if still(gone) {
+				change.Remove = append(change.Remove, gone.SnapshotID)
+			}
+		}
+		return change, func() {}, nil
+	}, commitOptions(o.Logger)...)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,7 +226,9 @@ func TestRepairThenSync(t *testing.T) {
 // TestCompactRewritesADamagedOnlySegment: compact-index of a table whose
 // index is one segment of the current snapshot, all of it needed, used to
 // leave it as it was, broken group and all; it now finds the damage with
-// one streaming read and rewrites the segment without the group.
+// one streaming read and rewrites the segment without the group, and
+// verify reports the column whose only group it was until a sync indexes
+// it again.
 func TestCompactRewritesADamagedOnlySegment(t *testing.T) {
 	fx := newCorruptionFixture(t)
 	if _, err := indexer.Compact(ctx, fx.cat, fx.ident, indexer.CompactOptions{}); err != nil {
@@ -241,11 +244,124 @@ func TestCompactRewritesADamagedOnlySegment(t *testing.T) {
 		t.Fatalf("compaction %+v", sum)
 	}
 	fx.keepsTarget(t, tg, "compacted")
+	// The broken group was id's only one: the index then holds no filter
+	// of id, which verify reports until a sync indexes it again.
+	if ok, problems := fx.verifies(t); ok || !strings.HasPrefix(problems[0], "column id ") {
+		t.Fatalf("verify after the compaction: %q, want column id reported lost", problems)
+	}
+	if _, err := indexer.Sync(ctx, fx.cat, fx.ident, indexer.Options{}); err != nil {
+		t.Fatal(err)
+	}
 	if ok, problems := fx.verifies(t); !ok {
-		t.Fatalf("verify after the compaction: %q", problems)
+		t.Fatalf("verify after the sync: %q", problems)
+	}
+	if _, err := indexer.Compact(ctx, fx.cat, fx.ident, indexer.CompactOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	clean, err := indexer.Compact(ctx, fx.cat, fx.ident, indexer.CompactOptions{})
 	if err != nil || clean.StatisticsPath != "" {
 		t.Fatalf("compaction of the clean segment committed %+v, %v", clean, err)
+	}
+}
+
+// oneSegmentDamages are the damages that used to make maintain forget an
+// index of one segment built from --columns (issue 36, item 1): the file
+// missing, cut short, its directory broken, and a bit flipped in the only
+// group of email.
+var oneSegmentDamages = []struct {
+	name string
+	// lost are the columns a repair alone leaves without any filter.
+	lost    []string
+	corrupt func(t *testing.T, fx *corruptionFixture, tg target)
+}{
+	{"missing", []string{"id", "email"}, func(t *testing.T, fx *corruptionFixture, tg target) {
+		if err := os.Remove(tg.local); err != nil {
+			t.Fatal(err)
+		}
+	}},
+	{"truncated", []string{"id", "email"}, func(t *testing.T, fx *corruptionFixture, tg target) {
+		tg.editFile(t, func(b []byte) []byte { return b[:len(b)/2] })
+	}},
+	{"directory broken", []string{"id", "email"}, func(t *testing.T, fx *corruptionFixture, tg target) {
+		off, length, _ := segment.DirectoryPlace(tg.sf)
+		tg.editFile(t, func(b []byte) []byte {
+			b[off+length/2] ^= 0xff
+			return b
+		})
+	}},
+	{"bit flipped in the only group of email", []string{"email"}, func(t *testing.T, fx *corruptionFixture, tg target) {
+		var email []segment.Group
+		for _, g := range tg.dir.Groups {
+			if g.FieldID == 2 {
+				email = append(email, g)
+			}
+		}
+		if len(email) != 1 {
+			t.Fatalf("email has %d groups, want its only one", len(email))
+		}
+		tg.editFile(t, func(b []byte) []byte {
+			b[email[0].Offset+5] ^= 0x01
+			return b
+		})
+	}},
+}
+
+// TestMaintainRemembersColumnsOfOneDamagedSegment: an index of one segment
+// (after compact-index) whose columns came from --columns, at a rate of
+// 0.001, is damaged; a repair alone leaves a column without any filter,
+// which verify reports; then one maintain indexes every column again at
+// its rate, and verify passes. Before, maintain removed the reference and
+// skipped the table ("no indexed columns"), or re-indexed only id, and
+// verify passed.
+func TestMaintainRemembersColumnsOfOneDamagedSegment(t *testing.T) {
+	for _, damage := range oneSegmentDamages {
+		t.Run(damage.name, func(t *testing.T) {
+			cat, tbl, batches := eventsTable(t, 6, 300, nil)
+			opts := indexer.Options{Columns: []string{"id", "email"}, FPP: 0.001}
+			if _, err := indexer.Build(ctx, cat, tbl.Identifier(), opts); err != nil {
+				t.Fatal(err)
+			}
+			fx := &corruptionFixture{cat: cat, ident: tbl.Identifier(), batches: batches}
+			for _, df := range liveFiles(t, fx.table(t)) {
+				fx.files = append(fx.files, df.FilePath())
+			}
+			if n := len(statisticsFiles(fx.table(t))); n != 1 {
+				t.Fatalf("%d segments, want one", n)
+			}
+			tg := fx.target(t, 2)
+			damage.corrupt(t, fx, tg)
+
+			if _, err := indexer.Repair(ctx, fx.cat, fx.ident, indexer.CompactOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			fx.keepsTarget(t, tg, "repaired, not synced") // a segment of no filters reads clean
+			_, problems := fx.verifies(t)
+			for _, name := range damage.lost {
+				if !slices.ContainsFunc(problems, func(p string) bool { return strings.HasPrefix(p, "column "+name+" ") }) {
+					t.Errorf("verify after the repair does not report column %s lost: %q", name, problems)
+				}
+			}
+
+			r := maintenance.MaintainTable(ctx, fx.cat, fx.ident, maintenance.MaintainOptions{})
+			if r.Failed() || r.Skipped != "" {
+				t.Fatalf("maintain: %+v", r)
+			}
+			if r.Sync == nil || strings.Join(r.Sync.Columns, ",") != "email,id" {
+				t.Fatalf("maintain's sync indexed %+v, want email and id", r.Sync)
+			}
+			if ok, problems := fx.verifies(t); !ok {
+				t.Fatalf("verify after one maintain: %q", problems)
+			}
+			tbl = fx.table(t)
+			coveredByAll(t, tbl, 1, 2)
+			for _, seg := range loadIndex(t, tbl).Segments() {
+				for _, g := range seg.Dir.Groups {
+					if g.FPP != 0.001 {
+						t.Errorf("a group of field %d targets %v, want the 0.001 the index was built at", g.FieldID, g.FPP)
+					}
+				}
+			}
+			fx.keepsTarget(t, tg, "repaired")
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -32,6 +33,55 @@ const RunsDir = runfiles.Dir
 // a live run's snapshot to the run. Shards touch their lease every quarter
 // of it while they work, linking included.
 const RunLease = runfiles.LeaseTerm
+
+// MinRunLease is the shortest lease term a sync or expire may be given
+// (Options.RunLease): twice the interval at which working shards touch
+// their leases, so a working shard is never taken for a stalled one.
+const MinRunLease = runfiles.LeaseTerm / 2
+
+// CheckRunLease refuses a lease term a working shard could outlive
+// between two touches; 0 is the default, RunLease.
+func CheckRunLease(lease time.Duration) error {
+	if lease != 0 && lease < MinRunLease {
+		return fmt.Errorf("run lease %s: want at least %s, twice the %s at which working shards touch their leases",
+			lease, MinRunLease, runfiles.LeaseTerm/4)
+	}
+	return nil
+}
+
+// LiveRuns returns the sharded runs of the table that are live under the
+// lease term (0: RunLease) — not complete, a shard touched its lease
+// within it — by the snapshot each indexes: an expiry must keep those
+// snapshots, or the runs' late shards cannot finish.
+func LiveRuns(tbl *table.Table, fs icebergio.IO, lease time.Duration) (map[int64]string, error) {
+	if err := CheckRunLease(lease); err != nil {
+		return nil, err
+	}
+	lease = cmp.Or(lease, RunLease)
+	root, err := runfiles.RootOf(tbl)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := runfiles.Walk(fs, root, "")
+	if err != nil {
+		return nil, err
+	}
+	live := map[int64]string{}
+	now := clock()
+	for _, name := range slices.Sorted(maps.Keys(runs)) {
+		st := runs[name]
+		if st.Linked != nil || st.Record == nil || !now.Before(st.Touched.Add(lease)) {
+			continue
+		}
+		if err := st.ReadRecords(fs); err != nil {
+			return nil, err
+		}
+		if _, ok := live[st.Record.SnapshotID]; !ok {
+			live[st.Record.SnapshotID] = st.Record.Run
+		}
+	}
+	return live, nil
+}
 
 // RunCommitBudget bounds the retries of a run's linking commit by time: a
 // busy catalog delays it, however many shards finish together, but cannot
@@ -74,8 +124,12 @@ type RunStatus struct {
 	// is not and a shard touched its lease within RunLease.
 	Complete bool `json:"complete"`
 	Live     bool `json:"live"`
-	// FilesCovered counts the live data files the run's shard segments
-	// hold filters of that the index covers (linked, or since merged).
+	// FilesCovered counts the live data files whose filters the index
+	// takes from the run's shard segments: while any of them is linked,
+	// only files whose every filter lies in one of them (not those the
+	// run's segments hold that other segments cover instead: a sync after
+	// the lease expired); once none is linked (merged), the files of its
+	// segments that the index covers.
 	FilesCovered int `json:"files_covered_by_run"`
 	// MissingShardFiles counts the live data files of the missing shards,
 	// and CoveredOtherwise those of them the index covers all the same
@@ -122,6 +176,7 @@ func Runs(tbl *table.Table, fs icebergio.IO, ix *index.TableIndex, live []segmen
 			Complete: st.Linked != nil, Live: st.Live(now), MissingShards: []int{}}
 		done := st.Markers[rs.Shards]
 		rs.ShardsCommitted = len(done)
+		var segs []index.Segment
 		for i := range rs.Shards {
 			path, ok := done[i]
 			if !ok {
@@ -139,12 +194,9 @@ func Runs(tbl *table.Table, fs icebergio.IO, ix *index.TableIndex, live []segmen
 			if err != nil {
 				continue // deleted by gc, or corrupt: it covers nothing
 			}
-			for _, f := range seg.Dir.Files {
-				if isLive[f] && covered(f) {
-					rs.FilesCovered++
-				}
-			}
+			segs = append(segs, seg)
 		}
+		rs.FilesCovered = filesFromRun(ix, segs, isLive, fields, covered)
 		if len(rs.MissingShards) > 0 && rs.Shards > 0 {
 			missing := map[int]bool{}
 			for _, i := range rs.MissingShards {
@@ -162,4 +214,33 @@ func Runs(tbl *table.Table, fs icebergio.IO, ix *index.TableIndex, live []segmen
 		out = append(out, rs)
 	}
 	return out, nil
+}
+
+// filesFromRun counts the live files whose filters the index takes from
+// the run's segments segs: while the index links any of them, the files
+// whose filter of every field lies in one of them; else (merged into
+// another segment, or never linked) the files of segs it covers.
+func filesFromRun(ix *index.TableIndex, segs []index.Segment, isLive map[segment.File]bool, fields []int, covered func(segment.File) bool) int {
+	ours := map[string]bool{}
+	for _, seg := range segs {
+		ours[seg.File.StatisticsPath] = true
+	}
+	linked := slices.ContainsFunc(ix.Segments(), func(seg index.Segment) bool { return seg.Link != nil && ours[seg.File.StatisticsPath] })
+	fromRun := func(f segment.File) bool {
+		for _, id := range fields {
+			if flt, ok := ix.Lookup(f.Path, f.Size, id); !ok || !ours[flt.Path] {
+				return false
+			}
+		}
+		return len(fields) > 0
+	}
+	n := 0
+	for _, seg := range segs {
+		for _, f := range seg.Dir.Files {
+			if isLive[f] && (linked && fromRun(f) || !linked && covered(f)) {
+				n++
+			}
+		}
+	}
+	return n
 }

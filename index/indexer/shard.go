@@ -318,8 +318,11 @@ func (j *job) linkRun(ctx context.Context, markers []runfiles.Marker) (*table.Ta
 		segs = append(segs, runSegment{m.Segment, seg, m.Files == 0})
 	}
 	deadline := clock().Add(RunCommitBudget)
-	var override *table.StatisticsFile // a file our commit replaced unseen
-	var overridden string              // the path of ours that replaced it
+	// After a commit of ours that must be made again, the attempt plans as
+	// if ours had not replaced override (nil: the snapshot had no
+	// statistics file) while ours, overridden, is still the snapshot's.
+	var override *table.StatisticsFile
+	var overridden string
 	for {
 		var committed indexfile.File
 		nothing := false
@@ -333,20 +336,26 @@ func (j *job) linkRun(ctx context.Context, markers []runfiles.Marker) (*table.Ta
 			}
 			meta := tbl.Metadata()
 			base, view := j.base(meta), meta
-			restoring := override != nil && j.current(meta) == overridden
+			restoring := overridden != "" && j.current(meta) == overridden
 			if restoring {
 				// Plan as if the file ours replaced were still there.
-				base, view = override, replacedView(meta, *override)
+				base, view = override, withStatisticsFile(meta, j.snap.SnapshotID, override)
 			}
 			links, copies, err := j.planLinks(ctx, view, segs)
 			if err != nil {
 				return catalog.StatisticsChange{}, nil, err
 			}
 			if len(links) == 0 && len(copies) == 0 {
-				if restoring {
+				if restoring && override != nil {
 					// What ours replaced covers the run already (another
-					// shard's linking file): put it back, losing nothing of it.
+					// shard's linking file, or with other snapshots' files):
+					// put it back, losing nothing of it.
 					return catalog.StatisticsChange{Set: []table.StatisticsFile{*override}}, nil, nil
+				}
+				if restoring {
+					// The snapshot had no statistics file, and other
+					// snapshots' files cover the run: remove ours.
+					return catalog.StatisticsChange{Remove: []int64{j.snap.SnapshotID}}, nil, nil
 				}
 				nothing = true
 				return catalog.StatisticsChange{}, nil, nil // linked already
@@ -387,11 +396,11 @@ func (j *job) linkRun(ctx context.Context, markers []runfiles.Marker) (*table.Ta
 			}
 			return tbl, j.markLinked(j.current(tbl.Metadata()))
 		}
-		if committed.Path == "" { // the replaced file put back
+		if committed.Path == "" { // the replaced file put back, or ours removed
 			// Ours stays for readers of the metadata that listed it; gc
 			// removes it after its grace period.
-			j.sum.StatisticsPath = override.StatisticsPath
-			return tbl, j.markLinked(override.StatisticsPath)
+			j.sum.StatisticsPath = j.current(tbl.Metadata())
+			return tbl, j.markLinked(j.sum.StatisticsPath)
 		}
 		removed, err := ensureCommitted(ctx, j.cat, j.ident, j.fs, j.o.Logger, tbl, committed.Path)
 		j.sum.BrokenFiles = append(j.sum.BrokenFiles, removed...)
@@ -400,24 +409,46 @@ func (j *job) linkRun(ctx context.Context, markers []runfiles.Marker) (*table.Ta
 		}
 		j.sum.Shard.Linked, j.sum.Shard.LinkedBefore = true, false
 		j.sum.StatisticsPath, j.sum.BytesCopied = committed.Path, committed.BytesCopied
-		if committed.Dir != nil {
-			j.linked = len(committed.Dir.Directory.Links)
-		}
 		missed, err := j.replacedUnseen(ctx, tbl, committed)
 		if err != nil {
 			return nil, err
 		}
-		if missed == nil {
+		if missed != nil {
+			// Our commit replaced a statistics file of the snapshot it had
+			// not seen (Iceberg cannot guard one): commit again on top of it.
+			override, overridden = missed, committed.Path
+		} else if changed, err := j.othersCommittedUnseen(tbl); err != nil {
+			return nil, err
+		} else if changed {
+			// Another snapshot's statistics file changed between the
+			// attempt and the commit (a sync, after the run's lease
+			// expired, indexed the run's files): commit again, planned as
+			// if ours were not there, without what that file holds.
+			if override, err = j.replacedByOurs(tbl); err != nil {
+				return nil, err
+			}
+			overridden = committed.Path
+		} else {
 			return tbl, j.markLinked(committed.Path)
 		}
-		// Our commit replaced a statistics file of the snapshot it had not
-		// seen (Iceberg cannot guard one): commit again on top of it.
-		override, overridden = missed, committed.Path
 		if clock().After(deadline) {
 			return nil, fmt.Errorf("link the shards of run %s of %s: other commits kept replacing the snapshot's statistics file for %s",
 				run, strings.Join(j.ident, "."), RunCommitBudget)
 		}
 	}
+}
+
+// replacedByOurs returns the statistics file of the job's snapshot that
+// the commit producing tbl replaced, nil if the snapshot had none.
+func (j *job) replacedByOurs(tbl *table.Table) (*table.StatisticsFile, error) {
+	meta, err := previousMetadata(j.fs, tbl, j.prepared)
+	if err != nil || meta == nil {
+		return nil, err
+	}
+	if sf, ok := catalog.StatisticsFileOf(meta, j.snap.SnapshotID); ok {
+		return &sf, nil
+	}
+	return nil, nil
 }
 
 // markLinked writes linked.json: the run is complete, and later shards of
@@ -510,12 +541,6 @@ type filterKey struct {
 	path  string
 	size  int64
 	field int
-}
-
-// replacedView is meta with the statistics file of sf's snapshot replaced
-// by sf: the table as it was before a commit replaced sf unseen.
-func replacedView(meta table.Metadata, sf table.StatisticsFile) table.Metadata {
-	return withStatisticsFile(meta, sf.SnapshotID, &sf)
 }
 
 // withStatisticsFile is meta with sf as the statistics file of snapshot id,

@@ -3,6 +3,8 @@ package indexer_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -16,10 +18,12 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/indexfile"
 	"github.com/icebloom/icebloom/index/lookup"
+	"github.com/icebloom/icebloom/index/segment"
 	"github.com/icebloom/icebloom/index/verify"
 	"github.com/icebloom/icebloom/maintenance"
 )
@@ -522,13 +526,26 @@ func TestRunShardCountFixed(t *testing.T) {
 	}
 }
 
+// filesOfShards counts the table's live files that the given shards of
+// count hold.
+func filesOfShards(t *testing.T, tbl *table.Table, count int, shards ...int) int {
+	t.Helper()
+	n := 0
+	for _, df := range liveFiles(t, tbl) {
+		if slices.Contains(shards, indexer.ShardOf(df.FilePath(), count)) {
+			n++
+		}
+	}
+	return n
+}
+
 // TestSyncLeavesLiveRun: while a sharded run is live (two of its four
 // shards done, the others working), a sync indexes only the files added
 // after the run's snapshot and leaves the run's to it; the run then links
 // every shard, and no file is covered twice. After the lease of a stalled
-// run has expired, a sync indexes the run's files, and the run's late
-// linking commit links nothing the sync covered: its segments' other
-// filters are copied.
+// run has expired, a sync links its finished shards' segments and indexes
+// the others' files, and the run's late linking commit links nothing the
+// sync covered: its segments' other filters are copied.
 func TestSyncLeavesLiveRun(t *testing.T) {
 	cat, tbl, rowsByFile := eventsTable(t, 12, 20, nil)
 	shard := func(run string, i int) *indexer.Summary {
@@ -543,8 +560,8 @@ func TestSyncLeavesLiveRun(t *testing.T) {
 	shard("live", 2)
 	tbl = appendRows(t, tbl, 10)
 	sum := syncID(t, cat, tbl.Identifier())
-	if sum.FilesIndexed != 1 || sum.FilesLeftToRuns != 12 {
-		t.Fatalf("sync during a live run: %+v, want the 1 new file indexed and 12 left to the run", sum)
+	if sum.FilesIndexed != 1 || sum.FilesLeftToRuns != 12 || sum.FilesCovered != 0 {
+		t.Fatalf("sync during a live run: %+v, want the 1 new file indexed, 12 left to the run, none covered before", sum)
 	}
 	shard("live", 1)
 	if last := shard("live", 3); !last.Shard.Linked || last.Shard.Copied != 0 {
@@ -560,8 +577,8 @@ func TestSyncLeavesLiveRun(t *testing.T) {
 	restore := indexer.SetClock(func() time.Time { return later })
 	defer restore()
 	sum = syncID(t, cat, tbl.Identifier())
-	if sum.FilesIndexed != 12 || sum.FilesLeftToRuns != 0 {
-		t.Fatalf("sync after the lease expired: %+v, want all 12 files indexed", sum)
+	if want := filesOfShards(t, tbl, 4, 2, 3); sum.FilesIndexed != want || sum.FilesFromRuns != 12-want || sum.FilesLeftToRuns != 0 {
+		t.Fatalf("sync after the lease expired: %+v, want the %d files of the unfinished shards indexed, the others linked", sum, want)
 	}
 	shard("stalled", 2)
 	last := shard("stalled", 3)
@@ -629,8 +646,8 @@ func TestSyncRacingALateRun(t *testing.T) {
 		last = shard(3)
 	}}
 	sum := syncID(t, hooked, tbl.Identifier())
-	if sum.FilesIndexed != 12 || last == nil || !last.Shard.Linked {
-		t.Fatalf("sync %+v, the run's last shard %+v: want the sync to index all 12 files and the run to link before it commits", sum, last)
+	if want := filesOfShards(t, tbl, 4, 2, 3); sum.FilesIndexed != want || sum.FilesFromRuns != 12-want || last == nil || !last.Shard.Linked {
+		t.Fatalf("sync %+v, the run's last shard %+v: want the sync to index the %d files of shards 2 and 3, link the others, and the run to link before it commits", sum, last, want)
 	}
 	indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
 }
@@ -694,4 +711,320 @@ func TestEmptyShardsLinked(t *testing.T) {
 		t.Fatalf("compaction %+v, %v", cs, err)
 	}
 	indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
+}
+
+// TestLinkRacingASync: the last shard of a stalled run has written its
+// linking file when a sync of a newer snapshot, the run's lease expired,
+// indexes every file and commits; the link then commits on top. The link
+// finds that another snapshot's statistics file changed under it and
+// commits again without the filters the sync holds: every file is covered
+// once (before, linkRun re-checked only its own snapshot's statistics file
+// and all 12 files of the run were covered twice).
+func TestLinkRacingASync(t *testing.T) {
+	cat, tbl, rowsByFile := eventsTable(t, 12, 20, nil)
+	shard := func(c icecatalog.Catalog, i int) *indexer.Summary {
+		t.Helper()
+		sum, err := indexer.Build(ctx, c, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1, Shard: &indexer.Shard{Index: i, Count: 4, Run: "late"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	for i := range 3 {
+		shard(cat, i)
+	}
+	later := time.Now().Add(indexer.RunLease + time.Minute)
+	restore := indexer.SetClock(func() time.Time { return later })
+	defer restore()
+	var synced *indexer.Summary
+	hooked := &commitHook{Catalog: cat, before: func() {
+		// Leases are files' modification times: on this clock, the last
+		// shard's expired already.
+		now := appendRows(t, tbl, 10)
+		synced = syncID(t, cat, now.Identifier())
+	}}
+	last := shard(hooked, 3)
+	// The sync covers all 13 files: the new one indexed, the run's 12
+	// through the finished shards' segments it links.
+	if synced == nil || synced.FilesIndexed != 1 || synced.FilesFromRuns != 12 || !last.Shard.Linked && !last.Shard.LinkedBefore {
+		t.Fatalf("sync %+v, the last shard %+v: want the sync to cover all 13 files before the link commits", synced, last.Shard)
+	}
+	indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
+	rep, err := verify.Table(ctx, cat, tbl.Identifier(), verify.Options{Sample: 2})
+	if err != nil || !rep.OK() {
+		t.Fatalf("verify: %+v, %v", rep, err)
+	}
+}
+
+// linkedRun builds a run of four shards over 12 files, left linked (not
+// merged), and returns the table and its linking statistics entry.
+func linkedRun(t *testing.T) (*catalogtest.Catalog, *table.Table, [][]row, table.StatisticsFile) {
+	t.Helper()
+	cat, tbl, rowsByFile := eventsTable(t, 12, 20, nil)
+	for i := range 4 {
+		if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1,
+			Shard: &indexer.Shard{Index: i, Count: 4, Run: "run-1"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	linksCompleteRun(t, tbl)
+	return cat, tbl, rowsByFile, statisticsFiles(tbl)[0]
+}
+
+// editEntry registers sf edited in its place, as a careless tool would.
+func editEntry(t *testing.T, cat icecatalog.Catalog, ident table.Identifier, sf table.StatisticsFile, edit func(*table.StatisticsFile)) {
+	t.Helper()
+	var items []table.BlobMetadata
+	for _, bm := range sf.BlobMetadata {
+		bm.Properties = maps.Clone(bm.Properties)
+		items = append(items, bm)
+	}
+	sf.BlobMetadata = items
+	edit(&sf)
+	if _, err := catalog.CommitStatistics(ctx, cat, ident, func(context.Context, *table.Table) (catalog.StatisticsChange, func(), error) {
+		return catalog.StatisticsChange{Set: []table.StatisticsFile{sf}}, func() {}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// directoryItem returns the directory's item of a statistics entry.
+func directoryItem(sf *table.StatisticsFile) *table.BlobMetadata {
+	for i := range sf.BlobMetadata {
+		if sf.BlobMetadata[i].Type == table.BlobType(segment.DirectoryBlobType) {
+			return &sf.BlobMetadata[i]
+		}
+	}
+	return nil
+}
+
+// entryDamages are the ways a careless tool misdescribes a linking file
+// in table metadata (issue 36, item 5).
+var entryDamages = []struct {
+	name string
+	edit func(*table.StatisticsFile)
+}{
+	{"links removed", func(sf *table.StatisticsFile) { delete(directoryItem(sf).Properties, segment.PropLinks) }},
+	{"links wrong", func(sf *table.StatisticsFile) { directoryItem(sf).Properties[segment.PropLinks] = "3" }},
+	{"shard-runs wrong", func(sf *table.StatisticsFile) {
+		directoryItem(sf).Properties[indexfile.PropShardRuns] = `{"run-1":{"committed":3,"count":4}}`
+	}},
+	{"directory-offset removed", func(sf *table.StatisticsFile) { delete(directoryItem(sf).Properties, segment.PropDirectoryOffset) }},
+	{"blob-metadata removed", func(sf *table.StatisticsFile) { sf.BlobMetadata = []table.BlobMetadata{} }},
+}
+
+// TestVerifyReportsEntryDamage: each way table metadata misdescribes a
+// run's linking file fails verify, naming the file; one maintain registers
+// the file again as it says, indexing nothing again, and verify passes
+// with every file covered once (before, verify passed every one, and with
+// the blob-metadata removed all 12 files were uncovered).
+func TestVerifyReportsEntryDamage(t *testing.T) {
+	for _, damage := range entryDamages {
+		t.Run(damage.name, func(t *testing.T) {
+			cat, tbl, rowsByFile, linking := linkedRun(t)
+			editEntry(t, cat, tbl.Identifier(), linking, damage.edit)
+			rep, err := verify.Table(ctx, cat, tbl.Identifier(), verify.Options{Sample: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.OK() || !strings.Contains(rep.Problems[0], linking.StatisticsPath) {
+				t.Fatalf("verify of the damaged entry: %q", rep.Problems)
+			}
+			r := maintenance.MaintainTable(ctx, cat, tbl.Identifier(), maintenance.MaintainOptions{})
+			if r.Failed() || r.Repair == nil || !slices.Equal(r.Repair.Reregistered, []string{linking.StatisticsPath}) || r.Sync.FilesIndexed != 0 {
+				t.Fatalf("maintain %+v, repair %+v, sync %+v", r, r.Repair, r.Sync)
+			}
+			if rep, err := verify.Table(ctx, cat, tbl.Identifier(), verify.Options{Sample: 1}); err != nil || !rep.OK() {
+				t.Fatalf("verify after maintain: %+v, %v", rep, err)
+			}
+			tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+			linksCompleteRun(t, tbl)
+			indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
+		})
+	}
+}
+
+// TestGCKeepsLinksOfAnEntryWithoutItems: with the linking file's
+// blob-metadata removed, a forced gc without grace deletes none of the
+// shard segments its directory links (before, it deleted all four).
+func TestGCKeepsLinksOfAnEntryWithoutItems(t *testing.T) {
+	cat, tbl, _, linking := linkedRun(t)
+	ix := loadIndex(t, tbl)
+	var linked []string
+	for _, seg := range ix.Segments() {
+		if seg.Link != nil {
+			linked = append(linked, seg.File.StatisticsPath)
+		}
+	}
+	if len(linked) != 4 {
+		t.Fatalf("%d linked segments, want 4", len(linked))
+	}
+	editEntry(t, cat, tbl.Identifier(), linking, entryDamages[4].edit)
+	gcs, err := maintenance.GC(ctx, cat, tbl.Identifier(), maintenance.GCOptions{OlderThan: maintenance.NoGrace, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range linked {
+		if slices.Contains(gcs.Deleted, path) {
+			t.Errorf("gc deleted %s, which the linking file links", path)
+		}
+		if _, err := os.Stat(strings.TrimPrefix(path, "file://")); err != nil {
+			t.Errorf("linked segment: %v", err)
+		}
+	}
+}
+
+// TestMaintainMergesALinkedRun: a run of 16 shards that left its merge to
+// maintain (--compact-above=-1) leaves 17 segments, the linking file and
+// the 16 it links; the next maintain counts them all and merges them into
+// one, by default and with --compact-above 8 (before, it counted one
+// segment and made no commit).
+func TestMaintainMergesALinkedRun(t *testing.T) {
+	for _, above := range []int{0, 8} {
+		t.Run(fmt.Sprintf("compact-above %d", above), func(t *testing.T) {
+			cat, tbl, rowsByFile := eventsTable(t, 32, 10, nil)
+			const shards = 16
+			for i := range shards {
+				if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1,
+					Shard: &indexer.Shard{Index: i, Count: shards, Run: "wide"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+			if n := len(loadIndex(t, tbl).Segments()); n != shards+1 {
+				t.Fatalf("%d segments after the run, want %d", n, shards+1)
+			}
+			before := commits(tbl)
+			r := maintenance.MaintainTable(ctx, cat, tbl.Identifier(), maintenance.MaintainOptions{CompactAbove: above})
+			if r.Failed() || r.Compact == nil || r.Compact.SegmentsBefore != shards+1 || r.Compact.SegmentsAfter != 1 {
+				t.Fatalf("maintain %+v, compaction %+v", r, r.Compact)
+			}
+			tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+			if n := len(loadIndex(t, tbl).Segments()); n != 1 || commits(tbl) != before+1 {
+				t.Fatalf("%d segments and %d commits after maintain, want 1 and 1", n, commits(tbl)-before)
+			}
+			indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
+		})
+	}
+}
+
+// TestSyncLinksFinishedShardsOfAStalledRun: a run of 8 shards stalls with
+// 6 finished; once its lease has expired, a sync links the 6 finished
+// shards' segments and indexes only the files of the 2 missing shards
+// (before, it indexed all 40 files again and never used the segments);
+// the late shards then complete the run adding nothing, and every file is
+// covered once.
+func TestSyncLinksFinishedShardsOfAStalledRun(t *testing.T) {
+	cat, tbl, rowsByFile := eventsTable(t, 40, 10, nil)
+	shard := func(i int) *indexer.Summary {
+		t.Helper()
+		sum, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1, Shard: &indexer.Shard{Index: i, Count: 8, Run: "stalled"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	var finished []int
+	for i := range 6 {
+		if shard(i).FilesTotal > 0 {
+			finished = append(finished, i)
+		}
+	}
+	later := time.Now().Add(indexer.RunLease + time.Minute)
+	restore := indexer.SetClock(func() time.Time { return later })
+	defer restore()
+	sum := syncID(t, cat, tbl.Identifier())
+	missing := filesOfShards(t, tbl, 8, 6, 7)
+	if sum.FilesIndexed != missing || sum.ShardSegmentsLinked != len(finished) || sum.FilesFromRuns != 40-missing {
+		t.Fatalf("sync after the lease expired: %+v, want the %d files of shards 6 and 7 indexed and %d segments linked", sum, missing, len(finished))
+	}
+	indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
+	shard(6)
+	if last := shard(7); last.Shard.Linked || !last.Shard.LinkedBefore {
+		t.Fatalf("the late run's last shard: %+v, want nothing to link", last.Shard)
+	}
+	indexHoldsEachFileOnce(t, cat, tbl.Identifier(), rowsByFile)
+	if rep, err := verify.Table(ctx, cat, tbl.Identifier(), verify.Options{Sample: 2}); err != nil || !rep.OK() {
+		t.Fatalf("verify: %+v, %v", rep, err)
+	}
+	// inspect credits the run with the files of its linked segments only:
+	// the sync's own filters cover shards 6 and 7 (before: all 40).
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	fs, _ := tbl.FS(ctx)
+	var live []segment.File
+	for _, df := range liveFiles(t, tbl) {
+		live = append(live, segment.File{Path: df.FilePath(), Size: df.FileSizeBytes()})
+	}
+	runs, err := indexer.Runs(tbl, fs, loadIndex(t, tbl), live, []int{1})
+	if err != nil || len(runs) != 1 || !runs[0].Complete || runs[0].FilesCovered != 40-missing {
+		t.Fatalf("runs %+v, %v: want the run complete, credited with %d files", runs, err, 40-missing)
+	}
+}
+
+// TestExpireKeepsALiveRunsSnapshot: an expiry that would remove the
+// snapshot a live run indexes keeps it (and the later ones); the run's
+// late shards then finish and link it (before, the snapshot expired and
+// the late shard failed on a missing manifest list). With a lease term
+// shorter than the time since the shards last worked, the run is no
+// longer live, and the snapshot expires.
+func TestExpireKeepsALiveRunsSnapshot(t *testing.T) {
+	cat, tbl, rowsByFile := eventsTable(t, 8, 20, nil)
+	// The expiry keeps the run's snapshot by age, with a second to spare:
+	// the older snapshots, which it expires, are older than that.
+	time.Sleep(1500 * time.Millisecond)
+	tbl = appendRows(t, tbl, 10)
+	runSnapshot := tbl.CurrentSnapshot().SnapshotID
+	shard := func(i int) (*indexer.Summary, error) {
+		return indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, CompactAbove: -1, Shard: &indexer.Shard{Index: i, Count: 4, Run: "slow"}})
+	}
+	for i := range 2 {
+		if _, err := shard(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tbl = appendRows(t, tbl, 10)
+	appendRows(t, tbl, 10)
+	zero := time.Duration(0)
+	exp, err := maintenance.Expire(ctx, cat, tbl.Identifier(), maintenance.ExpireOptions{OlderThan: &zero, RetainLast: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(exp.KeptForRuns, []int64{runSnapshot}) || slices.Contains(exp.SnapshotsExpired, runSnapshot) || len(exp.SnapshotsExpired) == 0 {
+		t.Fatalf("expire %+v: want the run's snapshot %d kept, older ones expired", exp, runSnapshot)
+	}
+	for i := 2; i < 4; i++ {
+		if _, err := shard(i); err != nil {
+			t.Fatalf("a late shard after the expiry: %v", err)
+		}
+	}
+	syncID(t, cat, tbl.Identifier())
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	coveredOnce(t, tbl, 1)
+	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+
+	// The lease term is an option: past it, the run is not live.
+	cat, tbl, _ = eventsTable(t, 4, 20, nil)
+	runSnapshot = tbl.CurrentSnapshot().SnapshotID
+	if _, err := indexer.Build(ctx, cat, tbl.Identifier(), indexer.Options{Columns: []string{"id"}, Shard: &indexer.Shard{Index: 0, Count: 2, Run: "stalled"}}); err != nil {
+		t.Fatal(err)
+	}
+	appendRows(t, tbl, 10)
+	later := time.Now().Add(indexer.MinRunLease + time.Minute)
+	restore := indexer.SetClock(func() time.Time { return later })
+	defer restore()
+	if _, err := maintenance.Expire(ctx, cat, tbl.Identifier(), maintenance.ExpireOptions{OlderThan: &zero, RetainLast: 1, RunLease: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	if tbl.SnapshotByID(runSnapshot) == nil {
+		t.Fatal("within a lease of an hour the run is live: its snapshot must stay")
+	}
+	exp, err = maintenance.Expire(ctx, cat, tbl.Identifier(), maintenance.ExpireOptions{OlderThan: &zero, RetainLast: 1, RunLease: indexer.MinRunLease})
+	if err != nil || !slices.Contains(exp.SnapshotsExpired, runSnapshot) {
+		t.Fatalf("expire past the lease: %+v, %v: want the run's snapshot expired", exp, err)
+	}
+	if _, err := maintenance.Expire(ctx, cat, tbl.Identifier(), maintenance.ExpireOptions{RunLease: time.Minute}); err == nil || !strings.Contains(err.Error(), "run lease 1m0s") {
+		t.Fatalf("a lease shorter than MinRunLease: %v", err)
+	}
 }

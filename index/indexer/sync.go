@@ -1,9 +1,13 @@
 package indexer
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -24,12 +28,16 @@ import (
 // With nothing new, nothing is committed. o.SnapshotID is ignored. The
 // data files of the snapshot of a live sharded run (one within its lease,
 // RunLease, and not complete) are left to the run: Sync indexes only files
-// added after it, so the run and a sync never index a file both. When the
-// index then has more segments than o.CompactAbove, Sync compacts it, so a
-// long run of small appends keeps the segments and table metadata bounded;
-// and it compacts an index that still has segments of format v1, which
-// the compaction rewrites as v2 by copying their bitsets, or a segment that
-// cannot be read, which the compaction removes.
+// added after it, so the run and a sync never index a file both. Of a run
+// whose lease expired before it completed, Sync links the segments of the
+// finished shards (finishedShards) and indexes only the files no finished
+// shard covers. When the index then has more segments than
+// o.CompactAbove (linked ones counted), Sync compacts it, so a long run of
+// small appends keeps the segments and table metadata bounded; and it
+// compacts an index that still has segments of format v1, which the
+// compaction rewrites as v2 by copying their bitsets, a segment that
+// cannot be read, which the compaction removes, or a file covered twice,
+// whose second filter the compaction drops, whatever o.CompactAbove.
 func Sync(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o Options) (*Summary, error) {
 	sum, err := syncOnce(ctx, cat, ident, o)
 	if err != nil {
@@ -42,7 +50,9 @@ func Sync(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier, o
 	if limit == 0 {
 		limit = DefaultCompactAbove
 	}
-	if limit > 0 && (sum.Segments > limit || sum.v1Segments > 0 || sum.brokenSegments > 0) {
+	// A file covered twice is a fault, which the compaction repairs
+	// whatever the threshold.
+	if limit > 0 && (sum.Segments > limit || sum.v1Segments > 0 || sum.brokenSegments > 0) || sum.FiltersDuplicated > 0 {
 		if sum.Compacted, err = Compact(ctx, cat, ident, o.compactOptions()); err != nil {
 			return nil, err
 		}
@@ -61,7 +71,7 @@ func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 	j.keepEntries = true
 	files, err := filescan.LiveFiles(j.fs, j.tbl.Metadata(), j.snap, j.shardFilter())
 	if err != nil {
-		return nil, err
+		return nil, j.snapshotGone(ctx, err)
 	}
 	for _, err := range j.ixErrs {
 		var se *index.SegmentError
@@ -71,11 +81,16 @@ func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 	}
 	var left map[string]bool // the files of live sharded runs
 	if j.o.Shard == nil {
-		if left, err = j.leftToRuns(files); err != nil {
+		var stalled []*runfiles.State
+		if left, stalled, err = j.leftToRuns(files); err != nil {
+			return nil, err
+		}
+		if j.runLinks, err = j.finishedShards(stalled); err != nil {
 			return nil, err
 		}
 	}
 	cov := j.coverage(files)
+	j.coverByRunLinks(cov)
 	var todo []filescan.File
 	for i, f := range files {
 		if f.Columns = j.missing(cov, i); f.Columns == nil || len(f.Columns) > 0 {
@@ -87,8 +102,9 @@ func syncOnce(ctx context.Context, cat icecatalog.Catalog, ident table.Identifie
 		}
 	}
 	j.has = cov.has
-	j.sum.FilesTotal, j.sum.FilesCovered = len(files), len(files)-len(todo)
-	if len(todo) == 0 && j.o.Shard == nil { // a shard commits even so: its run counts it
+	// Files left to a live run are not covered (yet): the run covers them.
+	j.sum.FilesTotal, j.sum.FilesCovered = len(files), len(files)-len(todo)-j.sum.FilesLeftToRuns
+	if len(todo) == 0 && j.o.Shard == nil && len(j.runLinks) == 0 { // a shard commits even so: its run counts it
 		return j.finish(j.tbl), nil
 	}
 	return j.run(ctx, todo)
@@ -117,7 +133,11 @@ func (j *job) coverage(files []filescan.File) *coverage {
 		c.fields = append(c.fields, col.Field.ID)
 	}
 	j.ix.Match(c.pos, c.sizes, c.fields, func(i int, f index.StoredFilter) {
-		c.covered[i*len(c.fields)+slices.Index(c.fields, f.FieldID)] = true
+		k := i*len(c.fields) + slices.Index(c.fields, f.FieldID)
+		if c.covered[k] {
+			j.sum.FiltersDuplicated++
+		}
+		c.covered[k] = true
 	})
 	return c
 }
@@ -188,29 +208,37 @@ func Rebuild(ctx context.Context, cat icecatalog.Catalog, ident table.Identifier
 
 // leftToRuns returns the paths of the data files that live sharded runs of
 // the table will cover: every live file of each such run's snapshot (files,
-// those of the job's snapshot, when it is the same). Only runs touched
-// within RunLease have their record read.
-func (j *job) leftToRuns(files []filescan.File) (map[string]bool, error) {
+// those of the job's snapshot, when it is the same); and the runs whose
+// lease expired before they completed, with shards that finished (their
+// markers written), whose segments the sync links (finishedShards). Only
+// runs touched within RunLease or with markers have their record read.
+func (j *job) leftToRuns(files []filescan.File) (left map[string]bool, stalled []*runfiles.State, err error) {
 	root, err := runfiles.RootOf(j.tbl)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	runs, err := runfiles.Walk(j.fs, root, "")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	left := map[string]bool{}
+	left = map[string]bool{}
 	done := map[int64]bool{}
 	now := clock()
-	for _, st := range runs {
-		if st.Linked != nil || st.Record == nil || !now.Before(st.Touched.Add(RunLease)) {
+	for _, name := range slices.Sorted(maps.Keys(runs)) {
+		st := runs[name]
+		live := now.Before(st.Touched.Add(cmp.Or(j.o.RunLease, RunLease)))
+		if st.Linked != nil || st.Record == nil || !live && len(st.Markers) == 0 {
 			continue
 		}
 		if err := st.ReadRecords(j.fs); err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if !live {
+			stalled = append(stalled, st)
+			continue
 		}
 		id := st.Record.SnapshotID
-		if !st.Live(now) || done[id] {
+		if done[id] {
 			continue
 		}
 		done[id] = true
@@ -221,12 +249,84 @@ func (j *job) leftToRuns(files []filescan.File) (map[string]bool, error) {
 				continue // expired: the run cannot link
 			}
 			if of, err = filescan.LiveFiles(j.fs, j.tbl.Metadata(), snap, nil); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		for _, f := range of {
 			left[f.Path] = true
 		}
 	}
-	return left, nil
+	return left, stalled, nil
+}
+
+// finishedShards returns the segments of the finished shards of stalled
+// runs (their lease expired before every shard finished) that a sync links
+// instead of indexing their files again: each shard segment that held
+// files, that the index does not link, none of whose filters the index or
+// another chosen segment holds (a segment that cannot be read, or whose
+// files are partly covered, is left out: the sync indexes its files).
+func (j *job) finishedShards(stalled []*runfiles.State) ([]runSegment, error) {
+	linked := map[string]bool{}
+	for _, seg := range j.ix.Segments() {
+		if seg.Link != nil {
+			linked[seg.Link.Path] = true
+		}
+	}
+	chosen := map[filterKey]bool{}
+	var out []runSegment
+	for _, st := range stalled {
+		count := st.Record.Shards
+		for _, i := range slices.Sorted(maps.Keys(st.Markers[count])) {
+			var m runfiles.Marker
+			if err := runfiles.ReadJSON(j.fs, st.Markers[count][i], &m); err != nil {
+				return nil, fmt.Errorf("run %s: %w", st.Record.Run, err)
+			}
+			if m.Files == 0 || linked[m.Segment.Path] {
+				continue
+			}
+			seg, err := index.ReadSegment(j.fs, index.LinkedFile(table.StatisticsFile{SnapshotID: j.snap.SnapshotID}, m.Segment))
+			if err != nil {
+				if j.o.Logger != nil {
+					j.o.Logger.Warn("a finished shard's segment of a stalled run cannot be read: its files are indexed again",
+						"table", strings.Join(j.ident, "."), "run", st.Record.Run, "shard", m.Shard, "file", m.Segment.Path, "error", err.Error())
+				}
+				continue
+			}
+			free := true
+			for f := range seg.Filters() {
+				_, held := j.ix.Lookup(f.DataFile, f.DataFileSize, f.FieldID)
+				free = free && !held && !chosen[filterKey{f.DataFile, f.DataFileSize, f.FieldID}]
+			}
+			if !free {
+				continue
+			}
+			for f := range seg.Filters() {
+				chosen[filterKey{f.DataFile, f.DataFileSize, f.FieldID}] = true
+			}
+			linked[m.Segment.Path] = true
+			out = append(out, runSegment{link: m.Segment, seg: seg})
+		}
+	}
+	return out, nil
+}
+
+// coverByRunLinks counts the live files' columns that the finished shards'
+// segments the sync links (job.runLinks) hold as covered, so the sync
+// indexes only what no finished shard covers.
+func (j *job) coverByRunLinks(c *coverage) {
+	if len(j.runLinks) == 0 {
+		return
+	}
+	from := map[int]bool{}
+	for _, rs := range j.runLinks {
+		for f := range rs.seg.Filters() {
+			i, ok := c.pos[f.DataFile]
+			ci := slices.Index(c.fields, f.FieldID)
+			if ok && ci >= 0 && c.sizes[i] == f.DataFileSize {
+				c.covered[i*len(c.fields)+ci] = true
+				from[i] = true
+			}
+		}
+	}
+	j.sum.ShardSegmentsLinked, j.sum.FilesFromRuns = len(j.runLinks), len(from)
 }

@@ -2,6 +2,7 @@ package indexer_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/lookup"
+	"github.com/icebloom/icebloom/index/verify"
+	"github.com/icebloom/icebloom/maintenance"
 )
 
 // TestSyncIndexesOnlyNewFiles: after a build and an append, sync reads only
@@ -484,4 +487,41 @@ func TestMergeBackSurvivesAThirdCommit(t *testing.T) {
 	}
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 	coveredByAll(t, tbl, 1, 2, 3)
+}
+
+// TestFilesCoveredTwiceReportedAndRepaired: an index holding two filters
+// of the same files (a second build of a later snapshot, which covers
+// every file again) fails verify, naming the column; one maintain's sync
+// finds the duplicates and compacts them away, whatever the threshold:
+// each file covered once and verify passes (before, verify passed and
+// maintain left the duplicates).
+func TestFilesCoveredTwiceReportedAndRepaired(t *testing.T) {
+	cat, tbl, rowsByFile := eventsTable(t, 4, 50, nil)
+	opts := indexer.Options{Columns: []string{"id"}}
+	if _, err := indexer.Build(ctx, cat, tbl.Identifier(), opts); err != nil {
+		t.Fatal(err)
+	}
+	tbl = appendRows(t, tbl, 10)
+	if _, err := indexer.Build(ctx, cat, tbl.Identifier(), opts); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := verify.Table(ctx, cat, tbl.Identifier(), verify.Options{Sample: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK() || !slices.ContainsFunc(rep.Problems, func(p string) bool {
+		return strings.HasPrefix(p, "column id (field 1): 4 live data files have more than one filter")
+	}) {
+		t.Fatalf("verify of an index covering 4 files twice: %q", rep.Problems)
+	}
+	r := maintenance.MaintainTable(ctx, cat, tbl.Identifier(), maintenance.MaintainOptions{CompactAbove: -1})
+	if r.Failed() || r.Sync == nil || r.Sync.FiltersDuplicated != 4 || r.Compact == nil {
+		t.Fatalf("maintain %+v, sync %+v", r, r.Sync)
+	}
+	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
+	coveredOnce(t, tbl, 1)
+	lookupsKeepTrueFiles(t, tbl, rowsByFile)
+	if rep, err := verify.Table(ctx, cat, tbl.Identifier(), verify.Options{Sample: 1}); err != nil || !rep.OK() {
+		t.Fatalf("verify after maintain: %+v, %v", rep, err)
+	}
 }

@@ -68,6 +68,42 @@ type File struct {
 	// Finished is when the file was completed, by the clock Create was
 	// given: index/indexer commits it only within its MaxUncommittedAge.
 	Finished time.Time
+	// Columns are the columns the table's index holds, by field id, with
+	// the target rate of their filters (0: not known), as the run knew
+	// them: recorded in table metadata (PropIndexColumns) so that damage
+	// to index files cannot make the index forget a column. A file with
+	// Columns has a directory even without filters.
+	Columns map[int]float64
+}
+
+// PropIndexColumns, on the directory's item in table metadata, records the
+// columns the table's index holds and their target rates as compact JSON,
+// field id to rate, e.g. {"1":0.01,"4":0.001} (0: not known). Table
+// metadata is the one place damage to index files cannot reach: a repair
+// that loses a segment, or every filter of a column, still finds there
+// which columns to index again.
+const PropIndexColumns = "index-columns"
+
+// RecordedColumns returns the columns the item records (PropIndexColumns),
+// nil when it records none; a record that does not parse is an error.
+func RecordedColumns(bm table.BlobMetadata) (map[int]float64, error) {
+	raw, ok := bm.Properties[PropIndexColumns]
+	if !ok || bm.Type != table.BlobType(segment.DirectoryBlobType) {
+		return nil, nil
+	}
+	var byKey map[string]float64
+	if err := json.Unmarshal([]byte(raw), &byKey); err != nil {
+		return nil, fmt.Errorf("property %s %q: %w", PropIndexColumns, raw, err)
+	}
+	cols := make(map[int]float64, len(byKey))
+	for k, fpp := range byKey {
+		id, err := strconv.Atoi(k)
+		if err != nil || id <= 0 || !(fpp == 0 || fpp > 0 && fpp < 1) {
+			return nil, fmt.Errorf("property %s %q: field %q with rate %v", PropIndexColumns, raw, k, fpp)
+		}
+		cols[id] = fpp
+	}
+	return cols, nil
 }
 
 // Location describes the segment as OpenPuffin needs it.
@@ -117,11 +153,19 @@ func (s File) StatisticsFile(snap *table.Snapshot, replaced *table.StatisticsFil
 			props[PropShardRuns] = string(b)
 		}
 	}
+	if len(s.Columns) > 0 {
+		byKey := make(map[string]float64, len(s.Columns))
+		for id, fpp := range s.Columns {
+			byKey[strconv.Itoa(id)] = fpp
+		}
+		b, _ := json.Marshal(byKey) // keys sorted: compact and stable
+		props[PropIndexColumns] = string(b)
+	}
 	sf.BlobMetadata = append(sf.BlobMetadata, table.BlobMetadata{
 		Type:           table.BlobType(segment.DirectoryBlobType),
 		SnapshotID:     snap.SnapshotID,
 		SequenceNumber: snap.SequenceNumber,
-		Fields:         s.Dir.Fields,
+		Fields:         append([]int32{}, s.Dir.Fields...), // [] for an empty segment, never null
 		Properties:     props,
 	})
 	return sf
@@ -301,7 +345,7 @@ func (s *Writer) Link(l segment.Link) {
 // Finish completes the file; on error the partial file is removed.
 func (s *Writer) Finish() (File, error) {
 	var err error
-	if s.filters > 0 || len(s.links) > 0 || s.Empty {
+	if s.filters > 0 || len(s.links) > 0 || s.Empty || len(s.File.Columns) > 0 {
 		var res segment.Result
 		if res, err = s.sw.Finish(); err == nil {
 			s.File.Dir = &res
