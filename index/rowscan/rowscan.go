@@ -12,7 +12,11 @@
 // (an int field there came out right, but struct fields are left out of
 // the push-down as a whole). Its row-group pruning also takes a row group
 // with as many NULLs as values of an optional column for all NULL and
-// skips it for =, IN, ranges and IS NOT NULL (prunesAllNull). rowscan
+// skips it for =, IN, ranges and IS NOT NULL (prunesAllNull). NOT IN is
+// NOT (is_in), and is_in is false for NULL, so NOT IN kept NULL rows that
+// SQL leaves out; IN and NOT IN of booleans keep the wrong rows; and any
+// predicate on a column after a struct column fails ("invalid"), as
+// measured by TestScanNullTruthTable in cmd/icebloom. rowscan
 // therefore splits the bound filter: what iceberg-go evaluates correctly is
 // pushed down (so its row-group statistics still prune), and the rest is
 // evaluated here, row by row, with iceberg-go's own expression evaluator
