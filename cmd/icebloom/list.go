@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	icecatalog "github.com/apache/iceberg-go/catalog"
+
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/maintenance"
 )
@@ -73,6 +75,15 @@ func (c *ListCmd) run(ctx context.Context, e *env) error {
 	if e.json {
 		return e.printJSON(out)
 	}
+	if len(out.Tables) == 0 {
+		// Nothing printed at all read as a catalog that answered nothing.
+		if c.Namespace != "" {
+			e.printf("no tables in namespace %s of catalog %s\n", c.Namespace, catalogName(cat))
+		} else {
+			e.printf("no tables in catalog %s\n", catalogName(cat))
+		}
+		return nil
+	}
 	for _, st := range out.Tables {
 		switch {
 		case st.Error != "":
@@ -123,4 +134,13 @@ func tableState(ctx context.Context, e *env, name string, st *TableState) error 
 		st.LastSync = &at
 	}
 	return nil
+}
+
+// catalogName is the name cat was opened under, which a SQL catalog keys
+// its tables by; its type for catalogs without a name.
+func catalogName(cat icecatalog.Catalog) string {
+	if named, ok := cat.(interface{ Name() string }); ok && named.Name() != "" {
+		return fmt.Sprintf("%q (%s)", named.Name(), cat.CatalogType())
+	}
+	return string(cat.CatalogType())
 }
