@@ -191,6 +191,7 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 		}
 		return usage(true, err.Error())
 	}
+	args.Options = preferSecretFlags(args.Options, secretFlags(argv))
 	// Flags that depend on each other, and values the parser takes but no
 	// command can use.
 	if c, ok := p.Subcommand().(interface{ validate() error }); ok {
@@ -284,6 +285,35 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 		return 1
 	}
 	return 0
+}
+
+// secretFlags returns the catalog options argv gives by flag alone,
+// without the ICEBLOOM_CATALOG_* variables: what tells a flag from its
+// variable when both fill the same field. argv parsed with them already.
+func secretFlags(argv []string) catalog.Options {
+	var flagsOnly Args
+	p, err := arg.NewParser(arg.Config{Program: "icebloom", Out: io.Discard, Exit: func(int) {}, IgnoreEnv: true}, &flagsOnly)
+	if err != nil {
+		return catalog.Options{}
+	}
+	_ = p.Parse(argv) // its errors were reported by the parse with the environment
+	return flagsOnly.Options
+}
+
+// preferSecretFlags lets a REST credential or token given by flag, as a
+// value or as a file, win over the variables of the same secret in either
+// form: ICEBLOOM_CATALOG_TOKEN with --token-file, or
+// ICEBLOOM_CATALOG_CREDENTIAL_FILE with --credential, reached catalog.Open
+// as a value and a file both given, which it refuses. Both forms as flags,
+// or both as variables, are still refused there.
+func preferSecretFlags(o, flags catalog.Options) catalog.Options {
+	if flags.Credential != "" || flags.CredentialFile != "" {
+		o.Credential, o.CredentialFile = flags.Credential, flags.CredentialFile
+	}
+	if flags.Token != "" || flags.TokenFile != "" {
+		o.Token, o.TokenFile = flags.Token, flags.TokenFile
+	}
+	return o
 }
 
 // metricsCommands are the commands that write --metrics-file.
