@@ -161,8 +161,14 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 		}
 		if tty {
 			stderr.Write(text.Bytes())
-			for _, line := range problems {
-				fmt.Fprintln(stderr, "icebloom:", line)
+			for _, problem := range problems {
+				// A problem's further lines (a filter and a caret under
+				// it) are shown as they are.
+				first, more, _ := strings.Cut(problem, "\n")
+				fmt.Fprintln(stderr, "icebloom:", first)
+				if more != "" {
+					fmt.Fprintln(stderr, more)
+				}
 			}
 			return 2
 		}
@@ -280,12 +286,23 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 			err = errors.Join(err, werr)
 		}
 	}
+	var bad *usageError
+	if errors.As(err, &bad) {
+		return usage(false, bad.msg)
+	}
 	if err != nil {
 		reportFailure(e, tty, command, table, now().Sub(start), err)
 		return 1
 	}
 	return 0
 }
+
+// usageError is a bad command line found once the command runs, such as
+// a --where that does not parse: reported as the parser's own problems
+// are, with exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
 
 // secretFlags returns the catalog options argv gives by flag alone,
 // without the ICEBLOOM_CATALOG_* variables: what tells a flag from its
