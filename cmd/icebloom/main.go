@@ -125,13 +125,46 @@ func (e *env) close() {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	ctx, stop := signalContext(context.Background())
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
+// signalError is the cause of a context that a signal cancelled.
+type signalError struct{ sig os.Signal }
+
+func (e *signalError) Error() string { return "stopped by " + e.sig.String() }
+
+// signalContext is signal.NotifyContext for SIGINT and SIGTERM that
+// records which signal came, as the context's cause (signalError): Ctrl-C
+// exits 130 after the command stops. A second signal ends the process at
+// once, as the default handling does.
+func signalContext(parent context.Context) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case sig := <-sigs:
+			cancel(&signalError{sig})
+			signal.Stop(sigs)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		cancel(nil)
+	}
+}
+
+// exitInterrupted is the exit code after Ctrl-C: 128 + SIGINT, as shells
+// report a process the signal ended.
+const exitInterrupted = 130
+
 // run parses args and runs the command, returning the exit code: 0 on
-// success, 1 when the command failed, 2 for a bad command line.
+// success, 1 when the command failed, 2 for a bad command line, 130 after
+// Ctrl-C (ctx cancelled by signalContext on SIGINT).
 func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	width, tty := terminal(stderr)
 	return runOn(ctx, argv, stdout, stderr, tty, width, time.Now)
@@ -289,6 +322,11 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 	var bad *usageError
 	if errors.As(err, &bad) {
 		return usage(false, bad.msg)
+	}
+	if sig := (*signalError)(nil); errors.As(context.Cause(ctx), &sig) && sig.sig == os.Interrupt {
+		// Whatever the command made of its cancelled context.
+		reportFailure(e, tty, command, table, now().Sub(start), errors.New("interrupted"))
+		return exitInterrupted
 	}
 	if err != nil {
 		reportFailure(e, tty, command, table, now().Sub(start), err)
