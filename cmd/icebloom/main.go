@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"reflect"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -228,7 +229,7 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 			writeHelp(stdout, p)
 			return 0
 		}
-		return usage(true, err.Error())
+		return usage(true, parseProblem(err))
 	}
 	args.Options = preferSecretFlags(args.Options, secretFlags(argv))
 	// Flags that depend on each other, and values the parser takes but no
@@ -333,6 +334,28 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 		return 1
 	}
 	return 0
+}
+
+// flagValueError matches go-arg's error for a flag value its type does
+// not parse: the flag, strconv's function, the value and strconv's reason.
+var flagValueError = regexp.MustCompile(`^error processing (--[\w-]+): strconv\.Parse(Int|Uint|Float|Bool): parsing "(.*)": (invalid syntax|value out of range)$`)
+
+// parseProblem words an error of the command line parser for a person:
+// a value that does not parse names the flag and what it wants, not
+// strconv ("--fpp "abc": not a number", not "error processing --fpp:
+// strconv.ParseFloat: parsing "abc": invalid syntax").
+func parseProblem(err error) string {
+	msg := err.Error()
+	m := flagValueError.FindStringSubmatch(msg)
+	if m == nil {
+		return strings.TrimPrefix(msg, "error processing ")
+	}
+	flag, kind, value, reason := m[1], m[2], m[3], m[4]
+	want := map[string]string{"Int": "a whole number", "Uint": "a whole number of 0 or more", "Float": "a number", "Bool": "true or false"}[kind]
+	if reason == "value out of range" {
+		return fmt.Sprintf("%s %q: out of range, want %s that fits in 64 bits", flag, value, want)
+	}
+	return fmt.Sprintf("%s %q: not %s", flag, value, want)
 }
 
 // usageError is a bad command line found once the command runs, such as
