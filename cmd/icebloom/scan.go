@@ -17,7 +17,7 @@ import (
 type ScanCmd struct {
 	Table string `arg:"positional,required" help:"table identifier, ns.table"`
 	whereFlags
-	Select   string `arg:"--select" placeholder:"COLS" help:"comma-separated columns to print, in this order [default: every column]"`
+	Select   string `arg:"--select" placeholder:"COLS" help:"comma-separated columns to print, in this order; a struct field by its full name, as in --where (st.x) [default: every column]"`
 	Format   string `arg:"--format" placeholder:"FORMAT" help:"rows as text (aligned on a terminal, tab-separated otherwise), tsv, csv or jsonl (one JSON object a line), written as they are read [default: text; with --output json one JSON document]"`
 	Limit    int64  `arg:"--limit" default:"100" help:"rows to print at most (0: all)"`
 	Snapshot int64  `arg:"--snapshot" help:"snapshot to read [default: current]"`

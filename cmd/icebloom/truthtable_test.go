@@ -369,3 +369,29 @@ func TestScanNullTruthTable(t *testing.T) {
 		}
 	}
 }
+
+// TestScanSelectsStructField: --select names a struct field as --where
+// does (st.name, in any case), returned as a column of its full name and
+// NULL where the struct is NULL (before: "select st.name: no such column").
+func TestScanSelectsStructField(t *testing.T) {
+	it := truthTable(t)
+	// id 1 has a struct with fields, 5 a NULL struct, 6 a struct of NULLs.
+	stdout, stderr, code := icebloom(t, it.args("--output", "json", "scan", "db.nulls", "--select", "id,st.name,ST.K",
+		"--where", "id IN (1, 5, 6)")...)
+	if code != 0 {
+		t.Fatalf("scan --select id,st.name,ST.K: exit %d: %s", code, lastLine(stderr))
+	}
+	var out ScanOutput
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(out.Rows, func(a, b map[string]any) int { return int(a["id"].(float64) - b["id"].(float64)) })
+	got, _ := json.Marshal(out.Rows)
+	if want := `[{"id":1,"st.k":1,"st.name":"x"},{"id":5,"st.k":null,"st.name":null},{"id":6,"st.k":null,"st.name":null}]`; string(got) != want ||
+		!slices.Equal(out.Columns, []string{"id", "st.name", "st.k"}) {
+		t.Errorf("scan --select id,st.name,ST.K: columns %v, rows %s; want %s", out.Columns, got, want)
+	}
+	if _, stderr, code := icebloom(t, it.args("scan", "db.nulls", "--select", "st.nope")...); code != 1 || !strings.Contains(stderr, "select st.nope: no such column") {
+		t.Errorf("scan --select st.nope: exit %d, %s", code, lastLine(stderr))
+	}
+}
