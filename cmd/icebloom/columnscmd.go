@@ -89,7 +89,7 @@ func (c *ColumnsCmd) run(ctx context.Context, e *env) error {
 			return err
 		}
 		changed = tbl.MetadataLocation() != before.MetadataLocation()
-		e.log.Info("columns changed", "command", "columns", "table", c.Table, "enabled", enable, "disabled", disable, "committed", changed)
+		e.log.Info("columns changed", "command", "columns", "table", c.Table, "enabled", nonNil(enable), "disabled", nonNil(disable), "committed", changed)
 	} else if tbl, err = catalog.LoadTable(ctx, cat, ident); err != nil {
 		return err
 	}
@@ -131,6 +131,15 @@ func (c *ColumnsCmd) run(ctx context.Context, e *env) error {
 		e.printf("%s\n", line)
 	}
 	return nil
+}
+
+// nonNil is names, or an empty list for none: a log record says [], not
+// null.
+func nonNil(names []string) []string {
+	if names == nil {
+		return []string{}
+	}
+	return names
 }
 
 // fppNotes says, for each column of enable the index holds already, that
