@@ -15,7 +15,7 @@ import (
 // "interrupted" and exits 130, as shells report a process SIGINT ended
 // (before: exit 1, "context canceled", or 0 for maintain --every). The
 // command runs in a process of its own, the test binary run again as
-// icebloom (interruptChild).
+// icebloom (TestRunAsIcebloom).
 func TestInterruptExits130(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
@@ -23,8 +23,8 @@ func TestInterruptExits130(t *testing.T) {
 	if _, stderr, code := icebloom(t, "quickstart", "--files", "2", "--rows", "20"); code != 0 {
 		t.Fatal(stderr)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestInterruptChild$")
-	cmd.Env = append(os.Environ(), "ICEBLOOM_INTERRUPT_CHILD=maintain --every 1h")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRunAsIcebloom$")
+	cmd.Env = append(os.Environ(), "ICEBLOOM_RUN_ARGS=maintain\n--every\n1h")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -62,14 +62,14 @@ func TestInterruptExits130(t *testing.T) {
 	}
 }
 
-// TestInterruptChild is icebloom run with the arguments in
-// ICEBLOOM_INTERRUPT_CHILD, for TestInterruptExits130; without it, it does
-// nothing.
-func TestInterruptChild(t *testing.T) {
-	args := os.Getenv("ICEBLOOM_INTERRUPT_CHILD")
+// TestRunAsIcebloom is icebloom's main run with the arguments in
+// ICEBLOOM_RUN_ARGS, one a line, so that tests can run the test binary as
+// icebloom in a process of its own; without them it does nothing.
+func TestRunAsIcebloom(t *testing.T) {
+	args := os.Getenv("ICEBLOOM_RUN_ARGS")
 	if args == "" {
-		t.Skip("run by TestInterruptExits130")
+		t.Skip("run by tests as icebloom's main")
 	}
-	os.Args = append([]string{"icebloom"}, strings.Fields(args)...)
+	os.Args = append([]string{"icebloom"}, strings.Split(args, "\n")...)
 	main()
 }

@@ -16,6 +16,7 @@ import (
 // state of their index, as iceberg-go's and PyIceberg's CLIs list tables.
 type ListCmd struct {
 	Namespace string `arg:"positional" help:"list the tables of this namespace [default: every namespace]"`
+	Names     bool   `arg:"--names" help:"print the tables' names alone, one a line, without reading their indexes (for scripts and shell completion)"`
 }
 
 // ListOutput is the JSON output of list.
@@ -61,6 +62,12 @@ func (c *ListCmd) run(ctx context.Context, e *env) error {
 	idents, err := maintenance.Tables(ctx, cat, ns)
 	if err != nil {
 		return err
+	}
+	if c.Names {
+		for _, ident := range idents {
+			e.printf("%s\n", strings.Join(ident, "."))
+		}
+		return nil
 	}
 	out := ListOutput{Tables: []TableState{}}
 	for _, ident := range idents {
