@@ -416,7 +416,7 @@ func TestVersionHelpUsage(t *testing.T) {
 		{[]string{"expire", "db.t"}, "icebloom: --older-than is required"},
 		{[]string{"lookup", "db.t"}, "icebloom: --where or --where-file is required"},
 		{[]string{"completion"}, "icebloom: SHELL is required"},
-		{[]string{"completion", "fish"}, `icebloom: completion "fish": want bash or zsh`},
+		{[]string{"completion", "tcsh"}, `icebloom: completion "tcsh": want bash, zsh or fish`},
 	} {
 		stdout, stderr, code := icebloomTTY(t, c.args...)
 		if code != 2 || stdout != "" || lastLine(stderr) != c.want || !strings.Contains(stderr, "Usage: icebloom") {
