@@ -65,7 +65,8 @@ type Options struct {
 	Type string `arg:"--catalog,env:ICEBLOOM_CATALOG_TYPE" help:"catalog type: sql, rest, glue, hive or hadoop [default: from the config file, else an embedded SQLite catalog in ./warehouse]"`
 	// Name selects the config file section and names the catalog; "" means
 	// the file's default-catalog, else DefaultName. A section opens under
-	// its own name however it was picked.
+	// its own name however it was picked, unless Type and URI are given,
+	// which make the catalog another than the section's.
 	Name string `arg:"--catalog-name,env:ICEBLOOM_CATALOG_NAME" help:"catalog name, selecting the config file section [default: the file's default-catalog, else default]"`
 	// URI is the catalog's endpoint: the REST or Hive Metastore URI, or the
 	// SQL catalog's database DSN. A SQLite DSN that names no busy timeout
@@ -229,11 +230,13 @@ func withConfigFile(o Options) (Options, error) {
 	if err != nil {
 		return o, fmt.Errorf("parse config file %s: %w", path, err)
 	}
-	if sect != nil && o.Name == "" {
+	if sect != nil && o.Name == "" && (o.Type == "" || o.URI == "") {
 		// The section default-catalog picked names the catalog, as when
 		// it is picked by name: a SQL catalog keys its tables by its name,
 		// so the same section opened under two names showed two sets of
-		// tables. (iceberg-go's CLI opens it as "default".)
+		// tables. (iceberg-go's CLI opens it as "default".) Flags that
+		// give the type and URI themselves name another catalog, which
+		// keeps the default name.
 		o.Name = defaultSection(data)
 	}
 	if sect == nil {
