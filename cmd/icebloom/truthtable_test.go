@@ -130,6 +130,10 @@ var truthColumns = []truthColumn{
 		[3]string{`"2023-05-01 00:00:00Z"`, `"2024-01-31 10:00:00Z"`, `"2025-12-24 23:59:59Z"`}, [3]any{"2023", "2024", "2025"}},
 	{"s", [3]string{"'a'", "'b'", "'c'"}, [3]string{`"a"`, `"b"`, `"c"`}, [3]any{"a", "b", "c"}},
 	{"bin", [3]string{"X'00'", "X'00ff'", "X'ff'"}, [3]string{`"AA=="`, `"AP8="`, `"/w=="`}, [3]any{"\x00", "\x00\xff", "\xff"}},
+	{"tm", [3]string{"'01:00:00'", "'10:30:00'", "'23:59:59'"}, [3]string{`"01:00:00"`, `"10:30:00"`, `"23:59:59"`}, [3]any{"01", "10", "23"}},
+	{"fx", [3]string{"X'0001'", "X'00ff'", "X'ff00'"}, [3]string{`"AAE="`, `"AP8="`, `"/wA="`}, [3]any{"\x00\x01", "\x00\xff", "\xff\x00"}},
+	{"u", [3]string{"'00000000-0000-0000-0000-000000000001'", "'7f000000-0000-0000-0000-000000000000'", "'ff000000-0000-0000-0000-000000000000'"},
+		[3]string{`"00000000-0000-0000-0000-000000000001"`, `"7f000000-0000-0000-0000-000000000000"`, `"ff000000-0000-0000-0000-000000000000"`}, [3]any{"0", "7", "f"}},
 	{"st.name", [3]string{"'x'", "'y'", "'z'"}, [3]string{`"x"`, `"y"`, `"z"`}, [3]any{"x", "y", "z"}},
 	{"st.k", [3]string{"1", "2", "3"}, [3]string{"1", "2", "3"}, [3]any{int64(1), int64(2), int64(3)}},
 	{"late", [3]string{"-1", "0", "1"}, [3]string{"-1", "0", "1"}, [3]any{int64(-1), int64(0), int64(1)}},
@@ -159,6 +163,9 @@ func truthTable(t *testing.T) *idTable {
 		{ID: 10, Name: "tstz", Type: iceberg.PrimitiveTypes.TimestampTz},
 		{ID: 11, Name: "s", Type: iceberg.PrimitiveTypes.String},
 		{ID: 12, Name: "bin", Type: iceberg.PrimitiveTypes.Binary},
+		{ID: 17, Name: "tm", Type: iceberg.PrimitiveTypes.Time},
+		{ID: 18, Name: "fx", Type: iceberg.FixedTypeOf(2)},
+		{ID: 19, Name: "u", Type: iceberg.PrimitiveTypes.UUID},
 	}
 	twin := func(f iceberg.NestedField) iceberg.NestedField {
 		f.ID, f.Name, f.Required = f.ID+100, "req_"+f.Name, true
