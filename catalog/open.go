@@ -30,6 +30,7 @@ import (
 	"github.com/apache/iceberg-go/config"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/uptrace/bun/driver/sqliteshim"
+	"gopkg.in/yaml.v3"
 
 	// Tables may live on object storage whatever the catalog: register the
 	// s3, gs and azure file IO schemes, as the iceberg CLI does.
@@ -63,7 +64,9 @@ type Options struct {
 	// Type is the catalog type: sql, rest, glue, hive or hadoop.
 	Type string `arg:"--catalog,env:ICEBLOOM_CATALOG_TYPE" help:"catalog type: sql, rest, glue, hive or hadoop [default: from the config file, else an embedded SQLite catalog in ./warehouse]"`
 	// Name selects the config file section and names the catalog; "" means
-	// the file's default-catalog, else DefaultName.
+	// the file's default-catalog, else DefaultName. A section opens under
+	// its own name however it was picked, unless Type and URI are given,
+	// which make the catalog another than the section's.
 	Name string `arg:"--catalog-name,env:ICEBLOOM_CATALOG_NAME" help:"catalog name, selecting the config file section [default: the file's default-catalog, else default]"`
 	// URI is the catalog's endpoint: the REST or Hive Metastore URI, or the
 	// SQL catalog's database DSN. A SQLite DSN that names no busy timeout
@@ -227,6 +230,15 @@ func withConfigFile(o Options) (Options, error) {
 	if err != nil {
 		return o, fmt.Errorf("parse config file %s: %w", path, err)
 	}
+	if sect != nil && o.Name == "" && (o.Type == "" || o.URI == "") {
+		// The section default-catalog picked names the catalog, as when
+		// it is picked by name: a SQL catalog keys its tables by its name,
+		// so the same section opened under two names showed two sets of
+		// tables. (iceberg-go's CLI opens it as "default".) Flags that
+		// give the type and URI themselves name another catalog, which
+		// keeps the default name.
+		o.Name = defaultSection(data)
+	}
 	if sect == nil {
 		// A catalog asked for by name, or in a file given by name, must be
 		// there unless the flags say which catalog it is: falling back to the
@@ -256,6 +268,17 @@ func withConfigFile(o Options) (Options, error) {
 		o.Rest = sect.RestOptions
 	}
 	return o, nil
+}
+
+// defaultSection returns the name of the section a config file's
+// default-catalog picks: that field, else DefaultName. The file parsed
+// already (config.ParseConfig).
+func defaultSection(data []byte) string {
+	var file config.Config
+	if err := yaml.Unmarshal(data, &file); err != nil {
+		return DefaultName
+	}
+	return cmp.Or(file.DefaultCatalog, DefaultName)
 }
 
 // withEmbedded fills o as the embedded catalog in o.embedded and creates the

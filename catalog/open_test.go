@@ -130,10 +130,14 @@ func TestOpenConfigFile(t *testing.T) {
 		typ           icecatalog.Type
 	}{
 		{"by name", Options{Name: "one"}, "one", "one.db", one, icecatalog.SQL},
-		// As in the iceberg CLI, the section default-catalog names applies
-		// when no name is given, and the catalog is still called default.
-		{"default-catalog", Options{ConfigPath: explicit}, DefaultName, "two.db", two, icecatalog.SQL},
+		// The section default-catalog names applies when no name is given,
+		// and opens under its own name (iceberg-go's CLI calls it default,
+		// and a SQL catalog so opened saw none of two's tables).
+		{"default-catalog", Options{ConfigPath: explicit}, "two", "two.db", two, icecatalog.SQL},
 		{"warehouse flag", Options{Name: "one", Warehouse: fileURI(elsewhere)}, "one", "one.db", elsewhere, icecatalog.SQL},
+		// Type and URI given name another catalog than the section's:
+		// it keeps the default name.
+		{"type and uri flags", Options{ConfigPath: explicit, Type: "sql", URI: filepath.Join(dir, "three.db")}, DefaultName, "three.db", two, icecatalog.SQL},
 		// The Hadoop catalog keeps its tables in the file's warehouse.
 		{"type flag", Options{ConfigPath: home, Name: "one", Type: "hadoop"}, "one", "", one, icecatalog.Hadoop},
 	}

@@ -57,8 +57,8 @@ func TestFilterBounds(t *testing.T) {
 	over := write("over.sql", inList(where.MaxValues+1))
 	for _, cmd := range []string{"lookup", "scan"} {
 		_, stderr, code := icebloom(t, it.args(cmd, "db.ids", "--where-file", over)...)
-		if want := fmt.Sprintf("more than %d values in the filter", where.MaxValues); code != 1 || !strings.Contains(stderr, want) {
-			t.Errorf("%s of %d values: exit %d, %s; want 1 and %q", cmd, where.MaxValues+1, code, lastLine(stderr), want)
+		if want := fmt.Sprintf("more than %d values in the filter", where.MaxValues); code != 2 || !strings.Contains(stderr, want) || len(stderr) > 1000 || strings.Contains(stderr, "where.MaxValues") {
+			t.Errorf("%s of %d values: exit %d, %s; want 2 (a usage error) and %q, the filter's line cut short, no Go identifier", cmd, where.MaxValues+1, code, lastLine(stderr), want)
 		}
 	}
 	big := "id = 1" + strings.Repeat(" ", maxWhereFileBytes)

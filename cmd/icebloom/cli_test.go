@@ -416,7 +416,7 @@ func TestVersionHelpUsage(t *testing.T) {
 		{[]string{"expire", "db.t"}, "icebloom: --older-than is required"},
 		{[]string{"lookup", "db.t"}, "icebloom: --where or --where-file is required"},
 		{[]string{"completion"}, "icebloom: SHELL is required"},
-		{[]string{"completion", "fish"}, `icebloom: completion "fish": want bash or zsh`},
+		{[]string{"completion", "tcsh"}, `icebloom: completion "tcsh": want bash, zsh or fish`},
 	} {
 		stdout, stderr, code := icebloomTTY(t, c.args...)
 		if code != 2 || stdout != "" || lastLine(stderr) != c.want || !strings.Contains(stderr, "Usage: icebloom") {
@@ -425,12 +425,21 @@ func TestVersionHelpUsage(t *testing.T) {
 	}
 }
 
-// TestCompletion: the bash and zsh scripts are valid shell, and the bash
-// one completes subcommands and each subcommand's flags.
+// TestCompletion: the bash, zsh and fish scripts are valid shell, and the
+// bash one completes subcommands, each subcommand's flags, the values of
+// --output, --format, --log-level and --catalog, and table names (listed
+// by icebloom itself, with the global flags typed so far: here the test
+// binary run as icebloom). Before, flag values and tables got file names,
+// and there was no fish script.
 func TestCompletion(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash")
+	}
+	it := newIDTable(t, 1)
+	binary, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
 	script, stderr, code := icebloom(t, "completion", "bash")
 	if code != 0 {
@@ -449,7 +458,9 @@ func TestCompletion(t *testing.T) {
 		for i, w := range words {
 			quoted[i] = "'" + w + "'"
 		}
-		prog := "source " + file + "\nCOMP_WORDS=(" + strings.Join(quoted, " ") + ")\nCOMP_CWORD=" +
+		// icebloom is the test binary run as icebloom (TestRunAsIcebloom).
+		prog := "icebloom() { ICEBLOOM_RUN_ARGS=\"$(printf '%s\\n' \"$@\")\" '" + binary + "' -test.run='^TestRunAsIcebloom$'; }\n" +
+			"source " + file + "\nCOMP_WORDS=(" + strings.Join(quoted, " ") + ")\nCOMP_CWORD=" +
 			strconv.Itoa(len(words)-1) + "\n_icebloom\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n"
 		out, err := exec.Command(bash, "-c", prog).CombinedOutput()
 		if err != nil {
@@ -467,10 +478,40 @@ func TestCompletion(t *testing.T) {
 		{[]string{"icebloom", "build", "db.t", "--f"}, []string{"--fpp", "--fail-fast"}},
 		{[]string{"icebloom", "maintain", "--ev"}, []string{"--every"}},
 		{[]string{"icebloom", "completion", "z"}, []string{"zsh"}},
+		{[]string{"icebloom", "completion", "f"}, []string{"fish"}},
+		{[]string{"icebloom", "--output", ""}, []string{"text", "json"}},
+		{[]string{"icebloom", "--log-level", "w"}, []string{"warn"}},
+		{[]string{"icebloom", "--catalog", "h"}, []string{"hive", "hadoop"}},
+		{[]string{"icebloom", "scan", "db.t", "--format", "c"}, []string{"csv"}},
+		{[]string{"icebloom", "scan", "db.t", "--where-file", ""}, nil}, // a file name: bash's default
+		{append(append([]string{"icebloom"}, it.global...), "scan", ""), []string{"db.ids"}},
+		{append(append([]string{"icebloom"}, it.global...), "inspect", "db.i"), []string{"db.ids"}},
+		{append(append([]string{"icebloom"}, it.global...), "inspect", "--"), []string{"--snapshot", "--help"}},
 	} {
 		if got := complete(c.words...); !slices.Equal(got, c.want) {
 			t.Errorf("completing %q: %q, want %q", c.words, got, c.want)
 		}
+	}
+
+	script, _, _ = icebloom(t, "completion", "fish")
+	for _, want := range []string{
+		"complete -c icebloom -n \"true\" -l output -x -a \"text json\"",
+		"complete -c icebloom -n \"__fish_seen_subcommand_from scan\" -l format -x -a \"text tsv csv jsonl\"",
+		"complete -c icebloom -n \"__fish_seen_subcommand_from scan\" -a '(__icebloom_tables)'",
+		"\ticebloom $global list --names 2>/dev/null\n",
+	} {
+		if !strings.Contains(script, want) {
+			t.Errorf("completion fish: no %q in\n%s", want, script)
+		}
+	}
+	if fish, err := exec.LookPath("fish"); err == nil {
+		ffile := filepath.Join(t.TempDir(), "icebloom.fish")
+		os.WriteFile(ffile, []byte(script), 0o644)
+		if out, err := exec.Command(fish, "-n", ffile).CombinedOutput(); err != nil {
+			t.Fatalf("fish -n: %v\n%s", err, out)
+		}
+	} else {
+		t.Log("no fish: its script is not run")
 	}
 
 	zsh, err := exec.LookPath("zsh")

@@ -43,6 +43,8 @@ type ColumnsOutput struct {
 	Columns []ColumnSetting `json:"columns"`
 	// Changed says whether this run committed a change.
 	Changed bool `json:"changed"`
+	// Notes say when a change takes effect where that is not at once.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // ColumnSetting is one column's index settings.
@@ -87,7 +89,7 @@ func (c *ColumnsCmd) run(ctx context.Context, e *env) error {
 			return err
 		}
 		changed = tbl.MetadataLocation() != before.MetadataLocation()
-		e.log.Info("columns changed", "command", "columns", "table", c.Table, "enabled", enable, "disabled", disable, "committed", changed)
+		e.log.Info("columns changed", "command", "columns", "table", c.Table, "enabled", nonNil(enable), "disabled", nonNil(disable), "committed", changed)
 	} else if tbl, err = catalog.LoadTable(ctx, cat, ident); err != nil {
 		return err
 	}
@@ -96,9 +98,17 @@ func (c *ColumnsCmd) run(ctx context.Context, e *env) error {
 		return err
 	}
 	out.Changed = changed
+	if c.FPP != nil {
+		out.Notes = fppNotes(c.Table, out.Columns, enable, *c.FPP)
+	}
 	if e.json {
 		return e.printJSON(out)
 	}
+	defer func() {
+		for _, note := range out.Notes {
+			e.printf("%s\n", note)
+		}
+	}()
 	if len(out.Columns) == 0 {
 		e.printf("%s: no column is indexed or enabled (icebloom columns %s --enable COL enables one)\n", c.Table, c.Table)
 		return nil
@@ -121,6 +131,29 @@ func (c *ColumnsCmd) run(ctx context.Context, e *env) error {
 		e.printf("%s\n", line)
 	}
 	return nil
+}
+
+// nonNil is names, or an empty list for none: a log record says [], not
+// null.
+func nonNil(names []string) []string {
+	if names == nil {
+		return []string{}
+	}
+	return names
+}
+
+// fppNotes says, for each column of enable the index holds already, that
+// a new --fpp applies to the files indexed from the next sync on, and how
+// to rebuild the filters it holds at that rate.
+func fppNotes(table string, settings []ColumnSetting, enable []string, fpp float64) []string {
+	var notes []string
+	for _, s := range settings {
+		if s.Indexed && slices.ContainsFunc(enable, func(name string) bool { return strings.EqualFold(name, s.Name) }) {
+			notes = append(notes, fmt.Sprintf("%s: fpp %s applies to the data files indexed from the next sync on; "+
+				"the filters the index holds keep their rate until `icebloom rebuild %s`", s.Name, rowformat.FloatText(fpp, 64), table))
+		}
+	}
+	return notes
 }
 
 // columnSettings lists the columns the table's index holds or its

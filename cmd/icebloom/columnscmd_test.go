@@ -23,7 +23,8 @@ func metadataFiles(t *testing.T) []string {
 // TestColumnsCommand: on the quickstart's table, compact-index
 // --drop-columns email is refused while a property enables email;
 // `columns --disable` (in any case) unsets it in one commit, after which
-// the drop works; --enable with --fpp sets both properties; the listing
+// the drop works; --enable with --fpp sets both properties, and on an
+// indexed column says when the new rate applies; the listing
 // says what is enabled and indexed; bad names are refused naming them, with
 // nothing committed.
 func TestColumnsCommand(t *testing.T) {
@@ -88,6 +89,15 @@ func TestColumnsCommand(t *testing.T) {
 	}
 	if out := columns("--enable", "email", "--fpp", "0.05"); out.Changed {
 		t.Errorf("enabling what is enabled committed a change")
+	}
+	if len(out.Notes) != 0 {
+		t.Errorf("--fpp of a column not indexed yet: notes %q, want none", out.Notes)
+	}
+	// A new rate for a column the index holds says when it applies.
+	stdout, _, code := icebloom(t, "columns", "demo.events", "--enable", "user_id", "--fpp", "0.2")
+	if want := "user_id: fpp 0.2 applies to the data files indexed from the next sync on; " +
+		"the filters the index holds keep their rate until `icebloom rebuild demo.events`"; code != 0 || !strings.Contains(stdout, want) {
+		t.Errorf("columns --enable user_id --fpp 0.2: exit %d, %q; want %q", code, stdout, want)
 	}
 
 	before = len(metadataFiles(t))

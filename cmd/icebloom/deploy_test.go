@@ -581,8 +581,9 @@ type kubeEnvVar struct {
 	Value     *string `yaml:"value"`
 	ValueFrom *struct {
 		SecretKeyRef *struct {
-			Name string `yaml:"name"`
-			Key  string `yaml:"key"`
+			Name     string `yaml:"name"`
+			Key      string `yaml:"key"`
+			Optional bool   `yaml:"optional"`
 		} `yaml:"secretKeyRef"`
 		// FieldRef is the downward API: a field of the pod.
 		FieldRef *struct {

@@ -44,8 +44,8 @@ func checkFlags(cmd any) error {
 		return errors.Join(append(errs, cli.CheckAtLeast("--retain-last", c.RetainLast, 1, "snapshot"), c.requestsFlag.checkValues(),
 			c.memoryFlag.checkValues(), checkCompactAbove(c.CompactAbove))...)
 	case *ScanCmd:
-		if c.Limit < 0 {
-			return fmt.Errorf("--limit %d: want 0 (every row) or more rows", c.Limit)
+		if c.Limit != nil && *c.Limit < 0 {
+			return fmt.Errorf("--limit %d: want 0 (every row) or more rows", *c.Limit)
 		}
 	case *ColumnsCmd:
 		if c.FPP != nil {

@@ -88,7 +88,7 @@ func (c *InspectCmd) run(ctx context.Context, e *env) error {
 	}
 	e.printf("snapshot %d: %s\n", out.SnapshotID, plural(out.LiveFiles, "live data file"))
 	if len(out.Segments) == 0 && len(out.IndexErrors) == 0 {
-		e.printf("%s\n", noIndex(c.Table))
+		e.printf("%s; nothing to inspect (exit 0: a table without an index is a state to report; verify, a check, fails)\n", noIndex(c.Table))
 		printRuns(e, out.Runs) // a run in progress has committed nothing yet
 		return nil
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	icecatalog "github.com/apache/iceberg-go/catalog"
+
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/maintenance"
 )
@@ -14,6 +16,7 @@ import (
 // state of their index, as iceberg-go's and PyIceberg's CLIs list tables.
 type ListCmd struct {
 	Namespace string `arg:"positional" help:"list the tables of this namespace [default: every namespace]"`
+	Names     bool   `arg:"--names" help:"print the tables' names alone, one a line, without reading their indexes (for scripts and shell completion)"`
 }
 
 // ListOutput is the JSON output of list.
@@ -60,6 +63,12 @@ func (c *ListCmd) run(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
+	if c.Names {
+		for _, ident := range idents {
+			e.printf("%s\n", strings.Join(ident, "."))
+		}
+		return nil
+	}
 	out := ListOutput{Tables: []TableState{}}
 	for _, ident := range idents {
 		name := strings.Join(ident, ".")
@@ -72,6 +81,15 @@ func (c *ListCmd) run(ctx context.Context, e *env) error {
 	}
 	if e.json {
 		return e.printJSON(out)
+	}
+	if len(out.Tables) == 0 {
+		// Nothing printed at all read as a catalog that answered nothing.
+		if c.Namespace != "" {
+			e.printf("no tables in namespace %s of catalog %s\n", c.Namespace, catalogName(cat))
+		} else {
+			e.printf("no tables in catalog %s\n", catalogName(cat))
+		}
+		return nil
 	}
 	for _, st := range out.Tables {
 		switch {
@@ -123,4 +141,13 @@ func tableState(ctx context.Context, e *env, name string, st *TableState) error 
 		st.LastSync = &at
 	}
 	return nil
+}
+
+// catalogName is the name cat was opened under, which a SQL catalog keys
+// its tables by; its type for catalogs without a name.
+func catalogName(cat icecatalog.Catalog) string {
+	if named, ok := cat.(interface{ Name() string }); ok && named.Name() != "" {
+		return fmt.Sprintf("%q (%s)", named.Name(), cat.CatalogType())
+	}
+	return string(cat.CatalogType())
 }

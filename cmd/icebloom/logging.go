@@ -102,7 +102,7 @@ func logIndexed(log *slog.Logger, command, table string, sum *indexer.Summary) {
 		"segments", sum.Segments, "duration", sum.Duration,
 	}
 	if sum.StatisticsPath != "" {
-		attrs = append(attrs, "statistics_file", sum.StatisticsPath)
+		attrs = append(attrs, "statistics_path", sum.StatisticsPath) // as in the JSON, and Iceberg's statistics-path
 	}
 	if c := sum.Compacted; c != nil {
 		attrs = append(attrs, "segments_compacted", c.SegmentsBefore)

@@ -76,7 +76,7 @@ func TestLogsAreJSONWhenNotATerminal(t *testing.T) {
 	}
 	b := built[0]
 	if b["level"] != "INFO" || b["files_indexed"] != 2.0 || b["files_failed"] != 1.0 || !hasUnit(b["duration"]) ||
-		b["statistics_file"] == nil || b["columns"].([]any)[0] != "id" {
+		b["statistics_path"] == nil || b["columns"].([]any)[0] != "id" {
 		t.Errorf("summary record %v", b)
 	}
 	if len(find(records, "data file done")) != 0 {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -52,7 +53,7 @@ func (f *whereFlags) filter(e *env) (iceberg.BooleanExpression, error) {
 	if f.WhereFile == "" {
 		filter, err := where.Parse(f.Where)
 		if err != nil {
-			return nil, fmt.Errorf("--where: %w", err)
+			return nil, syntaxUsage("--where", f.Where, err)
 		}
 		return filter, nil
 	}
@@ -83,9 +84,51 @@ func (f *whereFlags) filter(e *env) (iceberg.BooleanExpression, error) {
 	}
 	filter, err := where.Parse(string(text))
 	if err != nil {
-		return nil, fmt.Errorf("--where-file %s: %w", source, err)
+		return nil, syntaxUsage("--where-file "+source, string(text), err)
 	}
 	return filter, nil
+}
+
+// syntaxUsage is the error of a filter that does not parse, given by flag:
+// a usage error (exit 2) that shows the filter's line with a caret under
+// the spot the error names.
+func syntaxUsage(flag, filter string, err error) error {
+	var se *where.SyntaxError
+	if !errors.As(err, &se) {
+		return fmt.Errorf("%s: %w", flag, err)
+	}
+	return &usageError{fmt.Sprintf("%s: %s\n%s", flag, se.Error(), pointAt(filter, se.Offset))}
+}
+
+// pointAt returns the line of text holding byte offset off and, below
+// it, a caret under that byte, both indented by two spaces; of a long line
+// only the 40 characters either side of the spot, cut with "…". Tabs
+// before the spot are kept, so that the caret lines up under them.
+func pointAt(text string, off int) string {
+	const side = 40
+	off = min(max(off, 0), len(text))
+	start := strings.LastIndexAny(text[:off], "\n\r") + 1
+	end := len(text)
+	if i := strings.IndexAny(text[off:], "\n\r"); i >= 0 {
+		end = off + i
+	}
+	before, after := []rune(text[start:off]), []rune(text[off:end])
+	head, tail := "", ""
+	if len(before) > side {
+		before, head = before[len(before)-side:], "…"
+	}
+	if len(after) > side {
+		after, tail = after[:side], "…"
+	}
+	pad := []rune(strings.Repeat(" ", len([]rune(head))))
+	for _, r := range before {
+		if r == '\t' {
+			pad = append(pad, '\t')
+		} else {
+			pad = append(pad, ' ')
+		}
+	}
+	return "  " + head + string(before) + string(after) + tail + "\n  " + string(pad) + "^"
 }
 
 // LookupOutput is the JSON output of lookup.

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"reflect"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -125,13 +126,46 @@ func (e *env) close() {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	ctx, stop := signalContext(context.Background())
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
+// signalError is the cause of a context that a signal cancelled.
+type signalError struct{ sig os.Signal }
+
+func (e *signalError) Error() string { return "stopped by " + e.sig.String() }
+
+// signalContext is signal.NotifyContext for SIGINT and SIGTERM that
+// records which signal came, as the context's cause (signalError): Ctrl-C
+// exits 130 after the command stops. A second signal ends the process at
+// once, as the default handling does.
+func signalContext(parent context.Context) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case sig := <-sigs:
+			cancel(&signalError{sig})
+			signal.Stop(sigs)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		cancel(nil)
+	}
+}
+
+// exitInterrupted is the exit code after Ctrl-C: 128 + SIGINT, as shells
+// report a process the signal ended.
+const exitInterrupted = 130
+
 // run parses args and runs the command, returning the exit code: 0 on
-// success, 1 when the command failed, 2 for a bad command line.
+// success, 1 when the command failed, 2 for a bad command line, 130 after
+// Ctrl-C (ctx cancelled by signalContext on SIGINT).
 func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	width, tty := terminal(stderr)
 	return runOn(ctx, argv, stdout, stderr, tty, width, time.Now)
@@ -161,8 +195,14 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 		}
 		if tty {
 			stderr.Write(text.Bytes())
-			for _, line := range problems {
-				fmt.Fprintln(stderr, "icebloom:", line)
+			for _, problem := range problems {
+				// A problem's further lines (a filter and a caret under
+				// it) are shown as they are.
+				first, more, _ := strings.Cut(problem, "\n")
+				fmt.Fprintln(stderr, "icebloom:", first)
+				if more != "" {
+					fmt.Fprintln(stderr, more)
+				}
 			}
 			return 2
 		}
@@ -189,8 +229,9 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 			writeHelp(stdout, p)
 			return 0
 		}
-		return usage(true, err.Error())
+		return usage(true, parseProblem(err))
 	}
+	args.Options = preferSecretFlags(args.Options, secretFlags(argv))
 	// Flags that depend on each other, and values the parser takes but no
 	// command can use.
 	if c, ok := p.Subcommand().(interface{ validate() error }); ok {
@@ -279,11 +320,78 @@ func runFrom(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 			err = errors.Join(err, werr)
 		}
 	}
+	var bad *usageError
+	if errors.As(err, &bad) {
+		return usage(false, bad.msg)
+	}
+	if sig := (*signalError)(nil); errors.As(context.Cause(ctx), &sig) && sig.sig == os.Interrupt {
+		// Whatever the command made of its cancelled context.
+		reportFailure(e, tty, command, table, now().Sub(start), errors.New("interrupted"))
+		return exitInterrupted
+	}
 	if err != nil {
 		reportFailure(e, tty, command, table, now().Sub(start), err)
 		return 1
 	}
 	return 0
+}
+
+// flagValueError matches go-arg's error for a flag value its type does
+// not parse: the flag, strconv's function, the value and strconv's reason.
+var flagValueError = regexp.MustCompile(`^error processing (--[\w-]+): strconv\.Parse(Int|Uint|Float|Bool): parsing "(.*)": (invalid syntax|value out of range)$`)
+
+// parseProblem words an error of the command line parser for a person:
+// a value that does not parse names the flag and what it wants, not
+// strconv ("--fpp "abc": not a number", not "error processing --fpp:
+// strconv.ParseFloat: parsing "abc": invalid syntax").
+func parseProblem(err error) string {
+	msg := err.Error()
+	m := flagValueError.FindStringSubmatch(msg)
+	if m == nil {
+		return strings.TrimPrefix(msg, "error processing ")
+	}
+	flag, kind, value, reason := m[1], m[2], m[3], m[4]
+	want := map[string]string{"Int": "a whole number", "Uint": "a whole number of 0 or more", "Float": "a number", "Bool": "true or false"}[kind]
+	if reason == "value out of range" {
+		return fmt.Sprintf("%s %q: out of range, want %s that fits in 64 bits", flag, value, want)
+	}
+	return fmt.Sprintf("%s %q: not %s", flag, value, want)
+}
+
+// usageError is a bad command line found once the command runs, such as
+// a --where that does not parse: reported as the parser's own problems
+// are, with exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// secretFlags returns the catalog options argv gives by flag alone,
+// without the ICEBLOOM_CATALOG_* variables: what tells a flag from its
+// variable when both fill the same field. argv parsed with them already.
+func secretFlags(argv []string) catalog.Options {
+	var flagsOnly Args
+	p, err := arg.NewParser(arg.Config{Program: "icebloom", Out: io.Discard, Exit: func(int) {}, IgnoreEnv: true}, &flagsOnly)
+	if err != nil {
+		return catalog.Options{}
+	}
+	_ = p.Parse(argv) // its errors were reported by the parse with the environment
+	return flagsOnly.Options
+}
+
+// preferSecretFlags lets a REST credential or token given by flag, as a
+// value or as a file, win over the variables of the same secret in either
+// form: ICEBLOOM_CATALOG_TOKEN with --token-file, or
+// ICEBLOOM_CATALOG_CREDENTIAL_FILE with --credential, reached catalog.Open
+// as a value and a file both given, which it refuses. Both forms as flags,
+// or both as variables, are still refused there.
+func preferSecretFlags(o, flags catalog.Options) catalog.Options {
+	if flags.Credential != "" || flags.CredentialFile != "" {
+		o.Credential, o.CredentialFile = flags.Credential, flags.CredentialFile
+	}
+	if flags.Token != "" || flags.TokenFile != "" {
+		o.Token, o.TokenFile = flags.Token, flags.TokenFile
+	}
+	return o
 }
 
 // metricsCommands are the commands that write --metrics-file.

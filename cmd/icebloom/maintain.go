@@ -44,13 +44,13 @@ func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
 	e.log.Info("index compacted", "command", "compact-index", "table", c.Table,
 		"segments_before", sum.SegmentsBefore, "segments_after", sum.SegmentsAfter,
 		"entries_kept", sum.EntriesKept, "entries_dropped", sum.EntriesDropped,
-		"bytes_copied", sum.BytesCopied, "statistics_file", sum.StatisticsPath, "duration", sum.Duration,
-		"dropped_columns", sum.DroppedColumns)
+		"bytes_copied", sum.BytesCopied, "statistics_path", sum.StatisticsPath, "duration", sum.Duration,
+		"dropped_columns", droppedText(sum.DroppedColumns))
 	if e.json {
 		return e.printJSON(sum)
 	}
 	if sum.SegmentsBefore == 0 && sum.StatisticsPath == "" {
-		e.printf("%s\n", noIndex(c.Table))
+		e.printf("%s; nothing to compact (exit 0: there was nothing to do, as for inspect; verify, a check, fails)\n", noIndex(c.Table))
 		return nil
 	}
 	if sum.StatisticsPath == "" {
@@ -69,6 +69,16 @@ func (c *CompactIndexCmd) run(ctx context.Context, e *env) error {
 		e.printf("  column %s dropped from the index: filters left out %d\n", d.Name, d.Filters)
 	}
 	return nil
+}
+
+// droppedText writes the columns a compaction dropped for a log record,
+// "email (3 filters), ssn (1 filter)", where slog printed the Go structs.
+func droppedText(cols []indexer.DroppedColumn) string {
+	parts := make([]string, len(cols))
+	for i, d := range cols {
+		parts[i] = fmt.Sprintf("%s (%s)", d.Name, plural(d.Filters, "filter"))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // RebuildCmd is `icebloom rebuild TABLE`: the manual full rebuild.

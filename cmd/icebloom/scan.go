@@ -17,11 +17,22 @@ import (
 type ScanCmd struct {
 	Table string `arg:"positional,required" help:"table identifier, ns.table"`
 	whereFlags
-	Select   string `arg:"--select" placeholder:"COLS" help:"comma-separated columns to print, in this order [default: every column]"`
+	Select   string `arg:"--select" placeholder:"COLS" help:"comma-separated columns to print, in this order; a struct field by its full name, as in --where (st.x) [default: every column]"`
 	Format   string `arg:"--format" placeholder:"FORMAT" help:"rows as text (aligned on a terminal, tab-separated otherwise), tsv, csv or jsonl (one JSON object a line), written as they are read [default: text; with --output json one JSON document]"`
-	Limit    int64  `arg:"--limit" default:"100" help:"rows to print at most (0: all)"`
+	Limit    *int64 `arg:"--limit" help:"rows to print at most (0: all) [default: 100, with a warning when more rows match]"`
 	Snapshot int64  `arg:"--snapshot" help:"snapshot to read [default: current]"`
 	NoIndex  bool   `arg:"--no-index" help:"read every file statistics leave, ignoring the index (for comparison)"`
+}
+
+// defaultScanLimit is the rows scan prints without --limit.
+const defaultScanLimit = 100
+
+// limit is --limit, or defaultScanLimit without it.
+func (c *ScanCmd) limit() int64 {
+	if c.Limit == nil {
+		return defaultScanLimit
+	}
+	return *c.Limit
 }
 
 // scanFormats are the values of --format.
@@ -82,7 +93,8 @@ func (c *ScanCmd) run(ctx context.Context, e *env) error {
 	if c.NoIndex {
 		tasks = res.AfterStats
 	}
-	readLimit := c.Limit
+	limit := c.limit()
+	readLimit := limit
 	if readLimit > 0 {
 		readLimit++ // one more tells whether the limit cut any
 	}
@@ -107,7 +119,7 @@ read:
 			return fmt.Errorf("read %s: %w", c.Table, err)
 		}
 		for i := range int(rec.NumRows()) {
-			if c.Limit > 0 && rows >= c.Limit {
+			if limit > 0 && rows >= limit {
 				truncated = true
 				rec.Release()
 				break read
@@ -137,8 +149,9 @@ read:
 	}
 	e.log.Info("scan done", "command", "scan", "table", c.Table, "snapshot", res.SnapshotID, "rows", rows,
 		"files_read", filesRead, "files_total", res.FilesTotal, "duration", elapsed)
-	if truncated {
-		e.log.Warn("more rows match: output cut at --limit", "command", "scan", "table", c.Table, "limit", c.Limit)
+	if truncated && c.Limit == nil {
+		// An explicit --limit cut where asked; the default may surprise.
+		e.log.Warn("more rows match: output cut at the default limit (--limit 0 prints all)", "command", "scan", "table", c.Table, "limit", limit)
 	}
 	return nil
 }

@@ -162,56 +162,62 @@ func TestFloatText(t *testing.T) {
 	}
 }
 
-// TestScanLimitSaysWhenItTruncates: with more matching rows than --limit,
-// text output prints --limit rows and a warning record says more match,
-// and JSON says "truncated": true; at or under the limit neither does.
+// TestScanLimitSaysWhenItTruncates: with more matching rows than the
+// limit, text output prints that many rows, and JSON says "truncated":
+// true; a warning record says more rows match only when the limit is the
+// default one, not one given with --limit (an explicit --limit 5 warned
+// too); at or under the limit neither says anything.
 func TestScanLimitSaysWhenItTruncates(t *testing.T) {
 	it := newIDTable(t, 3) // 9 rows
+	var many []int64
+	for id := range int64(101) {
+		many = append(many, 1000+id)
+	}
+	catalogtest.AppendIDs(t, it.tbl, many...) // 110 rows in all
 	for _, c := range []struct {
-		limit     string
+		limit     []string
 		rows      int
 		truncated bool
-	}{{"8", 8, true}, {"9", 9, false}, {"1", 1, true}, {"0", 9, false}, {"100", 9, false}} {
-		stdout, stderr, code := icebloom(t, it.args("scan", "db.ids", "--where", "id >= 0", "--limit", c.limit)...)
+		notice    bool
+	}{
+		{[]string{"--limit", "8"}, 8, true, false},
+		{[]string{"--limit", "110"}, 110, false, false},
+		{[]string{"--limit", "1"}, 1, true, false},
+		{[]string{"--limit", "0"}, 110, false, false},
+		{nil, defaultScanLimit, true, true},
+	} {
+		stdout, stderr, code := icebloom(t, it.args(append([]string{"scan", "db.ids", "--where", "id >= 0"}, c.limit...)...)...)
 		if code != 0 {
-			t.Fatalf("--limit %s: exit %d, %s", c.limit, code, stderr)
+			t.Fatalf("%v: exit %d, %s", c.limit, code, stderr)
 		}
 		if got := strings.Count(stdout, "\n") - 1; got != c.rows {
-			t.Errorf("--limit %s: %d rows printed, want %d:\n%s", c.limit, got, c.rows, stdout)
+			t.Errorf("%v: %d rows printed, want %d:\n%s", c.limit, got, c.rows, stdout)
 		}
 		records := logRecords(t, stderr)
-		notices := find(records, "more rows match: output cut at --limit")
-		if c.truncated != (len(notices) == 1) || len(notices) > 1 {
-			t.Errorf("--limit %s: %d truncation notices, want truncated=%v: %s", c.limit, len(notices), c.truncated, stderr)
+		notices := find(records, "more rows match: output cut at the default limit (--limit 0 prints all)")
+		if c.notice != (len(notices) == 1) || len(notices) > 1 {
+			t.Errorf("%v: %d truncation notices, want %v: %s", c.limit, len(notices), c.notice, stderr)
 		}
-		if len(notices) == 1 && (notices[0]["level"] != "WARN" || notices[0]["limit"] != mustFloat(c.limit)) {
-			t.Errorf("--limit %s: notice %v", c.limit, notices[0])
+		if len(notices) == 1 && (notices[0]["level"] != "WARN" || notices[0]["limit"] != float64(defaultScanLimit)) {
+			t.Errorf("%v: notice %v", c.limit, notices[0])
 		}
 		done := find(records, "scan done")
 		if len(done) != 1 || done[0]["rows"] != float64(c.rows) || done[0]["table"] != "db.ids" {
-			t.Errorf("--limit %s: scan done records %v", c.limit, done)
+			t.Errorf("%v: scan done records %v", c.limit, done)
 		}
 
-		stdout, stderr, code = icebloom(t, it.args("--output", "json", "scan", "db.ids", "--where", "id >= 0", "--limit", c.limit)...)
+		stdout, stderr, code = icebloom(t, it.args(append([]string{"--output", "json", "scan", "db.ids", "--where", "id >= 0"}, c.limit...)...)...)
 		var out ScanOutput
 		if code != 0 || json.Unmarshal([]byte(stdout), &out) != nil {
-			t.Fatalf("--limit %s --output json: exit %d, %s %s", c.limit, code, stdout, stderr)
+			t.Fatalf("%v --output json: exit %d, %s %s", c.limit, code, stdout, stderr)
 		}
 		if len(out.Rows) != c.rows || out.Truncated != c.truncated || !bytes.Contains([]byte(stdout), []byte(`"truncated"`)) {
-			t.Errorf("--limit %s --output json: %d rows, truncated %v; want %d, %v", c.limit, len(out.Rows), out.Truncated, c.rows, c.truncated)
+			t.Errorf("%v --output json: %d rows, truncated %v; want %d, %v", c.limit, len(out.Rows), out.Truncated, c.rows, c.truncated)
 		}
 		if strings.Contains(stderr, "more rows match") {
-			t.Errorf("--limit %s --output json: a notice on stderr besides the field: %s", c.limit, stderr)
+			t.Errorf("%v --output json: a notice on stderr besides the field: %s", c.limit, stderr)
 		}
 	}
-}
-
-func mustFloat(s string) float64 {
-	var f float64
-	if err := json.Unmarshal([]byte(s), &f); err != nil {
-		panic(err)
-	}
-	return f
 }
 
 // BenchmarkScanCells measures rendering the quickstart's four columns

@@ -12,7 +12,11 @@
 // (an int field there came out right, but struct fields are left out of
 // the push-down as a whole). Its row-group pruning also takes a row group
 // with as many NULLs as values of an optional column for all NULL and
-// skips it for =, IN, ranges and IS NOT NULL (prunesAllNull). rowscan
+// skips it for =, IN, ranges and IS NOT NULL (prunesAllNull). NOT IN is
+// NOT (is_in), and is_in is false for NULL, so NOT IN kept NULL rows that
+// SQL leaves out; IN and NOT IN of booleans keep the wrong rows; and any
+// predicate on a column after a struct column fails ("invalid"), as
+// measured by TestScanNullTruthTable in cmd/icebloom. rowscan
 // therefore splits the bound filter: what iceberg-go evaluates correctly is
 // pushed down (so its row-group statistics still prune), and the rest is
 // evaluated here, row by row, with iceberg-go's own expression evaluator
@@ -29,6 +33,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
@@ -36,8 +42,10 @@ import (
 // Options configure Read.
 type Options struct {
 	// Select names the columns to return, in this order; nil returns every
-	// column of the schema in its order. Names match regardless of case
-	// unless CaseSensitive.
+	// column of the schema in its order. A field of a struct is named by
+	// its full name (st.name) and returned as a column of that name, NULL
+	// where the struct is. Names match regardless of case unless
+	// CaseSensitive.
 	Select []string
 	// Limit stops reading after this many matching rows; 0 reads all.
 	Limit int64
@@ -68,7 +76,12 @@ func Read(ctx context.Context, tbl *table.Table, schema *iceberg.Schema, bound i
 	// The columns read: those selected, and the top-level columns the local
 	// filter names (whole, so that the positions of struct fields are the
 	// schema's), dropped again before the records are returned.
-	read := slices.Clone(selected)
+	var read []string
+	for _, sel := range selected {
+		if !slices.Contains(read, sel.top) {
+			read = append(read, sel.top)
+		}
+	}
 	var test rowTest
 	if local != nil {
 		for _, id := range localFields {
@@ -103,14 +116,24 @@ func Read(ctx context.Context, tbl *table.Table, schema *iceberg.Schema, bound i
 	if err != nil {
 		return nil, nil, err
 	}
-	cols := make([]int, len(selected))
+	cols := make([]column, len(selected))
 	fields := make([]arrow.Field, len(selected))
-	for i, name := range selected {
-		idx := readSchema.FieldIndices(name)
+	for i, sel := range selected {
+		idx := readSchema.FieldIndices(sel.top)
 		if len(idx) != 1 {
-			return nil, nil, fmt.Errorf("column %s: not in the records read", name)
+			return nil, nil, fmt.Errorf("column %s: not in the records read", sel.top)
 		}
-		cols[i], fields[i] = idx[0], readSchema.Field(idx[0])
+		f := readSchema.Field(idx[0])
+		for _, pos := range sel.path {
+			st, ok := f.Type.(*arrow.StructType)
+			if !ok || pos >= st.NumFields() {
+				return nil, nil, fmt.Errorf("column %s: not in the records read", sel.name)
+			}
+			f = st.Field(pos)
+			f.Nullable = true // NULL where the struct is
+		}
+		f.Name = sel.name
+		cols[i], fields[i] = column{idx[0], sel.path}, f
 	}
 	md := readSchema.Metadata()
 	outSchema := arrow.NewSchema(fields, &md)
@@ -149,7 +172,7 @@ func Read(ctx context.Context, tbl *table.Table, schema *iceberg.Schema, bound i
 // emit yields the runs of rec's rows that test keeps (all rows without a
 // test), projected to cols, counting them off left when limited. It
 // reports whether the limit was reached or the consumer stopped.
-func emit(rec arrow.RecordBatch, test rowTest, positions, cols []int, schema *arrow.Schema,
+func emit(rec arrow.RecordBatch, test rowTest, positions []int, cols []column, schema *arrow.Schema,
 	left *int64, limited bool, yield func(arrow.RecordBatch, error) bool) (done bool) {
 	n := int(rec.NumRows())
 	row := &recordRow{rec: rec, positions: positions}
@@ -177,7 +200,9 @@ func emit(rec arrow.RecordBatch, test rowTest, positions, cols []int, schema *ar
 		if end > start {
 			arrs := make([]arrow.Array, len(cols))
 			for i, c := range cols {
-				arrs[i] = array.NewSlice(rec.Column(c), int64(start), int64(end))
+				whole := fieldOf(rec.Column(c.index), c.path)
+				arrs[i] = array.NewSlice(whole, int64(start), int64(end))
+				whole.Release()
 			}
 			out := array.NewRecordBatch(schema, arrs, int64(end-start))
 			for _, a := range arrs {
@@ -199,41 +224,129 @@ func emit(rec arrow.RecordBatch, test rowTest, positions, cols []int, schema *ar
 	return false
 }
 
-// selectColumns resolves names to the schema's top-level column names, in
-// the order given; none selects every column.
-func selectColumns(schema *iceberg.Schema, names []string, caseSensitive bool) ([]string, error) {
+// selection is a column to return: a top-level column, or a field of
+// structs within it.
+type selection struct {
+	name string // as returned: the column's name, or the field's full name
+	top  string // the top-level column that holds it
+	path []int  // the field's positions in the structs below top
+}
+
+// column is a selection in the records read: the top-level column's index
+// and the path below it.
+type column struct {
+	index int
+	path  []int
+}
+
+// fieldOf returns the field at path in the structs of arr (arr itself for
+// none), NULL in each row where a struct on the way is. The caller
+// releases it.
+func fieldOf(arr arrow.Array, path []int) arrow.Array {
+	arr.Retain()
+	for _, pos := range path {
+		st := arr.(*array.Struct)
+		child := withNullsOf(st.Field(pos), st)
+		arr.Release()
+		arr = child
+	}
+	return arr
+}
+
+// withNullsOf returns child, a field of st, NULL also where st is: Arrow
+// leaves a field's values under a NULL struct undefined.
+func withNullsOf(child arrow.Array, st *array.Struct) arrow.Array {
+	if st.NullN() == 0 {
+		child.Retain()
+		return child
+	}
+	data := child.Data()
+	n, off := child.Len(), data.Offset()
+	bits := make([]byte, bitutil.BytesForBits(int64(off+n)))
+	nulls := 0
+	for i := range n {
+		if st.IsValid(i) && child.IsValid(i) {
+			bitutil.SetBit(bits, off+i)
+		} else {
+			nulls++
+		}
+	}
+	buffers := slices.Clone(data.Buffers())
+	buffers[0] = memory.NewBufferBytes(bits)
+	merged := array.NewData(data.DataType(), n, buffers, data.Children(), nulls, off)
+	defer merged.Release()
+	return array.MakeFromData(merged)
+}
+
+// selectColumns resolves names to the schema's top-level columns and
+// struct fields, in the order given; none selects every top-level column.
+func selectColumns(schema *iceberg.Schema, names []string, caseSensitive bool) ([]selection, error) {
 	if len(names) == 0 {
-		out := make([]string, 0, len(schema.Fields()))
+		out := make([]selection, 0, len(schema.Fields()))
 		for _, f := range schema.Fields() {
-			out = append(out, f.Name)
+			out = append(out, selection{name: f.Name, top: f.Name})
 		}
 		return out, nil
 	}
-	var out []string
+	var out []selection
 	var errs []error
 	for _, name := range names {
-		var found []string
-		for _, f := range schema.Fields() {
-			if f.Name == name || (!caseSensitive && strings.EqualFold(f.Name, name)) {
-				found = append(found, f.Name)
-			}
-		}
+		sel, err := selectColumn(schema, name, caseSensitive)
 		switch {
-		case len(found) == 0:
-			errs = append(errs, fmt.Errorf("select %s: no such column", name))
-		case len(found) > 1 && !slices.Contains(found, name):
-			errs = append(errs, fmt.Errorf("select %s: ambiguous column: matches %v regardless of case", name, found))
-		case slices.Contains(out, found[0]):
+		case err != nil:
+			errs = append(errs, err)
+		case slices.ContainsFunc(out, func(o selection) bool { return o.name == sel.name }):
 			errs = append(errs, fmt.Errorf("select %s: named twice", name))
 		default:
-			if slices.Contains(found, name) {
-				out = append(out, name)
-			} else {
-				out = append(out, found[0])
-			}
+			out = append(out, sel)
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// selectColumn resolves one name of Select: a top-level column, or a
+// field of structs named by its full name; regardless of case unless
+// caseSensitive, the exact name first.
+func selectColumn(schema *iceberg.Schema, name string, caseSensitive bool) (selection, error) {
+	var found []string
+	var walk func(prefix string, fields []iceberg.NestedField)
+	walk = func(prefix string, fields []iceberg.NestedField) {
+		for _, f := range fields {
+			full := prefix + f.Name
+			if full == name || (!caseSensitive && strings.EqualFold(full, name)) {
+				found = append(found, full)
+			}
+			if st, ok := f.Type.(*iceberg.StructType); ok && strings.Count(name, ".") > strings.Count(full, ".") {
+				walk(full+".", st.FieldList)
+			}
+		}
+	}
+	walk("", schema.Fields())
+	switch {
+	case len(found) == 0:
+		return selection{}, fmt.Errorf("select %s: no such column", name)
+	case slices.Contains(found, name):
+		found = []string{name}
+	case len(found) > 1:
+		return selection{}, fmt.Errorf("select %s: ambiguous column: matches %v regardless of case", name, found)
+	}
+	if slices.ContainsFunc(schema.Fields(), func(f iceberg.NestedField) bool { return f.Name == found[0] }) {
+		return selection{name: found[0], top: found[0]}, nil // a top-level column, dotted or not
+	}
+	// Walk the schema again along the name found, noting positions.
+	parts := strings.Split(found[0], ".")
+	sel := selection{name: found[0], top: parts[0]}
+	fields := schema.Fields()
+	for depth, part := range parts {
+		pos := slices.IndexFunc(fields, func(f iceberg.NestedField) bool { return f.Name == part })
+		if depth > 0 {
+			sel.path = append(sel.path, pos)
+		}
+		if st, ok := fields[pos].Type.(*iceberg.StructType); ok {
+			fields = st.FieldList
+		}
+	}
+	return sel, nil
 }
 
 // topLevel returns the name of the top-level column that holds field id.

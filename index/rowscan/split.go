@@ -15,6 +15,16 @@ import (
 // when it holds no conjunct; together they are bound. fields are the ids
 // of the fields local names.
 func Split(schema *iceberg.Schema, bound iceberg.BooleanExpression) (push, local iceberg.BooleanExpression, fields []int, err error) {
+	// iceberg-go's row-group pruning evaluates a pushed NOT (p) as p's
+	// negation (iceberg.RewriteNotExpr), so NOT (c IS NULL) is pruned as
+	// c IS NOT NULL; rewriting first lets pushable judge the predicates
+	// that are evaluated. The rewrite keeps SQL's meaning: a predicate and
+	// its negation are both unknown on NULL, and De Morgan's laws hold in
+	// three-valued logic.
+	bound, err = iceberg.RewriteNotExpr(bound)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("filter: %w", err)
+	}
 	root, err := iceberg.VisitExpr(bound, splitter{schema})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("filter: %w", err)
@@ -113,18 +123,22 @@ func (s splitter) VisitBound(p iceberg.BoundPredicate) part {
 	default:
 		panic(fmt.Errorf("cannot read predicate %s", p))
 	}
-	return part{expr: u, bound: p, push: pushable(p), fields: []int{field.ID}}
+	return part{expr: u, bound: p, push: pushable(s.schema, p), fields: []int{field.ID}}
 }
 
 // pushable says which predicates iceberg-go's reader gets right, as
-// measured (see the package comment): none on a field inside a struct, no
-// null test of a decimal, no ordering of booleans, and on an optional
-// column none that its row-group pruning skips an "all-NULL" row group for.
-func pushable(p iceberg.BoundPredicate) bool {
-	if len(p.Ref().PosPath()) > 1 {
+// measured (see the package comment and TestScanNullTruthTable in
+// cmd/icebloom): none on a field inside a struct or on a column after a
+// struct, no null test of a decimal, no ordering of booleans nor IN or
+// NOT IN of them, on an optional column no NOT IN and none that its
+// row-group pruning skips an "all-NULL" row group for.
+func pushable(schema *iceberg.Schema, p iceberg.BoundPredicate) bool {
+	if len(p.Ref().PosPath()) > 1 || afterStruct(schema, p.Ref().PosPath()[0]) {
 		return false
 	}
-	if !p.Ref().Field().Required && prunesAllNull(p.Op()) {
+	if !p.Ref().Field().Required && (prunesAllNull(p.Op()) || p.Op() == iceberg.OpNotIn) {
+		// iceberg-go evaluates NOT IN as NOT (is_in), and arrow-go's is_in
+		// is false, not NULL, for a NULL value: NOT IN kept NULL rows.
 		return false
 	}
 	switch p.Ref().Field().Type.(type) {
@@ -133,6 +147,10 @@ func pushable(p iceberg.BoundPredicate) bool {
 	case iceberg.BooleanType:
 		switch p.Op() {
 		case iceberg.OpLT, iceberg.OpLTEQ, iceberg.OpGT, iceberg.OpGTEQ:
+			return false
+		case iceberg.OpIn, iceberg.OpNotIn:
+			// IN (false, true) kept only the true rows, required
+			// column or not.
 			return false
 		}
 	}
@@ -153,6 +171,19 @@ func prunesAllNull(op iceberg.Operation) bool {
 	case iceberg.OpEQ, iceberg.OpIn, iceberg.OpLT, iceberg.OpLTEQ, iceberg.OpGT, iceberg.OpGTEQ,
 		iceberg.OpNotNull, iceberg.OpIsNan, iceberg.OpStartsWith:
 		return true
+	}
+	return false
+}
+
+// afterStruct says whether a struct column comes before the top-level
+// column at position pos. iceberg-go v0.7.0's row filter fails with
+// arrow's bare "invalid" on such a column (`x = 1` on a table of columns
+// id, st struct<a, b>, x), whichever columns are read.
+func afterStruct(schema *iceberg.Schema, pos int) bool {
+	for _, f := range schema.Fields()[:pos] {
+		if _, ok := f.Type.(*iceberg.StructType); ok {
+			return true
+		}
 	}
 	return false
 }

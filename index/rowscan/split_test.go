@@ -35,9 +35,11 @@ func bound(t *testing.T, filter string) iceberg.BooleanExpression {
 
 // TestSplit: the conjuncts iceberg-go's reader evaluates correctly are
 // pushed down, unbound with full names; decimal null tests, ordered
-// booleans, struct fields and the predicates on optional columns that its
-// row-group pruning gets wrong (prunesAllNull) stay local, and an OR with a
-// local side stays local whole.
+// booleans and sets of them, struct fields, NOT IN on an optional column
+// and the predicates on optional columns that its row-group pruning gets
+// wrong (prunesAllNull), judged after NOT is rewritten away (NOT (amt !=
+// 1.5) is amt = 1.5), stay local, and an OR with a local side stays local
+// whole.
 func TestSplit(t *testing.T) {
 	for _, c := range []struct {
 		filter      string
@@ -53,6 +55,11 @@ func TestSplit(t *testing.T) {
 		{"flag != true", true, false, nil},
 		{"st.name = 'x' OR id = 1", false, true, []int{5, 1}},
 		{"NOT (amt IS NOT NULL)", false, true, []int{2}},
+		{"amt NOT IN (1.5, 2.5)", false, true, []int{2}},
+		{"id NOT IN (1, 2)", true, false, nil},
+		{"NOT (amt != 1.5)", false, true, []int{2}},
+		{"NOT (id != 1) AND NOT (amt = 1.5)", true, false, nil},
+		{"flag IN (true, false)", false, true, []int{3}},
 	} {
 		push, local, fields, err := Split(testSchema, bound(t, c.filter))
 		if err != nil {
@@ -99,6 +106,9 @@ func TestLocalFilterIsSQL(t *testing.T) {
 		"st.name IN ('x', 'y')":      "1",
 		"st.name NOT IN ('y')":       "1",
 		"amt >= 1.5 AND flag = true": "1",
+		"amt NOT IN (1.5, 2.5)":      "",
+		"NOT (amt IN (2.5, 3))":      "1",
+		"flag NOT IN (true, false)":  "",
 	} {
 		test, err := compile(bound(t, filter))
 		if err != nil {

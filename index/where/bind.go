@@ -196,7 +196,40 @@ func findColumn(schema *iceberg.Schema, name string, caseSensitive bool) (iceber
 		return iceberg.NestedField{}, "", &UnknownColumnError{Column: name}
 	}
 	full, _ := schema.FindColumnName(field.ID)
+	if err := comparable(schema, field, full); err != nil {
+		return iceberg.NestedField{}, "", err
+	}
 	return field, full, nil
+}
+
+// comparable refuses, with a sentence, what a filter cannot name: a
+// struct, list or map column, and a field inside a list or map, where
+// iceberg-go's binding said "cannot use 1 as list<int>", "invalid schema"
+// or "unhandled bound reference type".
+func comparable(schema *iceberg.Schema, field iceberg.NestedField, full string) error {
+	parts := strings.Split(full, ".")
+	for i := 1; i < len(parts); i++ {
+		outer, ok := schema.FindFieldByName(strings.Join(parts[:i], "."))
+		if !ok {
+			continue
+		}
+		switch outer.Type.(type) {
+		case *iceberg.ListType, *iceberg.MapType:
+			return fmt.Errorf("%s is inside %s %s: a filter cannot name the elements of a list nor the keys or values of a map",
+				full, outer.Type.Type(), outer.Name)
+		}
+	}
+	switch t := field.Type.(type) {
+	case *iceberg.StructType:
+		var names []string
+		for _, f := range t.FieldList {
+			names = append(names, full+"."+f.Name)
+		}
+		return fmt.Errorf("%s is a struct: a filter compares its fields (%s), not the struct itself", full, strings.Join(names, ", "))
+	case *iceberg.ListType, *iceberg.MapType:
+		return fmt.Errorf("%s is a %s: a filter can compare or test for NULL only columns of a primitive type and struct fields", full, t.Type())
+	}
+	return nil
 }
 
 // UnknownColumnError is the error of a filter naming a column the table's

@@ -83,6 +83,28 @@ type token struct {
 	kind tokenKind
 	text string // the name, the string's content, the number or the operator
 	at   string // where it starts, for errors: "position 7" or "line 2, column 3"
+	off  int    // where it starts, as a byte offset
+}
+
+// SyntaxError is an error of Parse: what is wrong, and where.
+type SyntaxError struct {
+	// Offset is the byte offset in the filter of the token the error is
+	// about (its length at the end of the filter).
+	Offset int
+	msg    string
+	err    error
+}
+
+func (e *SyntaxError) Error() string { return e.msg }
+
+// Unwrap returns the cause of a literal that does not parse.
+func (e *SyntaxError) Unwrap() error { return e.err }
+
+// syntaxError is a SyntaxError at tok whose message starts with where tok
+// is; a %w in format is its cause.
+func syntaxError(tok token, format string, args ...any) error {
+	err := fmt.Errorf("%s: "+format, append([]any{tok.at}, args...)...)
+	return &SyntaxError{Offset: tok.off, msg: err.Error(), err: errors.Unwrap(err)}
 }
 
 // describe names the token for an error.
@@ -143,7 +165,7 @@ func (l *lexer) scan() (token, error) {
 	}
 	start, at := l.off, l.at()
 	tok := func(kind tokenKind, text string) (token, error) {
-		return token{kind: kind, text: text, at: at}, nil
+		return token{kind: kind, text: text, at: at, off: start}, nil
 	}
 	switch r := l.peek(); {
 	case r == -1:
@@ -152,13 +174,13 @@ func (l *lexer) scan() (token, error) {
 		l.advance()
 		text, ok := l.quoted('\'')
 		if !ok {
-			return token{}, fmt.Errorf("%s: unterminated '", at)
+			return token{}, syntaxError(token{at: at, off: start}, "unterminated '")
 		}
 		return tok(tokBinary, text)
 	case r == '\'' || r == '"':
 		text, ok := l.quoted(r)
 		if !ok {
-			return token{}, fmt.Errorf("%s: unterminated %c", at, r)
+			return token{}, syntaxError(token{at: at, off: start}, "unterminated %c", r)
 		}
 		if r == '"' {
 			return tok(tokQuotedName, text)
@@ -278,7 +300,7 @@ func (p *parser) next() {
 
 func (p *parser) fail(expected string) {
 	if p.err == nil {
-		p.err = fmt.Errorf("%s: %s, found %s", p.tok.at, expected, p.tok.describe())
+		p.err = syntaxError(p.tok, "%s, found %s", expected, p.tok.describe())
 	}
 }
 
@@ -456,12 +478,12 @@ func (p *parser) literal() (iceberg.Literal, bool) {
 	tok := p.tok
 	if p.values++; p.values > MaxValues {
 		if p.err == nil {
-			p.err = fmt.Errorf("%s: more than %d values in the filter (the limit, where.MaxValues): split it into several lookups", tok.at, MaxValues)
+			p.err = syntaxError(tok, "more than %d values in the filter, the limit: split it into several lookups", MaxValues)
 		}
 		return nil, false
 	}
 	invalid := func(err error) (iceberg.Literal, bool) {
-		p.err = fmt.Errorf("%s: %s: %w", tok.at, tok.describe(), err)
+		p.err = syntaxError(tok, "%s: %w", tok.describe(), err)
 		return nil, false
 	}
 	var lit iceberg.Literal
@@ -516,7 +538,7 @@ func (p *parser) typed() (iceberg.Literal, bool) {
 		return nil, false
 	}
 	if err := lit.check(); err != nil {
-		p.err = fmt.Errorf("%s: %s: %w", p.tok.at, lit, err)
+		p.err = syntaxError(p.tok, "%s: %w", lit, err)
 		return nil, false
 	}
 	p.next()

@@ -456,3 +456,36 @@ func mustParse(t testing.TB, where string) iceberg.BooleanExpression {
 	}
 	return expr
 }
+
+// TestBindRefusesNestedColumns: a struct, list or map column, or a field
+// inside a list or map, is refused with a sentence saying what a filter
+// can name (iceberg-go said "cannot use 1 as list<int>", "invalid schema"
+// and "unhandled bound reference type: map<string, int>").
+func TestBindRefusesNestedColumns(t *testing.T) {
+	schema := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "l", Type: &iceberg.ListType{ElementID: 4, Element: iceberg.PrimitiveTypes.Int32}},
+		iceberg.NestedField{ID: 2, Name: "m", Type: &iceberg.MapType{KeyID: 5, KeyType: iceberg.PrimitiveTypes.String,
+			ValueID: 6, ValueType: iceberg.PrimitiveTypes.Int32}},
+		iceberg.NestedField{ID: 3, Name: "st", Type: &iceberg.StructType{FieldList: []iceberg.NestedField{
+			{ID: 7, Name: "a", Type: iceberg.PrimitiveTypes.Int32}}}},
+	)
+	for filter, want := range map[string]string{
+		"l = 1":               "l is a list: a filter can compare or test for NULL only columns of a primitive type and struct fields",
+		"m IS NULL":           "m is a map: a filter can compare or test for NULL only columns of a primitive type and struct fields",
+		"st = 1":              "st is a struct: a filter compares its fields (st.a), not the struct itself",
+		"m.key = 'k'":         "m.key is inside map m: a filter cannot name the elements of a list nor the keys or values of a map",
+		"l.element IN (1, 2)": "l.element is inside list l: a filter cannot name the elements of a list nor the keys or values of a map",
+	} {
+		expr, err := Parse(filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Bind(schema, expr, false); err == nil || err.Error() != want {
+			t.Errorf("%s: %v, want %q", filter, err, want)
+		}
+	}
+	expr, _ := Parse("st.a = 1")
+	if _, err := Bind(schema, expr, false); err != nil {
+		t.Errorf("st.a = 1: %v", err)
+	}
+}
