@@ -32,6 +32,7 @@ const DefaultPlanTTL = 10 * time.Minute
 // the storage credentials vended with a plan reach only its owner.
 type storedPlan struct {
 	table, uuid, owner string
+	bytes              int64 // charged to the store's budget
 	status             rest.PlanStatus
 	first              rest.ScanTasks
 	creds              []rest.StorageCredential
@@ -64,13 +65,23 @@ type planStore struct {
 	now   func() time.Time
 	plans map[string]*storedPlan
 	tasks map[string]*storedTask
+	// budget bounds the bytes of the completed plans held (0: no bound);
+	// beyond it the plans that expire first go, as beyond maxStoredPlans.
+	budget, bytes int64
 }
 
-func newPlanStore(ttl time.Duration, now func() time.Time) *planStore {
+func newPlanStore(ttl time.Duration, now func() time.Time, budget int64) *planStore {
 	if ttl <= 0 {
 		ttl = DefaultPlanTTL
 	}
-	return &planStore{ttl: ttl, now: now, plans: map[string]*storedPlan{}, tasks: map[string]*storedTask{}}
+	return &planStore{ttl: ttl, now: now, plans: map[string]*storedPlan{}, tasks: map[string]*storedTask{}, budget: budget}
+}
+
+// held is the bytes of the plans held, for /metrics.
+func (s *planStore) held() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bytes
 }
 
 func randomID() string {
@@ -119,9 +130,16 @@ func (s *planStore) complete(id string, res *planning.PlanResult) {
 	}
 }
 
-// completeLocked makes plan id completed with res; the caller holds mu.
+// completeLocked makes plan id completed with res, dropping the plans
+// that expire first while the store is over its budget; the caller holds
+// mu.
 func (s *planStore) completeLocked(id string, res *planning.PlanResult) storedPlan {
 	p := s.plans[id]
+	p.bytes = res.Bytes()
+	s.bytes += p.bytes
+	for s.budget > 0 && s.bytes > s.budget && len(s.plans) > 1 {
+		s.dropOldestBut(id)
+	}
 	p.status, p.cancel, p.creds, p.first = rest.PlanStatusCompleted, nil, res.Credentials, res.Pages[0]
 	p.expires = s.now().Add(s.ttl) // the client has the TTL from now to fetch its tasks
 	for _, page := range res.Pages[1:] {
@@ -166,6 +184,7 @@ func (s *planStore) sweep(now time.Time) {
 // dropLocked drops plan id, stopping its planning if it is still being
 // planned, and its tasks; the caller holds mu.
 func (s *planStore) dropLocked(id string, p *storedPlan) {
+	s.bytes -= p.bytes
 	if p.cancel != nil {
 		p.cancel()
 	}
@@ -177,14 +196,20 @@ func (s *planStore) dropLocked(id string, p *storedPlan) {
 
 // dropOldest drops the plan that expires first and its tasks; the caller
 // holds mu.
-func (s *planStore) dropOldest() {
+func (s *planStore) dropOldest() { s.dropOldestBut("") }
+
+// dropOldestBut drops the plan that expires first other than keep, and
+// its tasks; the caller holds mu.
+func (s *planStore) dropOldestBut(keep string) {
 	var oldest string
 	for id, p := range s.plans {
-		if oldest == "" || p.expires.Before(s.plans[oldest].expires) {
+		if id != keep && (oldest == "" || p.expires.Before(s.plans[oldest].expires)) {
 			oldest = id
 		}
 	}
-	s.dropLocked(oldest, s.plans[oldest])
+	if oldest != "" {
+		s.dropLocked(oldest, s.plans[oldest])
+	}
 }
 
 // plan returns (a copy of) the live plan id of table made by owner.

@@ -726,3 +726,32 @@ func TestServeBoundsHeaders(t *testing.T) {
 		t.Fatalf("an ordinary request after: %d", status)
 	}
 }
+
+// TestUpstreamAnswersReserved: in proxy mode a load-table answer, which the
+// server reads whole to opt the table in, is read only with room in the
+// memory plans work in: with none, the load gets 503 with Retry-After, and
+// once there is room it is answered as before.
+func TestUpstreamAnswersReserved(t *testing.T) {
+	up := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{})
+	smallTable(t, up.Catalog)
+	srv, err := serve.New(serve.Options{Upstream: mustURL(t, up.URL), MemoryBudget: 4 << 20, MaxWorkWait: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newHTTPServer(t, srv).URL
+	hold, err := srv.Planner().ReserveWork(context.Background(), srv.Planner().Stats().WorkBudget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := do(t, "GET", base+tablePath, up.Token, "")
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("a load with no room to read it: %d %s, want 503 with Retry-After", resp.StatusCode, body)
+	}
+	hold()
+	if resp, body := do(t, "GET", base+tablePath, up.Token, ""); resp.StatusCode != 200 || !strings.Contains(string(body), "scan-planning-mode") {
+		t.Fatalf("a load with room: %d %s", resp.StatusCode, body)
+	}
+	if st := srv.Planner().Stats(); st.WorkReserved != 0 {
+		t.Fatalf("%d bytes still reserved after the answers were sent", st.WorkReserved)
+	}
+}

@@ -171,7 +171,7 @@ func New(o Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{o: o, plans: newPlanStore(o.PlanTTL, o.Now), inFlight: make(chan struct{}, o.MaxPlansInFlight), log: o.Logger, metrics: newMetrics()}
+	s := &Server{o: o, plans: newPlanStore(o.PlanTTL, o.Now, max(o.MemoryBudget, 0)/16), inFlight: make(chan struct{}, o.MaxPlansInFlight), log: o.Logger, metrics: newMetrics()}
 	load := s.loadFromCatalog
 	if o.Upstream != nil {
 		s.client = &http.Client{Transport: o.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -332,6 +332,12 @@ func (s *Server) writeMetrics(w io.Writer) {
 	fmt.Fprintln(w, "# HELP icebloom_serve_plan_work_budget_bytes The memory budget's part for the plans being computed.")
 	fmt.Fprintln(w, "# TYPE icebloom_serve_plan_work_budget_bytes gauge")
 	fmt.Fprintf(w, "icebloom_serve_plan_work_budget_bytes %d\n", ps.WorkBudget)
+	fmt.Fprintln(w, "# HELP icebloom_serve_stored_plan_bytes Memory held by the plans answered and kept for their plan tasks and polls, of its sixteenth of the memory budget.")
+	fmt.Fprintln(w, "# TYPE icebloom_serve_stored_plan_bytes gauge")
+	fmt.Fprintf(w, "icebloom_serve_stored_plan_bytes %d\n", s.plans.held())
+	fmt.Fprintln(w, "# HELP icebloom_serve_stored_plan_budget_bytes The memory budget's part for stored plans.")
+	fmt.Fprintln(w, "# TYPE icebloom_serve_stored_plan_budget_bytes gauge")
+	fmt.Fprintf(w, "icebloom_serve_stored_plan_budget_bytes %d\n", s.plans.budget)
 	fmt.Fprintln(w, "# HELP icebloom_serve_plans_in_flight Plans being computed.")
 	fmt.Fprintln(w, "# TYPE icebloom_serve_plans_in_flight gauge")
 	fmt.Fprintf(w, "icebloom_serve_plans_in_flight %d\n", len(s.inFlight))
@@ -363,8 +369,11 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 		return
 	}
 	// The slot is taken before the body is read, so that bodies are read
-	// for at most MaxPlansInFlight plans at once; the body and what parsing
-	// it makes are reserved in the work budget until the plan is done.
+	// for at most MaxPlansInFlight plans at once, and the body and what
+	// parsing it makes are reserved in the work budget while it is read and
+	// parsed. Each step (the body, the table's load, the plan) reserves and
+	// gives back in turn, never holding one reservation while waiting for
+	// another.
 	select {
 	case s.inFlight <- struct{}{}:
 	default:
@@ -384,14 +393,17 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 		s.planError(w, err)
 		return
 	}
-	release := func() { freeBody(); <-s.inFlight }
+	release := func() { <-s.inFlight }
 	body, ok := readBody(w, r)
 	if !ok {
+		freeBody()
 		release()
 		return
 	}
 	var req planRequest
-	if err := json.Unmarshal(body, &req); err != nil {
+	err = json.Unmarshal(body, &req)
+	freeBody()
+	if err != nil {
 		release()
 		writeError(w, http.StatusBadRequest, "BadRequestException", fmt.Sprintf("plan request: %v", err))
 		return
@@ -471,9 +483,9 @@ type planRequest struct {
 }
 
 // bodyWorkFactor is the memory a plan request's body is charged in the
-// work budget per byte: the body, the filter kept of it, and the tree the
-// filter is parsed into.
-const bodyWorkFactor = 4
+// work budget per byte while it is read and decoded: the body, and the
+// request decoded from it.
+const bodyWorkFactor = 3
 
 // jsonRequest refuses a POST whose body is not JSON (400, the status the
 // spec lists for a bad request): the REST protocol's bodies are, and a

@@ -68,8 +68,9 @@ type Planner struct {
 
 // PlannerOptions configure NewPlanner.
 type PlannerOptions struct {
-	// MemoryBudget bounds the memory of planning: an eighth for plans
-	// (estimated by their encoded size), half for the fast path's base
+	// MemoryBudget bounds the memory of planning: a sixteenth for plans
+	// (estimated by their encoded size; the server holds the plans it
+	// answered in another sixteenth), half for the fast path's base
 	// plans (charged what they hold: about 1 KiB per data file), an eighth
 	// for manifest files, which only planning other than the fast path's,
 	// and making base plans, reads, and a quarter for the plans being
@@ -93,10 +94,10 @@ func NewPlanner(load Loader, o PlannerOptions) *Planner {
 	return &Planner{
 		load:         load,
 		footers:      index.NewFooterCache(4096),
-		results:      newLRU[*PlanResult](b / 8),
+		results:      newLRU[*PlanResult](b / 16),
 		bases:        newLRU[*base](b / 2),
 		manifests:    newLRU[[]byte](b / 8),
-		work:         newWorkBudget(b-b/8-b/2-b/8, o.MaxWorkWait),
+		work:         newWorkBudget(b-b/8-b/2-b/8, o.MaxWorkWait), // a quarter
 		tables:       newLRU[*table.Table](maxTables),
 		tasksPerPage: o.TasksPerPage,
 	}
@@ -125,6 +126,10 @@ type PlanResult struct {
 	FastPath bool
 	size     int64
 }
+
+// Bytes is the memory the result holds (its pages, encoded), as the plan
+// cache charges it.
+func (r *PlanResult) Bytes() int64 { return r.size }
 
 // RequestError is a planning request the server cannot plan: a bad filter,
 // an unknown column or snapshot. It is answered 400 BadRequestException.
