@@ -103,16 +103,15 @@ func (s *Server) loadFromUpstream(ctx context.Context, ident table.Identifier) (
 	if err != nil {
 		return nil, &upstreamDownError{fmt.Errorf("load %s from the upstream catalog: %w", ident, err)}
 	}
-	release, err := s.reserveUpstream(ctx, resp)
+	body, release, err := s.readUpstream(ctx, resp)
 	if err != nil {
-		resp.Body.Close()
-		return nil, err
-	}
-	defer release()
-	body, err := bufferBody(resp, maxUpstreamJSON)
-	if err != nil {
+		var busy *planning.BusyError
+		if errors.As(err, &busy) {
+			return nil, err
+		}
 		return nil, &upstreamDownError{fmt.Errorf("load %s from the upstream catalog: %w", ident, err)}
 	}
+	defer release()
 	if resp.StatusCode != http.StatusOK {
 		return nil, &statusError{status: resp.StatusCode, header: resp.Header, body: body}
 	}
@@ -261,14 +260,8 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 	if !rewrites(p) || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Encoding") != "" {
 		return nil
 	}
-	release, err := s.reserveUpstream(resp.Request.Context(), resp)
+	body, release, err := s.readUpstream(resp.Request.Context(), resp)
 	if err != nil {
-		resp.Body.Close()
-		return err
-	}
-	body, err := bufferBody(resp, maxUpstreamJSON)
-	if err != nil {
-		release()
 		return err
 	}
 	// What is reserved is given back when the proxy closed the body it
@@ -357,18 +350,51 @@ func HasIndex(meta table.Metadata) bool {
 	return false
 }
 
-// reserveUpstream reserves, in the memory plans work in, what reading and
-// parsing an upstream answer takes: three times its length (the bytes,
-// the JSON tree, the metadata parsed), or three times the most it may be
-// when it does not say. 64 load-table answers of 16 MB at once took
-// 2.4 GB before; now they wait for room, then get 429 (a plan) or 503 (a
-// load passed on).
-func (s *Server) reserveUpstream(ctx context.Context, resp *http.Response) (release func(), err error) {
-	n := resp.ContentLength
-	if n < 0 || n > maxUpstreamJSON {
-		n = maxUpstreamJSON
+// upstreamStep is how much of an upstream answer that does not say its
+// length is read (and reserved for) at a time.
+const upstreamStep = 1 << 20
+
+// readUpstream reads an upstream answer whole (at most maxUpstreamJSON),
+// leaving a reader of it in resp.Body, with room reserved in the memory
+// plans work in for reading and parsing it: three times its length (the
+// bytes, the JSON tree, the metadata parsed), all at once when the answer
+// says its length, else a step at a time as it comes. release gives the
+// room back. 64 load-table answers of 16 MB at once took 2.4 GB before;
+// now they wait for room, then fail with *planning.BusyError (a plan gets
+// 429, a load passed on 503).
+func (s *Server) readUpstream(ctx context.Context, resp *http.Response) (body []byte, release func(), err error) {
+	defer resp.Body.Close()
+	var releases []func()
+	release = func() {
+		for _, r := range releases {
+			r()
+		}
 	}
-	return s.planner.ReserveWork(ctx, 3*n)
+	step := int64(upstreamStep)
+	if n := resp.ContentLength; n >= 0 {
+		step = min(n, maxUpstreamJSON) + 1 // +1: an answer longer than it says is seen
+	}
+	var buf bytes.Buffer
+	for {
+		r, rerr := s.planner.ReserveWork(ctx, 3*step)
+		if rerr != nil {
+			release()
+			return nil, nil, rerr
+		}
+		releases = append(releases, r)
+		_, err = io.CopyN(&buf, resp.Body, step)
+		switch {
+		case err == io.EOF:
+			resp.Body = io.NopCloser(bytes.NewReader(buf.Bytes()))
+			return buf.Bytes(), release, nil
+		case err != nil:
+			release()
+			return nil, nil, err
+		case int64(buf.Len()) > maxUpstreamJSON:
+			release()
+			return nil, nil, fmt.Errorf("upstream response over %d bytes", int64(maxUpstreamJSON))
+		}
+	}
 }
 
 // releasingBody is a response body that gives back a reservation when

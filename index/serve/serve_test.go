@@ -403,7 +403,9 @@ func TestPlanRequestFields(t *testing.T) {
 }
 
 // TestNoCredentialsLogged: with debug logging, no Authorization value
-// appears in the log, for proxied and planned requests alike, failed or not.
+// appears in the log, for proxied and planned requests alike, failed or not;
+// each plan is logged with its data files in the snapshot, after statistics
+// and after the index.
 func TestNoCredentialsLogged(t *testing.T) {
 	var log bytes.Buffer
 	var mu sync.Mutex
@@ -421,6 +423,12 @@ func TestNoCredentialsLogged(t *testing.T) {
 	for _, secret := range []string{up.Token, "wrong-secret-token", "Bearer"} {
 		if strings.Contains(log.String(), secret) {
 			t.Fatalf("the log holds %q:\n%s", secret, log.String())
+		}
+	}
+	// Each plan is logged at info with what the index did.
+	for _, field := range []string{"msg=plan", "table=db.events", "files_in_snapshot=2", "files_after_statistics=2", "files_after_index=2"} {
+		if !strings.Contains(log.String(), field) {
+			t.Errorf("the log has no %s:\n%s", field, log.String())
 		}
 	}
 }

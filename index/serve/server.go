@@ -18,7 +18,6 @@
 package serve
 
 import (
-	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -436,6 +435,7 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 		res, err := s.planner.PlanTable(ctx, loaded, req.PlanTableScanRequest)
 		if err == nil {
 			s.metrics.planned(res, res.Cached, time.Since(start))
+			s.logPlan(rt, res, time.Since(start))
 		}
 		done <- outcome{res, err}
 	}()
@@ -472,6 +472,23 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 		}()
 		writeJSON(w, http.StatusOK, rest.PlanTableScanResponse{Status: rest.PlanStatusSubmitted, PlanID: &id})
 	}
+}
+
+// logPlan logs a plan made at info, with what the index did: the data
+// files in the snapshot, after partitions and statistics, and after the
+// index (a user trying serve sees it prune).
+func (s *Server) logPlan(rt route, res *planning.PlanResult, d time.Duration) {
+	how := "planned"
+	switch {
+	case res.Cached:
+		how = "cached"
+	case res.FastPath:
+		how = "fast path"
+	}
+	s.log.Info("plan", "table", strings.Join(rt.ident(), "."), "snapshot", res.SnapshotID,
+		"files_in_snapshot", res.FilesTotal, "files_after_statistics", res.FilesAfterStats,
+		"files_after_index", res.FilesPlanned, "unindexed", res.Unindexed, "index_errors", len(res.IndexErrors),
+		"how", how, "duration", d)
 }
 
 // planRequest is a plan request as read: the fields of a point-in-time
@@ -662,19 +679,4 @@ func copyHeader(dst, src http.Header) {
 		}
 		dst[k] = slices.Clone(vs)
 	}
-}
-
-// bufferBody reads a response body of at most limit bytes, leaving a
-// reader of it in its place.
-func bufferBody(resp *http.Response, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("upstream response over %d bytes", limit)
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(b))
-	return b, nil
 }
