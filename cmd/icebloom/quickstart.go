@@ -78,6 +78,9 @@ func (c *QuickstartCmd) run(ctx context.Context, e *env) error {
 			plural(l.Rows, "row"), l.ScanMillis, l.NoIndexMillis, l.NoIndexMillis/max(l.ScanMillis, 0.001))
 	}
 	e.printf("\ntry it yourself:\n  %s\n", quickstart.TryCommand(c.Dir, given, out.Catalog, dir, out.Present.Where))
+	serve, plan := quickstart.ServeCommands(c.Dir, given, out.Catalog, dir, needle)
+	e.printf("\nsee the server prune for an engine: run the server, then plan through it from another shell;\n"+
+		"the server logs each plan's data files in the table, after statistics and after the index:\n  %s\n  %s\n", serve, plan)
 	return nil
 }
 

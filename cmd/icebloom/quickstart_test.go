@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -125,6 +128,7 @@ func TestTryItYourselfRunsAsPrinted(t *testing.T) {
 			if !ok {
 				t.Fatalf("no command to try in %s", stdout)
 			}
+			try, serveStep, _ := strings.Cut(try, "\n")
 			if strings.Contains(try, "--catalog sql") != c.flags {
 				t.Errorf("catalog flags in %q: want %v", try, c.flags)
 			}
@@ -137,6 +141,7 @@ func TestTryItYourselfRunsAsPrinted(t *testing.T) {
 			if code != 0 || !strings.HasSuffix(out, ".parquet\n") || strings.Count(out, "\n") != 1 {
 				t.Fatalf("%q: exit %d, stdout %q, stderr %s", try, code, out, errOut)
 			}
+			checkServeStep(t, serveStep, prog)
 		})
 	}
 }
@@ -215,6 +220,7 @@ func TestTryItYourselfAfterGoRun(t *testing.T) {
 		t.Fatalf("go run ./cmd/icebloom quickstart: %v\n%s", err, stderrOf(err))
 	}
 	_, try, ok := strings.Cut(string(out), "try it yourself:\n  ")
+	try, _, _ = strings.Cut(try, "\n")
 	if !ok || !strings.HasPrefix(try, "go run ./cmd/icebloom ") {
 		t.Fatalf("the command to try after go run is %q, want go run ./cmd/icebloom …", try)
 	}
@@ -224,6 +230,43 @@ func TestTryItYourselfAfterGoRun(t *testing.T) {
 	found, err := sh.Output()
 	if err != nil || !strings.HasSuffix(string(found), ".parquet\n") {
 		t.Fatalf("%s: %v, stdout %q\n%s", try, err, found, stderrOf(err))
+	}
+}
+
+// checkServeStep runs the quickstart's server step as printed (step holds
+// its explanation, the serve command and the client's plan request): the
+// server, on another port, answers the plan with the file that holds the
+// value, and logs the plan's data files after statistics and the index.
+func checkServeStep(t *testing.T, step string, prog []string) {
+	t.Helper()
+	_, cmds, ok := strings.Cut(step, "after the index:\n  ")
+	lines := strings.Split(strings.TrimSpace(cmds), "\n  ")
+	if !ok || len(lines) != 2 {
+		t.Fatalf("no serve step in %q", step)
+	}
+	serveWords := shellWords(t, lines[0])
+	if len(serveWords) <= len(prog) || serveWords[len(serveWords)-1] != "serve" {
+		t.Fatalf("the serve command %q", lines[0])
+	}
+	base, _, log := runServe(t, append(serveWords[len(prog):], "--listen", "127.0.0.1:0"))
+	addr := strings.TrimPrefix(base, "http://")
+	curl := shellWords(t, lines[1]) // curl -s -H header -d body url
+	if len(curl) != 7 || curl[0] != "curl" || curl[4] != "-d" {
+		t.Fatalf("the plan request %q", lines[1])
+	}
+	url := strings.Replace(curl[6], quickstart.ServeAddress, addr, 1)
+	resp, err := http.Post(url, "application/json", strings.NewReader(curl[5]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.Count(string(body), `"file-path"`) < 1 {
+		t.Fatalf("%s: %d %s", lines[1], resp.StatusCode, body)
+	}
+	m := regexp.MustCompile(`"files_in_snapshot":(\d+),"files_after_statistics":\d+,"files_after_index":(\d+)`).FindStringSubmatch(log.String())
+	if m == nil || m[2] == "0" || len(m[2]) > len(m[1]) || len(m[2]) == len(m[1]) && m[2] > m[1] {
+		t.Fatalf("serve logged no plan with its files (at least the one holding the value): %s", log)
 	}
 }
 

@@ -51,18 +51,26 @@ func (s *syncBuffer) String() string {
 // serves on and a function that stops it and returns its exit code.
 func startServe(t *testing.T, args ...string) (string, func() int) {
 	t.Helper()
+	url, stop, _ := runServe(t, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...))
+	return url, stop
+}
+
+// runServe is startServe with the whole command line (global flags
+// first), also returning what the server logs.
+func runServe(t *testing.T, argv []string) (string, func() int, *syncBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut syncBuffer
 	code := make(chan int, 1)
 	go func() {
-		code <- runOn(ctx, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...), &out, &errOut, false, 80, time.Now)
+		code <- runOn(ctx, argv, &out, &errOut, false, 80, time.Now)
 	}()
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if line, ok := strings.CutPrefix(out.String(), "serving on "); ok {
 			stop := func() int { cancel(); return <-code }
 			t.Cleanup(func() { cancel() })
-			return strings.TrimSpace(line), stop
+			return strings.TrimSpace(line), stop, &errOut
 		}
 		select {
 		case c := <-code:

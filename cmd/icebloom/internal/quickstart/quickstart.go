@@ -90,12 +90,32 @@ func ProgramName() string {
 // demo's catalog by absolute paths, or without any when the embedded
 // default reaches it.
 func tryCommand(prog string, catalogFlags bool, catalogPath, dir, where string) string {
-	flags := ""
-	if catalogFlags {
-		flags = fmt.Sprintf("--catalog sql --uri %s --warehouse %s ",
-			shellQuote("file:"+catalogPath), shellQuote("file://"+dir))
+	return fmt.Sprintf("%s %slookup demo.events --where %s", prog, globalFlags(catalogFlags, catalogPath, dir), shellQuote(where))
+}
+
+// globalFlags are the catalog flags a suggested command needs, "" or
+// ending in a space.
+func globalFlags(catalogFlags bool, catalogPath, dir string) string {
+	if !catalogFlags {
+		return ""
 	}
-	return fmt.Sprintf("%s %slookup demo.events --where %s", prog, flags, shellQuote(where))
+	return fmt.Sprintf("--catalog sql --uri %s --warehouse %s ", shellQuote("file:"+catalogPath), shellQuote("file://"+dir))
+}
+
+// ServeAddress is where the suggested serve command listens (serve's
+// default).
+const ServeAddress = "127.0.0.1:8181"
+
+// ServeCommands are the demo's server step, as TryCommand's lookup: serve
+// over the demo's catalog, and a plan request of the column userID = value
+// that a client sends it (curl, as an engine would plan through it).
+func ServeCommands(dirFlag string, given catalog.Options, catalogPath, dir string, value int64) (serve, plan string) {
+	serve = fmt.Sprintf("%s %sserve", ProgramName(), globalFlags(catalogFlagsNeeded(dirFlag, given, userHome()), catalogPath, dir))
+	body := fmt.Sprintf(`{"filter":{"type":"eq","term":"user_id","value":%d}}`, value)
+	ns, tbl, _ := strings.Cut(TableName, ".")
+	plan = fmt.Sprintf("curl -s -H 'Content-Type: application/json' -d %s http://%s/v1/namespaces/%s/tables/%s/plan",
+		shellQuote(body), ServeAddress, ns, tbl)
+	return serve, plan
 }
 
 // catalogFlagsNeeded tells whether a command must name the demo's catalog:
