@@ -60,6 +60,7 @@ type metrics struct {
 	plans                                 map[string]int64
 	filesTotal, filesAfterStats, filesOut int64
 	fastPlans                             int64               // plans made by the fast path
+	indexUnreadable                       int64               // plans that could not read (all of) the index
 	planLatency                           map[bool]*histogram // by cached
 	requests                              map[string]int64    // by route kind
 	commits                               int64               // 2xx commits seen passing through
@@ -80,6 +81,9 @@ func (m *metrics) planned(res *planning.PlanResult, cached bool, d time.Duration
 		if res.FastPath {
 			m.fastPlans++
 		}
+	}
+	if len(res.IndexErrors) > 0 {
+		m.indexUnreadable++
 	}
 	m.filesTotal += int64(res.FilesTotal)
 	m.filesAfterStats += int64(res.FilesAfterStats)
@@ -124,6 +128,9 @@ func (m *metrics) write(w io.Writer, cacheBytes int64, cacheEntries int, hits, m
 	fmt.Fprintln(w, "# HELP icebloom_serve_fast_path_plans_total Plans made from a kept plan of the filter without its = and IN conjuncts, without decoding manifests.")
 	fmt.Fprintln(w, "# TYPE icebloom_serve_fast_path_plans_total counter")
 	fmt.Fprintf(w, "icebloom_serve_fast_path_plans_total %d\n", m.fastPlans)
+	fmt.Fprintln(w, "# HELP icebloom_serve_plans_index_unreadable_total Plans that could not read the index (or part of it) and kept the files it would have spoken for; such plans are not cached.")
+	fmt.Fprintln(w, "# TYPE icebloom_serve_plans_index_unreadable_total counter")
+	fmt.Fprintf(w, "icebloom_serve_plans_index_unreadable_total %d\n", m.indexUnreadable)
 	fmt.Fprintln(w, "# HELP icebloom_serve_plan_files_total Data files of the planned snapshots, by stage: live in the snapshot, left by partitions and statistics, left by the index (answered).")
 	fmt.Fprintln(w, "# TYPE icebloom_serve_plan_files_total counter")
 	fmt.Fprintf(w, "icebloom_serve_plan_files_total{stage=\"snapshot\"} %d\n", m.filesTotal)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,7 @@ import (
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/serve"
+	"github.com/icebloom/icebloom/index/serve/internal/servetest"
 )
 
 const tablePath = "/v1/namespaces/db/tables/events"
@@ -761,5 +763,41 @@ func TestUpstreamAnswersReserved(t *testing.T) {
 	}
 	if st := srv.Planner().Stats(); st.WorkReserved != 0 {
 		t.Fatalf("%d bytes still reserved after the answers were sent", st.WorkReserved)
+	}
+}
+
+// TestIndexUnreadableLoggedAndCounted: a plan that could not read the index
+// keeps every file, and says so: a warning in the log naming the table and
+// the first error, and icebloom_serve_plans_index_unreadable_total.
+func TestIndexUnreadableLoggedAndCounted(t *testing.T) {
+	cat := servetest.AddFilesTable(t, 4)
+	tbl, err := cat.LoadTable(context.Background(), table.Identifier{"db", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sf := range tbl.Metadata().Statistics() {
+		if err := os.Remove(strings.TrimPrefix(sf.StatisticsPath, "file://")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var log bytes.Buffer
+	var mu sync.Mutex
+	srv, err := serve.New(serve.Options{Catalog: cat.Catalog, Logger: slog.New(slog.NewTextHandler(&lockedWriter{w: &log, mu: &mu}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newHTTPServer(t, srv).URL
+	resp, body := do(t, "POST", base+tablePath+"/plan", "", `{"filter":{"type":"eq","term":"id","value":4}}`)
+	if resp.StatusCode != 200 || strings.Count(string(body), `"file-path"`) != 4 {
+		t.Fatalf("a plan without its index: %d %s, want every file", resp.StatusCode, body)
+	}
+	_, metrics := do(t, "GET", base+"/metrics", "", "")
+	if !strings.Contains(string(metrics), "icebloom_serve_plans_index_unreadable_total 1") {
+		t.Errorf("metrics do not count the plan:\n%s", metrics)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(log.String(), "level=WARN") || !strings.Contains(log.String(), "table=db.events") {
+		t.Errorf("no warning naming the table:\n%s", log.String())
 	}
 }

@@ -489,6 +489,12 @@ func (s *Server) logPlan(rt route, res *planning.PlanResult, d time.Duration) {
 		"files_in_snapshot", res.FilesTotal, "files_after_statistics", res.FilesAfterStats,
 		"files_after_index", res.FilesPlanned, "unindexed", res.Unindexed, "index_errors", len(res.IndexErrors),
 		"how", how, "duration", d)
+	if len(res.IndexErrors) > 0 {
+		// The plan kept the files the index could not speak for; an
+		// operator needs to know that the index is not being read.
+		s.log.Warn("plan kept files the index could not be read for", "table", strings.Join(rt.ident(), "."),
+			"errors", len(res.IndexErrors), "first", res.IndexErrors[0])
+	}
 }
 
 // planRequest is a plan request as read: the fields of a point-in-time

@@ -238,7 +238,13 @@ func (p *Planner) PlanTable(ctx context.Context, loaded *Loaded, req rest.PlanTa
 	if err != nil {
 		return nil, err
 	}
-	p.results.add(key, res, res.size)
+	// A plan made while the index could not be read kept files the index
+	// would have dropped: it is answered (the index is advisory) but not
+	// kept, so the next request reads the index again rather than getting
+	// the unpruned plan until the table changes.
+	if len(res.IndexErrors) == 0 {
+		p.results.add(key, res, res.size)
+	}
 	out := *res
 	out.Credentials = loaded.Credentials
 	return &out, nil
