@@ -314,6 +314,11 @@ func withEmbedded(o Options) (Options, error) {
 	return o, nil
 }
 
+// PropertyMap is o.Properties as a map (a later key wins), for a command
+// that configures storage apart from a catalog (serve's proxy mode reads
+// every table with them).
+func (o Options) PropertyMap() (iceberg.Properties, error) { return parseProperties(o.Properties) }
+
 // parseProperties parses key=value properties; a later key wins.
 func parseProperties(kvs []string) (iceberg.Properties, error) {
 	props := iceberg.Properties{}

@@ -69,6 +69,11 @@ func (c *ServeCmd) run(ctx context.Context, e *env) error {
 			return fmt.Errorf("--upstream: %w", err)
 		}
 		o.Upstream = u
+		// Storage is configured for serve as for every command: the global
+		// --property flags.
+		if o.StorageProperties, err = e.options.PropertyMap(); err != nil {
+			return err
+		}
 	} else {
 		if c.SyncOnCommit {
 			return errors.New("--sync-on-commit needs --upstream: only commits through the proxy are seen")

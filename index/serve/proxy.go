@@ -134,8 +134,14 @@ func (s *Server) loadFromUpstream(ctx context.Context, ident table.Identifier) (
 	if err != nil {
 		return nil, fmt.Errorf("load %s from the upstream catalog: metadata: %w", ident, err)
 	}
+	// Storage is reached with serve's own configuration (--property), then
+	// what the upstream says of this table (its config, then the
+	// credentials it vended, as clients take them). Never with the table's
+	// properties: whoever may commit s3.endpoint to a table would send
+	// serve's signed requests, its key id in them, to a host of their
+	// choosing.
 	props := iceberg.Properties{}
-	for k, v := range meta.Properties() {
+	for k, v := range s.o.StorageProperties {
 		props[k] = v
 	}
 	for k, v := range lt.Config {

@@ -36,6 +36,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
@@ -61,6 +62,11 @@ type Options struct {
 	// Transport carries requests to the upstream; nil means
 	// http.DefaultTransport.
 	Transport http.RoundTripper
+	// StorageProperties, in proxy mode, configure the file IO every table
+	// is read with (s3.endpoint, s3.region, credentials: iceberg-go's io
+	// keys), beneath what the upstream's load answer says of the table;
+	// table properties never do.
+	StorageProperties iceberg.Properties
 	// Catalog is the catalog served in catalog mode.
 	Catalog icecatalog.Catalog
 	// BearerToken, in catalog mode, is the token every /v1 request must
