@@ -210,8 +210,8 @@ func printBuildSummary(e *env, table string, sum *indexer.Summary) {
 		if c.FilesCovered > 0 {
 			e.printf(", data files covered already (not read) %d", c.FilesCovered)
 		}
-		if c.FilesFailed > 0 {
-			e.printf(", data files failed %d", c.FilesFailed)
+		if c.FilesFailedCount > 0 {
+			e.printf(", data files failed %d", c.FilesFailedCount)
 		}
 		e.printf("\n")
 	}
