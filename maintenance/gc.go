@@ -287,7 +287,7 @@ func metadataDir(tbl *table.Table) (string, error) {
 func listIndexFiles(fs icebergio.IO, dir string) ([]indexFile, error) {
 	lister, ok := fs.(icebergio.ListableIO)
 	if !ok {
-		return nil, fmt.Errorf("its storage (%T) cannot list files, so index files no metadata references cannot be found", fs)
+		return nil, fmt.Errorf("its storage at %s cannot list files, so index files no metadata references cannot be found", dir)
 	}
 	root := normalizeLocation(dir)
 	var files []indexFile

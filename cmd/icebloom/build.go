@@ -182,7 +182,8 @@ func (c *BuildCmd) run(ctx context.Context, e *env) error {
 // covers yet, as after appends and compactions.
 type SyncCmd struct {
 	indexFlags
-	CompactAbove *int `arg:"--compact-above" help:"compact the index when it has more segments than this; negative: never [default: 8]"`
+	CompactAbove *int   `arg:"--compact-above" help:"compact the index when it has more segments than this; negative: never [default: 8]"`
+	RunLease     *gcAge `arg:"--run-lease" placeholder:"DUR" help:"a sharded run counts as live this long after a shard last touched its lease: its files are left to it; past it, the sync links the finished shards' segments and indexes the rest; at least 5m [default: 10m]"`
 }
 
 func (c *SyncCmd) run(ctx context.Context, e *env) error {
@@ -190,6 +191,7 @@ func (c *SyncCmd) run(ctx context.Context, e *env) error {
 	if c.CompactAbove != nil {
 		o.CompactAbove = *c.CompactAbove
 	}
+	o.RunLease = runLease(c.RunLease)
 	return c.runIndex(ctx, e, "sync", o, indexer.Sync)
 }
 
@@ -210,8 +212,8 @@ func printBuildSummary(e *env, table string, sum *indexer.Summary) {
 		if c.FilesCovered > 0 {
 			e.printf(", data files covered already (not read) %d", c.FilesCovered)
 		}
-		if c.FilesFailed > 0 {
-			e.printf(", data files failed %d", c.FilesFailed)
+		if c.FilesFailedCount > 0 {
+			e.printf(", data files failed %d", c.FilesFailedCount)
 		}
 		e.printf("\n")
 	}

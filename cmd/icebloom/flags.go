@@ -22,7 +22,7 @@ func checkFlags(cmd any) error {
 	case *BuildCmd:
 		return errors.Join(c.indexFlags.checkValues(), checkCompactAbove(c.CompactAbove))
 	case *SyncCmd:
-		return errors.Join(c.indexFlags.checkValues(), checkCompactAbove(c.CompactAbove))
+		return errors.Join(c.indexFlags.checkValues(), checkCompactAbove(c.CompactAbove), runLeaseError(c.RunLease))
 	case *RebuildCmd:
 		return c.indexFlags.checkValues()
 	case *CompactIndexCmd:

@@ -98,7 +98,7 @@ func logIndexed(log *slog.Logger, command, table string, sum *indexer.Summary) {
 	attrs := []any{
 		"command", command, "table", table, "snapshot", sum.SnapshotID, "columns", sum.Columns,
 		"files_total", sum.FilesTotal, "files_covered", sum.FilesCovered, "files_indexed", sum.FilesIndexed,
-		"files_failed", len(sum.FilesFailed), "blobs", sum.Blobs, "index_bytes", sum.IndexBytes,
+		"files_failed_count", len(sum.FilesFailed), "blobs", sum.Blobs, "index_bytes", sum.IndexBytes,
 		"segments", sum.Segments, "duration", sum.Duration,
 	}
 	if sum.StatisticsPath != "" {
@@ -152,7 +152,7 @@ func logMaintained(log *slog.Logger, r maintenance.TableReport, round int, dur t
 	attrs := []any{"duration", dur}
 	if s := r.Sync; s != nil {
 		attrs = append(attrs, "snapshot", s.SnapshotID, "files_indexed", s.FilesIndexed,
-			"files_covered", s.FilesCovered, "files_failed", len(s.FilesFailed), "segments", s.Segments)
+			"files_covered", s.FilesCovered, "files_failed_count", len(s.FilesFailed), "segments", s.Segments)
 	}
 	if c := r.Compact; c != nil {
 		attrs = append(attrs, "segments_compacted", c.SegmentsBefore)

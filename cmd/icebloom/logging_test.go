@@ -75,7 +75,7 @@ func TestLogsAreJSONWhenNotATerminal(t *testing.T) {
 		t.Fatalf("no summary record: %s", stderr)
 	}
 	b := built[0]
-	if b["level"] != "INFO" || b["files_indexed"] != 2.0 || b["files_failed"] != 1.0 || !hasUnit(b["duration"]) ||
+	if b["level"] != "INFO" || b["files_indexed"] != 2.0 || b["files_failed_count"] != 1.0 || !hasUnit(b["duration"]) ||
 		b["statistics_path"] == nil || b["columns"].([]any)[0] != "id" {
 		t.Errorf("summary record %v", b)
 	}

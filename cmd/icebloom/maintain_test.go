@@ -129,7 +129,7 @@ func TestExpireOlderThanZero(t *testing.T) {
 	}
 }
 
-// TestRunLeaseFlag: --run-lease reaches expire and maintain, and a lease
+// TestRunLeaseFlag: --run-lease reaches expire, maintain and sync, and a lease
 // a working shard could outlive between two touches is refused, naming
 // the flag.
 func TestRunLeaseFlag(t *testing.T) {
@@ -140,6 +140,7 @@ func TestRunLeaseFlag(t *testing.T) {
 	for _, args := range [][]string{
 		{"expire", "demo.events", "--older-than", "0s", "--run-lease", "1m"},
 		{"maintain", "--run-lease", "1m"},
+		{"sync", "demo.events", "--run-lease", "1m"},
 	} {
 		if _, stderr, code := icebloom(t, args...); code == 0 || !strings.Contains(stderr, "--run-lease: run lease 1m0s: want at least 5m0s") {
 			t.Errorf("%v: exit %d, %s", args, code, stderr)
@@ -148,6 +149,7 @@ func TestRunLeaseFlag(t *testing.T) {
 	for _, args := range [][]string{
 		{"expire", "demo.events", "--older-than", "0s", "--run-lease", "30m"},
 		{"maintain", "--run-lease", "30m"},
+		{"sync", "demo.events", "--run-lease", "30m"},
 	} {
 		if _, stderr, code := icebloom(t, args...); code != 0 {
 			t.Errorf("%v: exit %d, %s", args, code, stderr)

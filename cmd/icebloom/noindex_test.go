@@ -66,3 +66,34 @@ func TestOneVocabulary(t *testing.T) {
 		t.Errorf("rebuild --output json: %v, %s; want statistics_path", err, stdout)
 	}
 }
+
+// TestFilesFailedIsAListItsCountSaysSo: files_failed is always the list
+// of what could not be read, files_failed_count always a count — at the
+// top level of build's JSON, per column, and in the summary record (before,
+// per_column's files_failed was a count and the record's one too, while
+// the top level's was a list).
+func TestFilesFailedIsAListItsCountSaysSo(t *testing.T) {
+	it := newIDTable(t, 3)
+	bad := it.corrupt(t)
+	stdout, stderr, code := icebloom(t, it.args("--output", "json", "build", "db.ids")...)
+	if code != 0 {
+		t.Fatalf("build exited %d: %s", code, stderr)
+	}
+	var out struct {
+		FilesFailed []map[string]any `json:"files_failed"`
+		PerColumn   []map[string]any `json:"per_column"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("build --output json: %v: %s", err, stdout)
+	}
+	if len(out.FilesFailed) != 1 || out.FilesFailed[0]["path"] != bad {
+		t.Errorf("files_failed %v; want the list of the one unreadable file", out.FilesFailed)
+	}
+	if len(out.PerColumn) != 1 || out.PerColumn[0]["files_failed_count"] != 0.0 || out.PerColumn[0]["files_failed"] != nil {
+		t.Errorf("per_column %v; want files_failed_count 0 (the whole file failed, not its column) and no files_failed", out.PerColumn)
+	}
+	built := find(logRecords(t, stderr), "index built")
+	if len(built) != 1 || built[0]["files_failed_count"] != 1.0 || built[0]["files_failed"] != nil {
+		t.Errorf("summary record %v; want files_failed_count 1 and no files_failed", built)
+	}
+}

@@ -355,7 +355,7 @@ func (x *Scanner) readChunk(cr file.ColumnChunkReader, hc *hashing.Column) error
 	case *file.FixedLenByteArrayColumnChunkReader:
 		return drain(x, r.ReadBatchInPage, hc.FixedLenByteArrays, &x.flba)
 	}
-	return fmt.Errorf("unsupported column reader %T", cr)
+	return fmt.Errorf("column chunk of Parquet physical type %s cannot be read", cr.Type())
 }
 
 // drain reads a column chunk to its end in batches and hashes the non-null
@@ -457,7 +457,7 @@ func nativeLiteral(value any, t iceberg.Type) (iceberg.Literal, error) {
 	case uuid.UUID:
 		lit = iceberg.UUIDLiteral(v)
 	default:
-		return nil, fmt.Errorf("value %v of Go type %T is not understood", v, v)
+		return nil, fmt.Errorf("value %v is in no form known for %s values", v, t)
 	}
 	return lit.To(t)
 }

@@ -140,12 +140,15 @@ type Summary struct {
 	FilesLeftToRuns int `json:"files_left_to_runs,omitempty"`
 	// FilesIndexed counts the data files this run wrote filters of (of at
 	// least one column; FilesFailed lists the columns that failed).
-	FilesIndexed int           `json:"files_indexed"`
-	FilesFailed  []FileFailure `json:"files_failed"`
-	Blobs        int           `json:"blobs"`
-	IndexBytes   int64         `json:"index_bytes"`
-	BytesCopied  int64         `json:"bytes_copied"` // blob bytes carried over from existing statistics files
-	Segments     int           `json:"segments"`     // segments of the index afterwards: statistics files holding index entries and the files they link
+	FilesIndexed int `json:"files_indexed"`
+	// FilesFailed lists the data files, or columns of data files, that
+	// could not be read ([] for none). In JSON and logs files_failed is
+	// always this list and files_failed_count its length, as per column.
+	FilesFailed []FileFailure `json:"files_failed"`
+	Blobs       int           `json:"blobs"`
+	IndexBytes  int64         `json:"index_bytes"`
+	BytesCopied int64         `json:"bytes_copied"` // blob bytes carried over from existing statistics files
+	Segments    int           `json:"segments"`     // segments of the index afterwards: statistics files holding index entries and the files they link
 	// Compacted reports the index compaction a sync ran past its threshold.
 	Compacted      *CompactSummary `json:"compacted,omitempty"`
 	DistinctValues int64           `json:"distinct_values"`
@@ -510,7 +513,7 @@ func (j *job) writeIndex(ctx context.Context, files []filescan.File) (indexfile.
 					break
 				}
 				j.sum.FilesFailed = append(j.sum.FilesFailed, FileFailure{Path: r.File.Path, Column: j.cols[f.Col].Name, Error: f.Err.Error()})
-				j.sum.PerColumn[f.Col].FilesFailed++
+				j.sum.PerColumn[f.Col].FilesFailedCount++
 				continue
 			}
 			col := &j.cols[f.Col]
@@ -802,14 +805,14 @@ func (j *job) newSegment(base *table.StatisticsFile, replaces string) (*indexfil
 	// again (by this sync, whose index did not load them, or by the next).
 	if j.o.Logger != nil {
 		j.o.Logger.Warn("index file cannot be read: replaced without its filters",
-			"table", strings.Join(j.ident, "."), "statistics_file", base.StatisticsPath,
+			"table", strings.Join(j.ident, "."), "statistics_path", base.StatisticsPath,
 			"blob_types", blobTypes(*base), "error", err.Error())
 	}
 	sw, err = try(func(sw *indexfile.Writer) error { return sw.CopyForeign(j.fs, *base) })
 	if err != nil && indexfile.IsBroken(err) {
 		if j.o.Logger != nil {
 			j.o.Logger.Warn("other tools' blobs of a broken index file are lost",
-				"table", strings.Join(j.ident, "."), "statistics_file", base.StatisticsPath, "blob_types", blobTypes(*base))
+				"table", strings.Join(j.ident, "."), "statistics_path", base.StatisticsPath, "blob_types", blobTypes(*base))
 		}
 		sw, err = try(func(*indexfile.Writer) error { return nil })
 	}

@@ -445,7 +445,10 @@ type ColumnSummary struct {
 	// read: a sync reads a column only for the files lacking its filter.
 	FilesRead    int `json:"files_read"`
 	FilesIndexed int `json:"files_indexed"` // filters of the column the run wrote
-	FilesFailed  int `json:"files_failed"`  // files whose column could not be read
+	// FilesFailedCount counts the data files whose column could not be
+	// read (Summary.FilesFailed lists them, with the whole files that
+	// failed).
+	FilesFailedCount int `json:"files_failed_count"`
 }
 
 // chooseColumns decides the job's columns (IndexedColumns), from the index

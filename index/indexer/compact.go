@@ -149,7 +149,7 @@ func (c *compaction) run(ctx context.Context, cat icecatalog.Catalog, ident tabl
 			c.broken[groupRef{se.Path, se.Offset}] = true
 			if o.Logger != nil {
 				o.Logger.Warn("index group left out of the compaction: its files will be indexed again",
-					"statistics_file", se.Path, "offset", se.Offset, "error", se.Err.Error())
+					"statistics_path", se.Path, "offset", se.Offset, "error", se.Err.Error())
 			}
 			attempt--
 			continue
@@ -469,7 +469,7 @@ func (j *job) writeCompacted(segments []index.Segment, listed int, broken []tabl
 			change.Remove = append(change.Remove, seg.File.SnapshotID)
 			if j.o.Logger != nil {
 				j.o.Logger.Warn("other tools' blobs of a damaged index file are lost",
-					"table", strings.Join(j.ident, "."), "statistics_file", seg.File.StatisticsPath, "blob_types", blobTypes(seg.File))
+					"table", strings.Join(j.ident, "."), "statistics_path", seg.File.StatisticsPath, "blob_types", blobTypes(seg.File))
 			}
 			continue
 		}
@@ -497,7 +497,7 @@ func (j *job) writeCompacted(segments []index.Segment, listed int, broken []tabl
 		change.Remove = append(change.Remove, sf.SnapshotID)
 		if j.o.Logger != nil {
 			j.o.Logger.Warn("index file cannot be read: its reference is removed, its data files will be indexed again",
-				"table", strings.Join(j.ident, "."), "statistics_file", sf.StatisticsPath, "lost", blobTypes(sf))
+				"table", strings.Join(j.ident, "."), "statistics_path", sf.StatisticsPath, "lost", blobTypes(sf))
 		}
 	}
 	return merged, change, written, nil

@@ -242,7 +242,7 @@ func TestSyncAddsAColumnOnly(t *testing.T) {
 	} {
 		got := columnReport(t, sum, want.Name)
 		if strings.Join(got.Sources, ",") != strings.Join(want.Sources, ",") || got.FilesCovered != want.FilesCovered ||
-			got.FilesRead != want.FilesRead || got.FilesIndexed != want.FilesIndexed || got.FilesFailed != 0 {
+			got.FilesRead != want.FilesRead || got.FilesIndexed != want.FilesIndexed || got.FilesFailedCount != 0 {
 			t.Errorf("report of %s: %+v, want %+v", want.Name, got, want)
 		}
 	}

@@ -151,7 +151,7 @@ func RootOf(tbl *table.Table) (string, error) {
 func Walk(fs icebergio.IO, root, only string) (map[string]*State, error) {
 	lister, ok := fs.(icebergio.ListableIO)
 	if !ok {
-		return nil, fmt.Errorf("the table's storage (%T) cannot list files, which sharded runs need", fs)
+		return nil, fmt.Errorf("the table's storage at %s cannot list files, which sharded runs need", root)
 	}
 	root = strings.TrimSuffix(root, "/")
 	runs := map[string]*State{}
