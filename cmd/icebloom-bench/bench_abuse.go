@@ -61,7 +61,7 @@ const (
 )
 
 const (
-	// abuseTable is the table planned: the REST path the clients use.
+	// abusePlanPath is the plan endpoint of the table planned, db.events.
 	abusePlanPath = "/v1/namespaces/db/tables/events/plan"
 	// abuseMaxBody is icebloom serve's default --max-request-bytes.
 	abuseMaxBody = 8 << 20
@@ -271,8 +271,9 @@ type abuser struct {
 	hostileClient  *http.Client
 	// seed numbers the ordinary clients' random streams.
 	seed atomic.Uint64
-	// dropped counts the plans of a present value that dropped its file.
-	dropped atomic.Int64
+	// dropped counts the plans of a present value that dropped its file,
+	// failedPlans the ordinary plans answered 200 with status failed.
+	dropped, failedPlans atomic.Int64
 }
 
 func (ab *abuser) progress(format string, args ...any) {
@@ -499,7 +500,7 @@ type planAnswer struct {
 			FilePath string `json:"file-path"`
 		} `json:"data-file"`
 	} `json:"file-scan-tasks"`
-	// raw is the start of an answer other than 200, for the report.
+	// raw is the start of the answer as sent, for the report.
 	raw string
 }
 
@@ -531,6 +532,11 @@ func (ab *abuser) ordinaryPlan(ctx context.Context, rng *rand.Rand, t *kindTally
 			t.failed(err)
 			return 0, err
 		}
+	}
+	if code == http.StatusOK && ans.Status == "failed" {
+		t.answer(code, fmt.Sprintf("plan id = %d: status failed %s", id, ans.raw))
+		ab.failedPlans.Add(1)
+		return 0, fmt.Errorf("plan id = %d: status failed", id)
 	}
 	if code != http.StatusOK || ans.Status != "completed" {
 		t.answer(code, fmt.Sprintf("plan id = %d: status %q %s", id, ans.Status, ans.raw))
@@ -594,12 +600,13 @@ func (ab *abuser) exchange(ctx context.Context, method, path, contentType string
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
 	}
-	ans := &planAnswer{raw: fmt.Sprintf("%.200s", b)}
+	ans := &planAnswer{}
 	if resp.StatusCode == http.StatusOK && method != http.MethodDelete {
 		if err := json.Unmarshal(b, ans); err != nil {
 			return 0, nil, fmt.Errorf("%s %s: answer %.200q: %w", method, path, b, err)
 		}
 	}
+	ans.raw = fmt.Sprintf("%.200s", b)
 	return resp.StatusCode, ans, nil
 }
 
@@ -773,8 +780,15 @@ func (ab *abuser) measure(baseLat, abuseLat []time.Duration, afterLat time.Durat
 		ab.fail("%d plans of a present value dropped the file that holds it", n)
 	}
 
-	for phase, kinds := range map[string][]AbuseKind{"baseline": out.Baseline, "abuse": out.Abuse} {
-		for _, k := range kinds {
+	if n := ab.failedPlans.Load(); n > 0 {
+		ab.fail("%d ordinary plans were answered status failed", n)
+	}
+	for _, ph := range []struct {
+		phase string
+		kinds []AbuseKind
+	}{{"baseline", out.Baseline}, {"abuse", out.Abuse}} {
+		phase := ph.phase
+		for _, k := range ph.kinds {
 			if k.fivexx() > 0 {
 				ab.fail("%s, %s requests: %d answers 5xx (%v), e.g. %q", phase, k.Kind, k.fivexx(), k.Statuses, k.Examples)
 			}
