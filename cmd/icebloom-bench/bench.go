@@ -67,6 +67,15 @@ type BenchCmd struct {
 	ServeClients    int    `arg:"--serve-clients" default:"16" help:"with --serve: clients planning at once"`
 	ServePlans      int    `arg:"--serve-plans" default:"8" help:"with --serve: plans of each concurrent client"`
 	MemoryBudgetMiB int64  `arg:"--memory-budget-mib" default:"256" help:"with --serve: the server's memory budget (icebloom serve --memory-budget-mib), MiB"`
+	// ServeAbuse and the flags after it select the benchmark of icebloom
+	// serve under hostile clients (bench_abuse.go) instead.
+	ServeAbuse     bool          `arg:"--serve-abuse" help:"run icebloom serve as a process of its own and drive it with ordinary plans beside hostile requests, measuring its RSS, the plans' latency and the answers' statuses, instead"`
+	AbuseFiles     int           `arg:"--serve-abuse-files" default:"4000" help:"with --serve-abuse: data files of the table planned"`
+	AbuseClients   int           `arg:"--serve-abuse-clients" default:"256" help:"with --serve-abuse: clients at once, half ordinary, half hostile"`
+	AbuseDuration  time.Duration `arg:"--serve-abuse-duration" default:"60s" help:"with --serve-abuse: how long the clients run beside the hostile ones"`
+	AbuseBaseline  time.Duration `arg:"--serve-abuse-baseline" default:"10s" help:"with --serve-abuse: how long the ordinary clients run alone first"`
+	AbuseBudgetMiB int64         `arg:"--serve-abuse-budget-mib" default:"64" help:"with --serve-abuse: the server's --memory-budget-mib"`
+	AbuseBin       string        `arg:"--serve-abuse-bin" placeholder:"PATH" help:"with --serve-abuse: the icebloom binary to run [default: built from ./cmd/icebloom of the module]"`
 }
 
 // BenchOutput is the JSON output of bench: the run's setup, notes on what
@@ -104,6 +113,9 @@ func (c *BenchCmd) run(ctx context.Context, e *env) error {
 	}
 	if c.Serve != "" {
 		return c.runServe(ctx, e)
+	}
+	if c.ServeAbuse {
+		return c.runServeAbuse(ctx, e)
 	}
 	if c.Files < 1 || c.Rows < 1 || c.Repeat < 1 || c.Probes < 1 || c.PruneFiles < 0 {
 		return fmt.Errorf("--files, --rows, --repeat and --probes must be positive, --prune-files not negative")

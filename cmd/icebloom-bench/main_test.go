@@ -39,6 +39,8 @@ func TestBenchFlagValues(t *testing.T) {
 		{[]string{"--serve", "0"}, `--serve "0": want`},
 		{[]string{"--serve", "50", "--serve-clients", "0"}, "--serve-clients 0: want 1 or more clients"},
 		{[]string{"--serve", "50", "--memory-budget-mib", "-1"}, "--memory-budget-mib -1: want 0 or more MiBs"},
+		{[]string{"--serve-abuse", "--serve-abuse-clients", "8"}, "--serve-abuse-clients 8: want 9 or more clients"},
+		{[]string{"--serve-abuse", "--serve-abuse-duration", "0s"}, "--serve-abuse-duration 0s: want a positive duration"},
 		{[]string{"--output", "yaml"}, `--output "yaml": want text or json`},
 	} {
 		_, stderr, code := icebloomBench(t, c.args...)

@@ -1,0 +1,96 @@
+//go:build icebloom_bench
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestBenchServeAbuseJSON runs bench --serve-abuse briefly (a table of 150
+// files, 16 clients for 3 s after a 1 s baseline) and checks that it
+// works: the server ran as a process of its own and was measured, every
+// hostile kind was sent and answered, ordinary plans were planned in both
+// phases, and nothing failed (no 5xx, no ordinary transport error, RSS
+// within the limit, no file dropped). Timings are not asserted. It builds
+// the icebloom binary, so it needs the go command.
+func TestBenchServeAbuseJSON(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skipf("builds icebloom with the go command: %v", err)
+	}
+	dir := t.TempDir()
+	stdout, stderr, code := icebloomBench(t, "--output", "json", "--serve-abuse", "--serve-abuse-files", "150",
+		"--serve-abuse-clients", "16", "--serve-abuse-duration", "3s", "--serve-abuse-baseline", "1s", "--dir", dir)
+	var out AbuseOutput
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("bench --serve-abuse exited %d, output %q: %v; stderr %s", code, stdout, err, stderr)
+	}
+	if code != 0 || len(out.Failures) > 0 {
+		t.Fatalf("bench --serve-abuse exited %d, failures %q: %s", code, out.Failures, stderr)
+	}
+	if out.Files != 150 || out.OrdinaryClients != 8 || out.HostileClients != 8 || out.MemoryBudgetMiB != 64 ||
+		out.GoMemLimit != serveYAMLGoMemLimit || out.ServerPID <= 0 || out.Binary == "" {
+		t.Errorf("output %+v, want 150 files, 8 + 8 clients, budget 64 MiB, a server process", out)
+	}
+	got := checkLines(t, out.Measurements, []string{"server_peak_rss_mib", "server_peak_rss_vs_budget",
+		"baseline_p50_ms", "baseline_p99_ms", "abuse_p50_ms", "abuse_p99_ms", "abuse_p99_vs_baseline_p50",
+		"after_abuse_plan_ms", "files_dropped"},
+		map[string]bool{"server_peak_rss_mib": true, "abuse_p99_vs_baseline_p50": true, "files_dropped": true},
+		map[string]bool{"files_dropped": true})
+	if l := got["server_peak_rss_mib"]; l.Pass == nil || !*l.Pass || l.Value < 1 {
+		t.Errorf("server_peak_rss_mib = %v, target %q", l.Value, l.Target)
+	}
+	if len(out.Baseline) != 1 || out.Baseline[0].Kind != kindOrdinary || out.Baseline[0].Classes["2xx"] == 0 {
+		t.Errorf("baseline answers %+v, want ordinary plans planned", out.Baseline)
+	}
+	var kinds []string
+	for _, k := range out.Abuse {
+		kinds = append(kinds, k.Kind)
+		if k.Requests == 0 || k.Clients != 1 && k.Kind != kindOrdinary {
+			t.Errorf("%s: %d clients sent %d requests", k.Kind, k.Clients, k.Requests)
+		}
+	}
+	if want := append([]string{kindOrdinary}, hostileKinds...); !slices.Equal(kinds, want) {
+		t.Errorf("kinds %q, want %q", kinds, want)
+	}
+	// A browser's simple POST and the path tricks are refused whatever
+	// the load.
+	for _, k := range out.Abuse {
+		if (k.Kind == kindTextPlain || k.Kind == kindPathTricks) && (k.Classes["4xx"] == 0 || k.Classes["2xx"] > 0) {
+			t.Errorf("%s: answered %v, want 4xx only", k.Kind, k.Statuses)
+		}
+	}
+}
+
+// TestAbuseMatchesServeYAML: the memory settings the abuse bench runs the
+// server with and holds it to are those of docs/kubernetes/serve.yaml.
+func TestAbuseMatchesServeYAML(t *testing.T) {
+	b, err := os.ReadFile("../../docs/kubernetes/serve.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := string(b)
+	find := func(re string) string {
+		m := regexp.MustCompile(re).FindStringSubmatch(y)
+		if m == nil {
+			t.Fatalf("serve.yaml has no match of %s", re)
+		}
+		return m[1]
+	}
+	if v := find(`name: GOMEMLIMIT\s+value: (\S+)`); v != serveYAMLGoMemLimit || v != strconv.Itoa(serveYAMLGoMemLimitMiB)+"MiB" {
+		t.Errorf("serve.yaml GOMEMLIMIT %s, the bench %s (%d MiB)", v, serveYAMLGoMemLimit, serveYAMLGoMemLimitMiB)
+	}
+	if v := find(`--memory-budget-mib=(\d+)`); v != strconv.Itoa(serveYAMLBudgetMiB) {
+		t.Errorf("serve.yaml --memory-budget-mib %s, the bench %d", v, serveYAMLBudgetMiB)
+	}
+	limits := y[strings.Index(y, "limits:"):]
+	if v := regexp.MustCompile(`memory: (\d+)Gi`).FindStringSubmatch(limits); v == nil || v[1] != strconv.Itoa(serveYAMLMemLimitMiB>>10) {
+		t.Errorf("serve.yaml memory limit %q, the bench %d MiB", v, serveYAMLMemLimitMiB)
+	}
+}
