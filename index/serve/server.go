@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"mime"
 	"net/http"
 	"net/http/httputil"
@@ -337,6 +338,16 @@ func (s *Server) writeMetrics(w io.Writer) {
 	fmt.Fprintln(w, "# HELP icebloom_serve_plan_work_budget_bytes The memory budget's part for the plans being computed.")
 	fmt.Fprintln(w, "# TYPE icebloom_serve_plan_work_budget_bytes gauge")
 	fmt.Fprintf(w, "icebloom_serve_plan_work_budget_bytes %d\n", ps.WorkBudget)
+	fmt.Fprintln(w, "# HELP icebloom_serve_cache_bytes Memory each cache of planning holds, by cache: plans, bases (the fast path's base plans), manifests.")
+	fmt.Fprintln(w, "# TYPE icebloom_serve_cache_bytes gauge")
+	for _, name := range slices.Sorted(maps.Keys(ps.Caches)) {
+		fmt.Fprintf(w, "icebloom_serve_cache_bytes{cache=%q} %d\n", name, ps.Caches[name][0])
+	}
+	fmt.Fprintln(w, "# HELP icebloom_serve_cache_budget_bytes Each cache's part of the memory budget.")
+	fmt.Fprintln(w, "# TYPE icebloom_serve_cache_budget_bytes gauge")
+	for _, name := range slices.Sorted(maps.Keys(ps.Caches)) {
+		fmt.Fprintf(w, "icebloom_serve_cache_budget_bytes{cache=%q} %d\n", name, ps.Caches[name][1])
+	}
 	fmt.Fprintln(w, "# HELP icebloom_serve_stored_plan_bytes Memory held by the plans answered and kept for their plan tasks and polls, of its sixteenth of the memory budget.")
 	fmt.Fprintln(w, "# TYPE icebloom_serve_stored_plan_bytes gauge")
 	fmt.Fprintf(w, "icebloom_serve_stored_plan_bytes %d\n", s.plans.held())

@@ -100,3 +100,10 @@ func (c *lruCache[V]) stats() (used int64, n int, hits, misses, evicted int64) {
 	defer c.mu.Unlock()
 	return c.used, len(c.entries), c.hits, c.misses, c.evicted
 }
+
+// usage is the bytes the cache holds and its budget.
+func (c *lruCache[V]) usage() (used, budget int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used, c.budget
+}

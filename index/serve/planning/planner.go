@@ -174,13 +174,23 @@ type Stats struct {
 	// WorkReserved is the memory the plans being computed reserved, of
 	// WorkBudget.
 	WorkReserved, WorkBudget int64
+	// Caches are the bytes each cache holds and its part of the budget, by
+	// name: plans, bases (the fast path's base plans), manifests.
+	Caches map[string][2]int64
 }
 
 // Stats returns the planner's figures now.
 func (p *Planner) Stats() Stats {
 	used, n, hits, misses, evicted := p.results.stats()
+	caches := map[string][2]int64{}
+	for name, held := range map[string]func() (int64, int64){
+		"plans": p.results.usage, "bases": p.bases.usage, "manifests": p.manifests.usage,
+	} {
+		used, budget := held()
+		caches[name] = [2]int64{used, budget}
+	}
 	return Stats{ResultBytes: used, Results: int64(n), Hits: hits, Misses: misses, Evictions: evicted,
-		WorkReserved: p.work.reserved.Load(), WorkBudget: p.work.size}
+		WorkReserved: p.work.reserved.Load(), WorkBudget: p.work.size, Caches: caches}
 }
 
 // Plan plans the scan req asks for of the table ident.
