@@ -324,7 +324,7 @@ func (ab *abuser) run(ctx context.Context) error {
 	after := newTally(kindOrdinary, 1)
 	afterLat, afterErr := ab.ordinaryPlan(ctx, ab.rng(1), after)
 	rssPeak := ab.srv.rss.peak.Load()
-	hwm := procStatus(ab.srv.cmd.Process.Pid, "VmHWM")
+	hwm := procstat.StatusOf(ab.srv.cmd.Process.Pid, "VmHWM")
 	exited := ab.srv.exited()
 	ab.srv.stop()
 
@@ -957,7 +957,7 @@ func (r *rssSampler) sample(pid int, done <-chan struct{}) {
 	tick := time.NewTicker(abuseRSSPeriod)
 	defer tick.Stop()
 	for {
-		if v := procStatus(pid, "VmRSS"); v > r.peak.Load() {
+		if v := procstat.StatusOf(pid, "VmRSS"); v > r.peak.Load() {
 			r.peak.Store(v)
 		}
 		select {
@@ -966,25 +966,4 @@ func (r *rssSampler) sample(pid int, done <-chan struct{}) {
 		case <-tick.C:
 		}
 	}
-}
-
-// procStatus reads a size field (kB) of /proc/<pid>/status, in bytes; -1
-// where there is none.
-func procStatus(pid int, field string) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return -1
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		name, rest, ok := strings.Cut(line, ":")
-		if !ok || name != field {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-		if err != nil {
-			return -1
-		}
-		return kb << 10
-	}
-	return -1
 }

@@ -5,6 +5,7 @@ package procstat
 
 import (
 	"bufio"
+	"fmt"
 	"net/http"
 	"os"
 	"runtime"
@@ -91,15 +92,20 @@ func HeapObjects() uint64 {
 
 // Status reads a size field (kB) of /proc/self/status, in bytes; -1
 // where there is none.
-func Status(field string) int64 {
-	f, err := os.Open("/proc/self/status")
+func Status(field string) int64 { return statusOf("/proc/self/status", field) }
+
+// StatusOf is Status of process pid (a server the bench started).
+func StatusOf(pid int, field string) int64 {
+	return statusOf(fmt.Sprintf("/proc/%d/status", pid), field)
+}
+
+func statusOf(path, field string) int64 {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return -1
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(sc.Text(), ":")
+	for line := range strings.SplitSeq(string(b), "\n") {
+		name, rest, ok := strings.Cut(line, ":")
 		if !ok || name != field {
 			continue
 		}
