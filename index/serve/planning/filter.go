@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/apache/iceberg-go"
 )
@@ -45,6 +46,9 @@ func parseFilter(raw json.RawMessage, schema *iceberg.Schema, caseSensitive bool
 	dec.UseNumber() // numbers reach iceberg-go's parser as they were written
 	var tree any
 	if err := dec.Decode(&tree); err != nil {
+		if strings.Contains(err.Error(), "exceeded max depth") { // encoding/json's own limit, far past ours
+			return nil, badRequest("filter: nested deeper than %d ANDs, ORs and NOTs: the most a filter may have", MaxFilterDepth)
+		}
 		return nil, badRequest("filter: %v", err)
 	}
 	fp := filterParser{schema: schema, caseSensitive: caseSensitive}

@@ -101,7 +101,11 @@ func TestFilterForms(t *testing.T) {
 	}
 	in := `{"type":"in","term":"id","values":[` + strings.Join(many, ",") + `]}`
 	manyValues := `{"type":"or","left":` + in + `,"right":` + in + `}`
-	for name, raw := range map[string]string{"deep": deep, "wide": wide, "values": manyValues} {
+	deeper := leaf
+	for range 10_001 { // past encoding/json's own limit
+		deeper = `{"type":"not","child":` + deeper + `}`
+	}
+	for name, raw := range map[string]string{"deep": deep, "deeper": deeper, "wide": wide, "values": manyValues} {
 		_, err := parseFilter([]byte(raw), filterSchema, true)
 		var bad *RequestError
 		if !errors.As(err, &bad) || !strings.Contains(err.Error(), "the most a filter may have") {
