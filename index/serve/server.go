@@ -405,27 +405,27 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 	}
 	freeBody, err := s.planner.ReserveWork(r.Context(), bodyWorkFactor*size)
 	if err != nil {
-		<-s.inFlight
+		<-s.inFlight // the slot
 		s.planError(w, err)
 		return
 	}
-	release := func() { <-s.inFlight }
+	freeSlot := func() { <-s.inFlight }
 	body, ok := readBody(w, r)
 	if !ok {
 		freeBody()
-		release()
+		freeSlot()
 		return
 	}
 	var req planRequest
 	err = json.Unmarshal(body, &req)
 	freeBody()
 	if err != nil {
-		release()
+		freeSlot()
 		writeError(w, http.StatusBadRequest, "BadRequestException", fmt.Sprintf("plan request: %v", err))
 		return
 	}
 	if req.StartSnapshotID != nil || req.EndSnapshotID != nil {
-		release()
+		freeSlot()
 		writeError(w, http.StatusNotAcceptable, "UnsupportedOperationException", "incremental scan planning (start-snapshot-id, end-snapshot-id) is not supported")
 		return
 	}
@@ -437,7 +437,7 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 	loaded, err := s.planner.Load(ctx, rt.ident())
 	if err != nil {
 		cancel()
-		release()
+		freeSlot()
 		s.planError(w, err)
 		return
 	}
@@ -447,7 +447,7 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		defer release()
+		defer freeSlot()
 		start := time.Now()
 		res, err := s.planner.PlanTable(ctx, loaded, req.PlanTableScanRequest)
 		if err == nil {
