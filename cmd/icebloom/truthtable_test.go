@@ -341,7 +341,21 @@ func TestScanNullTruthTable(t *testing.T) {
 			values = append(values, v)
 		}
 	}
-	for _, col := range append(slices.Clone(truthColumns), requiredColumns...) {
+	cols := append(slices.Clone(truthColumns), requiredColumns...)
+	if raceEnabled {
+		// Under the race detector each scan is several times slower and the
+		// whole table (4,992 scans) passes the package's 10 minutes; every
+		// fourth column keeps scan's concurrent readers under it, and the
+		// table is checked whole without it.
+		var sample []truthColumn
+		for i, col := range cols {
+			if i%4 == 0 {
+				sample = append(sample, col)
+			}
+		}
+		cols = sample
+	}
+	for _, col := range cols {
 		for _, f := range truthFilters(col) {
 			var want []int64
 			for i, id := range ids {
