@@ -106,7 +106,7 @@ func Plan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpressio
 	if o.SnapshotID != nil {
 		scanOpts = append(scanOpts, table.WithSnapshotID(*o.SnapshotID))
 	}
-	tasks, err := tbl.Scan(append(scanOpts, table.WithRowFilter(filter))...).PlanFiles(ctx)
+	tasks, err := PlanFiles(ctx, tbl, o.SnapshotID, filter, o.CaseSensitive)
 	if err != nil {
 		return nil, fmt.Errorf("lookup: plan scan of snapshot %d: %w", snap.SnapshotID, err)
 	}

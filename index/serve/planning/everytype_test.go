@@ -30,6 +30,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index/indexer"
+	"github.com/icebloom/icebloom/index/lookup"
 	"github.com/icebloom/icebloom/index/serve/internal/servetest"
 	"github.com/icebloom/icebloom/index/serve/planning"
 	"github.com/icebloom/icebloom/index/serve/wire"
@@ -84,13 +85,16 @@ func (td typedDomain) value(rng *rand.Rand, col int) any {
 		return iceberg.Time(int64(k) * 3_600_000_000)
 	case 9, 10:
 		return iceberg.Timestamp(base.Add(time.Duration(k) * 25 * time.Hour).UnixMicro())
-	case 11:
-		return []string{"abc", "abd", "xyz", "é"}[k]
+	case 11: // '' too: iceberg-go misreads a partition summary whose lower bound is ''
+		return []string{"abc", "abd", "xyz", "é", ""}[rng.IntN(5)]
 	case 12:
 		return td.uuids[k]
 	case 13:
 		return []byte{byte(k), 0xF9, 0x23, 0}
 	case 14:
+		if k == 3 {
+			return []byte{}
+		}
 		return []byte{0xF9, byte(k)}
 	}
 	panic(col)
@@ -482,6 +486,9 @@ func TestDifferentialEveryTransform(t *testing.T) {
 						if len(task.ResidualFilter) == 0 || string(task.ResidualFilter) == "null" {
 							t.Fatalf("filter %s: the task of %s has no residual", raw, path)
 						}
+						if string(task.ResidualFilter) == "false" {
+							t.Fatalf("filter %s: the task of %s, whose partition rules the filter out, was sent", raw, path)
+						}
 						residual, err := iceberg.ParseExpr(task.ResidualFilter, typedSchema)
 						if err != nil {
 							t.Fatalf("filter %s: the residual %s of %s: %v", raw, task.ResidualFilter, path, err)
@@ -527,7 +534,7 @@ func TestDifferentialEveryTransform(t *testing.T) {
 					}
 					t.Fatalf("filter %d %s: rows through serve's tasks and residuals %v, the filter holds for %v", n, raw, got, want)
 				}
-				local, err := tbl.Scan(table.WithRowFilter(filter), table.WithCaseSensitive(false)).PlanFiles(context.Background())
+				local, err := lookup.PlanFiles(context.Background(), tbl, nil, filter, false)
 				if err != nil {
 					t.Fatalf("local plan of %s: %v", filter, err)
 				}

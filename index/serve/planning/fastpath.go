@@ -202,8 +202,7 @@ func (p *Planner) planBase(ctx context.Context, tbl *table.Table, snap *table.Sn
 		return nil, err
 	}
 	defer release()
-	tasks, err := tbl.Scan(table.WithSnapshotID(snap.SnapshotID), table.WithCaseSensitive(caseSensitive),
-		table.WithRowFilter(r)).PlanFiles(ctx)
+	tasks, err := lookup.PlanFiles(ctx, tbl, &snap.SnapshotID, r, caseSensitive)
 	if err != nil {
 		return nil, fmt.Errorf("plan scan of snapshot %d: %w", snap.SnapshotID, err)
 	}

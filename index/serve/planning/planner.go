@@ -342,15 +342,20 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, req rest.PlanTable
 		return nil, &RequestError{Err: err}
 	}
 	residual := newResiduals(tbl.Metadata(), schema, bound, caseSensitive)
-	// The pages hold copies of the tasks: the fast path's are its base
-	// plan's, shared with other requests, and must not be written.
-	pages := pageTasks(planned.Candidates, p.tasksPerPage)
-	for _, page := range pages {
-		for i := range page {
-			if page[i].Residual, err = residual.of(page[i].File); err != nil {
-				return nil, fmt.Errorf("plan scan of %s: %s: %w", tbl.Identifier(), page[i].File.FilePath(), err)
-			}
+	// The tasks get their residuals as copies: the fast path's are its base
+	// plan's, shared with other requests, and must not be written. A task
+	// whose residual is false (its partition rules the filter out, as when
+	// lookup.PlanFiles had to leave a column's predicates out) is not sent.
+	tasks := make([]table.FileScanTask, 0, len(planned.Candidates))
+	for _, task := range planned.Candidates {
+		if task.Residual, err = residual.of(task.File); err != nil {
+			return nil, fmt.Errorf("plan scan of %s: %s: %w", tbl.Identifier(), task.File.FilePath(), err)
 		}
+		if _, none := task.Residual.(iceberg.AlwaysFalse); !none {
+			tasks = append(tasks, task)
+		}
+	}
+	for _, page := range pageTasks(tasks, p.tasksPerPage) {
 		env, err := wire.ScanTasks(tbl.Metadata(), page, statsFields)
 		if err != nil {
 			return nil, fmt.Errorf("encode plan of %s: %w", tbl.Identifier(), err)
