@@ -15,8 +15,8 @@ import (
 // statistics leave, with their delete files. It works around a false
 // negative of iceberg-go v0.7.0, whose manifest evaluator reads a partition
 // summary without a lower bound as "every value null": an empty string or
-// binary partition value (”) is written as an empty lower bound and read
-// back as none, so every manifest holding ” would be skipped for any
+// binary partition value is written as an empty lower bound and read back
+// as none, so every manifest holding the empty value would be skipped for any
 // predicate on that column, rows of other partitions included. Where a
 // manifest of the snapshot has such a summary, the filter iceberg-go plans
 // with leaves out the predicates on the partition fields' source columns: a
@@ -47,8 +47,8 @@ func PlanFiles(ctx context.Context, tbl *table.Table, snapshotID *int64, filter 
 // misreadPartitionSources returns the source columns of the partition
 // fields whose summary, in some manifest of snap, iceberg-go would take for
 // "all null" although the manifest holds a value: no lower bound but an
-// upper one (the least value is ”), or neither bound with no null and no
-// NaN in a manifest that lists files (every value is ”).
+// upper one (the least value is empty), or neither bound with no null and no
+// NaN in a manifest that lists files (every value is empty).
 func misreadPartitionSources(ctx context.Context, tbl *table.Table, snap *table.Snapshot) (map[int]bool, error) {
 	fsys, err := catalog.TableIO(ctx, tbl)
 	if err != nil {

@@ -76,9 +76,9 @@ func planned(t *testing.T, tbl *table.Table, filter iceberg.BooleanExpression) [
 }
 
 // TestPlanKeepsEmptyPartitionValue: iceberg-go v0.7.0 reads the partition
-// summary of a manifest whose least value is ” as "all null" and skips the
+// summary of a manifest whose least value is the empty string as "all null" and skips the
 // manifest for any predicate on the column (both lookups below planned no
-// file). Plan keeps every file that may match, and a table without ” is
+// file). Plan keeps every file that may match, and a table without it is
 // still pruned by its partitions.
 func TestPlanKeepsEmptyPartitionValue(t *testing.T) {
 	empty, x := "", "x"
