@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -103,13 +102,36 @@ func (c *Catalog) Register(t testing.TB, name, metadataLocation string) table.Id
 	return table.Identifier{"db", name}
 }
 
+// RepoRoot returns the repository's root directory: the nearest directory
+// holding go.mod above the working directory the test binary started in (its
+// package's). It is found from there rather than from runtime.Caller, whose
+// file names are module paths under -trimpath, as .ci/run builds; it is read
+// once, before any test changes the working directory.
+func RepoRoot() string { return repoRoot }
+
+var repoRoot = func() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}()
+
 // CopyExternalTables copies testdata/external/iceberg-tables/duckdb-iceberg
 // into a temporary directory and makes it the working directory, because
 // the paths inside those tables are relative to it.
 func CopyExternalTables(t *testing.T) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "external", "iceberg-tables", "duckdb-iceberg")
+	src := filepath.Join(RepoRoot(), "testdata", "external", "iceberg-tables", "duckdb-iceberg")
 	dst := t.TempDir()
 	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -8,15 +8,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
+
+	"github.com/icebloom/icebloom/catalog/catalogtest"
 )
 
 // Root returns the repository's root directory.
-func Root() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
-}
+func Root() string { return catalogtest.RepoRoot() }
 
 // External returns the path of a file under testdata/external, the golden
 // files other projects wrote (see testdata/external/MANIFEST.md).
