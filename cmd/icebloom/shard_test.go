@@ -285,7 +285,9 @@ func TestShardFlags(t *testing.T) {
 	}
 }
 
-// shardTestCountEnv sets the shard count of TestShardRun (default 64):
+// shardTestCountEnv sets the shard count of TestShardRun (default 64, 16
+// under the race detector, which checks each process alone: its shard
+// processes, each a race-instrumented binary, took 5 minutes of CI at 64):
 // ICEBLOOM_SHARD_TEST_N=256 is the long mode, run by hand.
 const shardTestCountEnv = "ICEBLOOM_SHARD_TEST_N"
 
@@ -306,6 +308,9 @@ const maxRunCommits = 3
 // with another shard count is refused, naming both.
 func TestShardRun(t *testing.T) {
 	n := 64
+	if raceEnabled {
+		n = 16
+	}
 	if v := os.Getenv(shardTestCountEnv); v != "" {
 		var err error
 		if n, err = strconv.Atoi(v); err != nil || n < 2 {

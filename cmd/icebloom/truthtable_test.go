@@ -345,11 +345,12 @@ func TestScanNullTruthTable(t *testing.T) {
 	if raceEnabled {
 		// Under the race detector each scan is several times slower and the
 		// whole table (4,992 scans) passes the package's 10 minutes; every
-		// fourth column keeps scan's concurrent readers under it, and the
-		// table is checked whole without it.
+		// eighth column keeps scan's concurrent readers under it (every
+		// fourth still took 97 s of CI), and the table is checked whole
+		// without it.
 		var sample []truthColumn
 		for i, col := range cols {
-			if i%4 == 0 {
+			if i%8 == 0 {
 				sample = append(sample, col)
 			}
 		}

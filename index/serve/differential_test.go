@@ -236,6 +236,16 @@ func mustURL(t *testing.T, s string) *url.URL {
 
 // differential plans and reads random filters through the server and
 // locally, and checks both against the ground truth.
+// filterCount is n random filters, or a quarter of them under the race
+// detector: each filter is planned and read several times slower there, and
+// the server's concurrency is as well exercised by fewer.
+func filterCount(n int) int {
+	if raceEnabled {
+		return n / 4
+	}
+	return n
+}
+
 func differential(t *testing.T, fx *fixture, tbl *table.Table, n int, gen func(depth int) randFilter) (pruned, readerDiffs int) {
 	t.Helper()
 	for i := range n {
@@ -307,9 +317,10 @@ func TestDifferentialProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pruned, readerDiffs := differential(t, fx, tbl, 200, fx.randFilter)
-	t.Logf("the index pruned files for %d of 200 filters; iceberg-go's reader differed from the ground truth for %d; %d fast-path plans",
-		pruned, readerDiffs, fastPlans(t, hs.URL))
+	n := filterCount(200)
+	pruned, readerDiffs := differential(t, fx, tbl, n, fx.randFilter)
+	t.Logf("the index pruned files for %d of %d filters; iceberg-go's reader differed from the ground truth for %d; %d fast-path plans",
+		pruned, n, readerDiffs, fastPlans(t, hs.URL))
 	if pruned == 0 {
 		t.Fatal("the index pruned no file for any filter")
 	}
@@ -327,7 +338,7 @@ func TestDifferentialFastPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 200
+	n := filterCount(200)
 	// Every plan the server makes (a repeated one comes from the plan
 	// cache) must take the fast path, but those of filters that iceberg-go
 	// folds to AlwaysFalse before sending them, which have no conjuncts.
@@ -388,8 +399,9 @@ func TestDifferentialCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pruned, readerDiffs := differential(t, fx, tbl, 200, fx.randFilter)
-	t.Logf("the index pruned files for %d of 200 filters; iceberg-go's reader differed from the ground truth for %d", pruned, readerDiffs)
+	n := filterCount(200)
+	pruned, readerDiffs := differential(t, fx, tbl, n, fx.randFilter)
+	t.Logf("the index pruned files for %d of %d filters; iceberg-go's reader differed from the ground truth for %d", pruned, n, readerDiffs)
 	if pruned == 0 {
 		t.Fatal("the index pruned no file for any filter")
 	}
@@ -462,6 +474,7 @@ func TestDifferentialDeletionVectors(t *testing.T) {
 	if dvs == 0 {
 		t.Fatal("the format version 3 table has no deletion vectors")
 	}
-	pruned, readerDiffs := differential(t, fx, tbl, 100, fx.randFilter)
-	t.Logf("the index pruned files for %d of 100 filters; iceberg-go's reader differed from the ground truth for %d", pruned, readerDiffs)
+	n := filterCount(100)
+	pruned, readerDiffs := differential(t, fx, tbl, n, fx.randFilter)
+	t.Logf("the index pruned files for %d of %d filters; iceberg-go's reader differed from the ground truth for %d", pruned, n, readerDiffs)
 }
