@@ -68,6 +68,16 @@ type Options struct {
 	// keys), beneath what the upstream's load answer says of the table;
 	// table properties never do.
 	StorageProperties iceberg.Properties
+	// PlanWithOwnCredentials, in proxy mode, plans a table whose load
+	// answer vends the caller no storage credentials (no
+	// storage-credentials for its location, no credentials in config) with
+	// serve's own (StorageProperties, the environment): whoever the
+	// upstream lets load a table then gets its file paths, partition
+	// values and, with stats-fields, column bounds, read with serve's
+	// access. Unset, such a plan is refused 403 ForbiddenException.
+	// Catalog mode always plans with the catalog's storage configuration,
+	// for whoever holds BearerToken.
+	PlanWithOwnCredentials bool
 	// Catalog is the catalog served in catalog mode.
 	Catalog icecatalog.Catalog
 	// BearerToken, in catalog mode, is the token every /v1 request must
@@ -567,7 +577,11 @@ func (s *Server) failure(err error) (status int, typ, msg string) {
 	var bad *planning.RequestError
 	var busy *planning.BusyError
 	var down *upstreamDownError
+	var noAccess *noVendedAccessError
 	switch {
+	case errors.As(err, &noAccess):
+		s.metrics.count("forbidden")
+		return http.StatusForbidden, "ForbiddenException", noAccess.Error()
 	case errors.As(err, &down):
 		s.metrics.count("upstream_error")
 		s.log.Warn("upstream catalog request failed", "err", err)

@@ -26,11 +26,15 @@ import (
 type Loaded struct {
 	Table       *table.Table
 	Credentials []rest.StorageCredential
-	// Private says the table's file IO holds what the catalog vended to
-	// this caller (config or storage credentials): such a table object is
-	// never kept for another request, so no caller's credentials are
-	// stored.
-	Private bool
+	// Access names the storage access the table's file IO reads with: ""
+	// for serve's own storage configuration, else a digest of what the
+	// catalog vended this caller (never the credentials themselves).
+	// Everything the planner keeps of what it read (plans, base plans,
+	// manifests, index directories) is kept under it, so what was read
+	// with one caller's credentials is never answered to a caller with
+	// other credentials or none. A table object of an Access other than ""
+	// holds the caller's credentials in its file IO and is never kept.
+	Access string
 }
 
 // Loader loads a table for a planning request. In proxy mode it asks the
@@ -209,22 +213,24 @@ const maxTables = 64
 // reuse returns the table object kept for the same metadata location, so
 // that iceberg-go's manifest-list cache of earlier plans serves this one,
 // or keeps loaded's table for the next. Either way the table reads its
-// manifests through the planner's manifest cache (manifestIO).
+// manifests through the planner's manifest cache (manifestIO), under
+// loaded's storage access.
 func (p *Planner) reuse(loaded *Loaded) *table.Table {
 	tbl := loaded.Table
 	key := tbl.MetadataLocation()
-	keep := key != "" && !loaded.Private
+	keep := key != "" && loaded.Access == ""
 	if keep {
 		if kept, ok := p.tables.get(key); ok {
 			return kept
 		}
 	}
+	access := loaded.Access
 	cached := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), func(ctx context.Context) (icebergio.IO, error) {
 		fsys, err := catalog.TableIO(ctx, tbl)
 		if err != nil {
 			return nil, err
 		}
-		return &manifestIO{IO: fsys, cache: p.manifests, opens: &p.manifestOpens}, nil
+		return &manifestIO{IO: fsys, cache: p.manifests, access: access, opens: &p.manifestOpens}, nil
 	}, nil)
 	if keep {
 		p.tables.add(key, cached, 1)
@@ -235,7 +241,7 @@ func (p *Planner) reuse(loaded *Loaded) *table.Table {
 // PlanTable plans the scan req asks for of a loaded table.
 func (p *Planner) PlanTable(ctx context.Context, loaded *Loaded, req rest.PlanTableScanRequest) (*PlanResult, error) {
 	tbl := p.reuse(loaded)
-	key, err := cacheKey(tbl, req)
+	key, err := cacheKey(tbl, loaded.Access, req)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +250,7 @@ func (p *Planner) PlanTable(ctx context.Context, loaded *Loaded, req rest.PlanTa
 		out.Cached, out.Credentials = true, loaded.Credentials
 		return &out, nil
 	}
-	res, err := p.plan(ctx, tbl, req)
+	res, err := p.plan(ctx, tbl, loaded.Access, req)
 	if err != nil {
 		return nil, err
 	}
@@ -260,9 +266,10 @@ func (p *Planner) PlanTable(ctx context.Context, loaded *Loaded, req rest.PlanTa
 	return &out, nil
 }
 
-// cacheKey names a plan: the table's metadata location (a commit makes a
-// new one) and the request's fields that shape the plan.
-func cacheKey(tbl *table.Table, req rest.PlanTableScanRequest) (string, error) {
+// cacheKey names a plan: the storage access it was read with, the table's
+// metadata location (a commit makes a new one) and the request's fields
+// that shape the plan.
+func cacheKey(tbl *table.Table, access string, req rest.PlanTableScanRequest) (string, error) {
 	shape := struct {
 		UUID string
 		Req  rest.PlanTableScanRequest
@@ -274,10 +281,10 @@ func cacheKey(tbl *table.Table, req rest.PlanTableScanRequest) (string, error) {
 	}
 	// A catalog that names no metadata location still changes the
 	// metadata's last-updated time with every commit.
-	return fmt.Sprintf("%s\x00%d\x00%s", tbl.MetadataLocation(), tbl.Metadata().LastUpdatedMillis(), b), nil
+	return fmt.Sprintf("%s\x00%s\x00%d\x00%s", access, tbl.MetadataLocation(), tbl.Metadata().LastUpdatedMillis(), b), nil
 }
 
-func (p *Planner) plan(ctx context.Context, tbl *table.Table, req rest.PlanTableScanRequest) (*PlanResult, error) {
+func (p *Planner) plan(ctx context.Context, tbl *table.Table, access string, req rest.PlanTableScanRequest) (*PlanResult, error) {
 	caseSensitive := req.CaseSensitive == nil || *req.CaseSensitive // the spec's default
 	schema := tbl.Schema()
 	if req.SnapshotID != nil {
@@ -309,8 +316,8 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, req rest.PlanTable
 		statsFields[f.ID] = true
 	}
 
-	o := lookup.Options{SnapshotID: req.SnapshotID, CaseSensitive: caseSensitive, Cache: p.footers}
-	planned, afterStats, err := p.fastPlan(ctx, tbl, filter, o)
+	o := lookup.Options{SnapshotID: req.SnapshotID, CaseSensitive: caseSensitive, Cache: p.footers.Scoped(access)}
+	planned, afterStats, err := p.fastPlan(ctx, tbl, access, filter, o)
 	fast := planned != nil && err == nil
 	if !fast && !isBusy(err) { // not for the fast path, or it failed: the usual path reports why
 		planned, err = p.coldPlan(ctx, tbl, filter, o)
