@@ -472,7 +472,8 @@ func TestMetricsAndCache(t *testing.T) {
 	for _, want := range []string{`icebloom_serve_plans_total{outcome="planned"} 2`, `icebloom_serve_plans_total{outcome="cached"} 1`,
 		`icebloom_serve_plan_files_total{stage="snapshot"} 7`, `icebloom_serve_plan_files_total{stage="index"} 4`,
 		`icebloom_serve_plan_cache_lookups_total{result="hit"} 1`, `icebloom_serve_plan_seconds_count{cached="false"} 2`,
-		`icebloom_serve_cache_budget_bytes{cache="bases"} 134217728`, `icebloom_serve_cache_budget_bytes{cache="manifests"} 33554432`,
+		`icebloom_serve_cache_budget_bytes{cache="bases"} 134217728`, `icebloom_serve_cache_budget_bytes{cache="manifests"} 25165824`,
+		`icebloom_serve_cache_budget_bytes{cache="tables"} 8388608`,
 		`icebloom_serve_cache_budget_bytes{cache="plans"} 16777216`, `icebloom_serve_stored_plan_budget_bytes 16777216`,
 		`icebloom_serve_plan_work_budget_bytes 67108864`} {
 		if !strings.Contains(string(metrics), want) {

@@ -348,7 +348,7 @@ func (s *Server) writeMetrics(w io.Writer) {
 	fmt.Fprintln(w, "# HELP icebloom_serve_plan_work_budget_bytes The memory budget's part for the plans being computed.")
 	fmt.Fprintln(w, "# TYPE icebloom_serve_plan_work_budget_bytes gauge")
 	fmt.Fprintf(w, "icebloom_serve_plan_work_budget_bytes %d\n", ps.WorkBudget)
-	fmt.Fprintln(w, "# HELP icebloom_serve_cache_bytes Memory each cache of planning holds, by cache: plans, bases (the fast path's base plans), manifests.")
+	fmt.Fprintln(w, "# HELP icebloom_serve_cache_bytes Memory each cache of planning holds, by cache: plans, bases (the fast path's base plans), manifests, tables (the table objects kept per metadata location).")
 	fmt.Fprintln(w, "# TYPE icebloom_serve_cache_bytes gauge")
 	for _, name := range slices.Sorted(maps.Keys(ps.Caches)) {
 		fmt.Fprintf(w, "icebloom_serve_cache_bytes{cache=%q} %d\n", name, ps.Caches[name][0])

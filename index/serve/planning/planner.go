@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -76,10 +77,12 @@ type PlannerOptions struct {
 	// (estimated by their encoded size; the server holds the plans it
 	// answered in another sixteenth), half for the fast path's base
 	// plans (charged what they hold: about 1 KiB per data file), an eighth
-	// for manifest files, which only planning other than the fast path's,
-	// and making base plans, reads, and a quarter for the plans being
-	// computed (workBudget: a plan waits for room there); 0 keeps nothing
-	// and bounds no plan.
+	// for the table's metadata files: manifest files, which only planning
+	// other than the fast path's, and making base plans, reads (three
+	// quarters of the eighth), and the table objects kept per metadata
+	// location (a quarter of it, charged tableBytes), and a quarter for the
+	// plans being computed (workBudget: a plan waits for room there); 0
+	// keeps nothing and bounds no plan.
 	MemoryBudget int64
 	// MaxWorkWait is how long a plan waits for room in its quarter before
 	// it fails with *BusyError; 0 means DefaultMaxWorkWait.
@@ -100,9 +103,9 @@ func NewPlanner(load Loader, o PlannerOptions) *Planner {
 		footers:      index.NewFooterCache(4096),
 		results:      newLRU[*PlanResult](b / 16),
 		bases:        newLRU[*base](b / 2),
-		manifests:    newLRU[[]byte](b / 8),
+		manifests:    newLRU[[]byte](b/8 - b/32),
+		tables:       newLRU[*table.Table](b / 32),                // a quarter of the metadata's eighth
 		work:         newWorkBudget(b-b/8-b/2-b/8, o.MaxWorkWait), // a quarter
-		tables:       newLRU[*table.Table](maxTables),
 		tasksPerPage: o.TasksPerPage,
 	}
 }
@@ -179,7 +182,8 @@ type Stats struct {
 	// WorkBudget.
 	WorkReserved, WorkBudget int64
 	// Caches are the bytes each cache holds and its part of the budget, by
-	// name: plans, bases (the fast path's base plans), manifests.
+	// name: plans, bases (the fast path's base plans), manifests, tables
+	// (the table objects kept per metadata location).
 	Caches map[string][2]int64
 }
 
@@ -188,7 +192,7 @@ func (p *Planner) Stats() Stats {
 	used, n, hits, misses, evicted := p.results.stats()
 	caches := map[string][2]int64{}
 	for name, held := range map[string]func() (int64, int64){
-		"plans": p.results.usage, "bases": p.bases.usage, "manifests": p.manifests.usage,
+		"plans": p.results.usage, "bases": p.bases.usage, "manifests": p.manifests.usage, "tables": p.tables.usage,
 	} {
 		used, budget := held()
 		caches[name] = [2]int64{used, budget}
@@ -206,15 +210,12 @@ func (p *Planner) Plan(ctx context.Context, ident table.Identifier, req rest.Pla
 	return p.PlanTable(ctx, loaded, req)
 }
 
-// maxTables is the number of table objects kept for reuse: each keeps
-// iceberg-go's cache of the manifest lists it read.
-const maxTables = 64
-
 // reuse returns the table object kept for the same metadata location, so
 // that iceberg-go's manifest-list cache of earlier plans serves this one,
-// or keeps loaded's table for the next. Either way the table reads its
-// manifests through the planner's manifest cache (manifestIO), under
-// loaded's storage access.
+// or keeps loaded's table for the next (within the tables' part of the
+// budget, charged tableBytes). Either way the table reads its manifests
+// through the planner's manifest cache (manifestIO), under loaded's
+// storage access.
 func (p *Planner) reuse(loaded *Loaded) *table.Table {
 	tbl := loaded.Table
 	key := tbl.MetadataLocation()
@@ -233,9 +234,27 @@ func (p *Planner) reuse(loaded *Loaded) *table.Table {
 		return &manifestIO{IO: fsys, cache: p.manifests, access: access, opens: &p.manifestOpens}, nil
 	}, nil)
 	if keep {
-		p.tables.add(key, cached, 1)
+		p.tables.add(key, cached, tableBytes(tbl.Metadata()))
 	}
 	return cached
+}
+
+// tableBytesPerMetadataByte is what a kept table object holds per byte of
+// its metadata's JSON: the parsed metadata (measured: 2.2 bytes a byte for
+// metadata of 3,000 snapshots, 1.5 MB of JSON), and room for iceberg-go's
+// cache of the manifest lists it read, which grows with its plans.
+const tableBytesPerMetadataByte = 4
+
+// tableBytes estimates the memory a kept table object holds from the
+// length of its metadata as JSON: a table of many snapshots, schemas or
+// statistics files holds megabytes, and 64 of them were counted as 64
+// entries (issue 33).
+func tableBytes(meta table.Metadata) int64 {
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return math.MaxInt64 // not kept: its size is unknown
+	}
+	return 4096 + tableBytesPerMetadataByte*int64(len(b))
 }
 
 // PlanTable plans the scan req asks for of a loaded table.
