@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -261,6 +262,75 @@ func TestProxyPlansWithTheCallersStorageAccess(t *testing.T) {
 			if resp, _, reqs := plan(base, "token-c", 11); resp.StatusCode != 200 || len(reqs) != 0 {
 				t.Fatalf("C's plan of 11 again: %d with %d storage requests, want 200 from C's cache", resp.StatusCode, len(reqs))
 			}
+		}
+	})
+}
+
+// TestCatalogModeCachedPlanReadsNoStorage: in catalog mode over a SQL
+// catalog, the table's metadata location comes from the catalog's row and
+// the table kept for it is reused while it is current, so a cached plan
+// makes no storage request; after a commit, the new metadata file is read
+// and the new data planned (issue 34 item 7). Before, every plan read
+// metadata.json from storage again (a cached plan cost a GET of it).
+func TestCatalogModeCachedPlanReadsNoStorage(t *testing.T) {
+	catalogtest.ForEachS3(t, func(t *testing.T, s3 *catalogtest.S3) {
+		ctx := context.Background()
+		opts := catalog.Options{Type: "sql", URI: t.TempDir() + "/catalog.db", Warehouse: s3.Location("warehouse"), Properties: s3.Properties()}
+		cat, err := catalog.Open(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ident := table.Identifier{"db", "events"}
+		if err := cat.CreateNamespace(ctx, table.Identifier{"db"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := cat.CreateTable(ctx, ident, catalogtest.IDSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := range int64(3) {
+			tbl = catalogtest.AppendIDs(t, tbl, r, 10+r, 20+r)
+		}
+		if _, err := indexer.Build(ctx, cat, ident, indexer.Options{Columns: []string{"id"}}); err != nil {
+			t.Fatal(err)
+		}
+		srv, err := serve.New(serve.Options{Catalog: cat})
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := newHTTPServer(t, srv).URL
+		plan := func(id int, wantFiles int) []catalogtest.S3Request {
+			t.Helper()
+			s3.Reset()
+			resp, body := do(t, "POST", base+tablePath+"/plan", "", fmt.Sprintf(`{"filter":{"type":"eq","term":"id","value":%d}}`, id))
+			var res rest.PlanTableScanResponse
+			if resp.StatusCode != 200 || json.Unmarshal(body, &res) != nil || len(res.FileScanTasks) != wantFiles {
+				t.Fatalf("plan of id %d: %d %s, want %d file(s)", id, resp.StatusCode, body, wantFiles)
+			}
+			return s3.Requests()
+		}
+		if reqs := plan(11, 1); len(reqs) == 0 {
+			t.Fatal("the first plan made no storage request")
+		}
+		if reqs := plan(11, 1); len(reqs) != 0 {
+			t.Fatalf("a cached plan made storage requests: %v", reqs)
+		}
+
+		tbl, err = cat.LoadTable(ctx, ident)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl = catalogtest.AppendIDs(t, tbl, 30, 31, 32) // a new file, unindexed
+		key, ok := s3.Key(tbl.MetadataLocation())
+		if !ok {
+			t.Fatalf("metadata at %s, not in the bucket", tbl.MetadataLocation())
+		}
+		reqs := plan(31, 1)
+		if !slices.ContainsFunc(reqs, func(r catalogtest.S3Request) bool { return r.Method == "GET" && r.Key == key }) {
+			t.Fatalf("after a commit the plan did not read the new metadata %s: %v", key, reqs)
+		}
+		if reqs := plan(31, 1); len(reqs) != 0 {
+			t.Fatalf("the cached plan after the commit made storage requests: %v", reqs)
 		}
 	})
 }
