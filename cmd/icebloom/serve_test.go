@@ -268,4 +268,9 @@ func TestServeProxy(t *testing.T) {
 			t.Errorf("%v: exit %d, %s", args, code, stderr)
 		}
 	}
+	// Catalog mode always plans with the catalog's storage configuration:
+	// the flag of proxy mode is refused there, not ignored.
+	if _, stderr, code := icebloom(t, "serve", "--plan-with-own-credentials"); code == 0 || !strings.Contains(stderr, "--plan-with-own-credentials is for proxy mode") {
+		t.Errorf("serve --plan-with-own-credentials in catalog mode: exit %d, %s", code, stderr)
+	}
 }

@@ -250,6 +250,9 @@ func TestProxyPlansWithTheCallersStorageAccess(t *testing.T) {
 					!strings.Contains(string(body), "--plan-with-own-credentials") || len(reqs) != 0 {
 					t.Fatalf("C, vended nothing: %d %s with %d storage requests, want 403 ForbiddenException naming the flag and no request", resp.StatusCode, body, len(reqs))
 				}
+				if _, metrics := do(t, "GET", base+"/metrics", "", ""); !strings.Contains(string(metrics), `icebloom_serve_plans_total{outcome="forbidden"} 1`) {
+					t.Errorf("the refusal is not counted as forbidden:\n%s", metrics)
+				}
 				continue
 			}
 			var res rest.PlanTableScanResponse
