@@ -224,8 +224,8 @@ type noVendedAccessError struct{ ident table.Identifier }
 
 func (e *noVendedAccessError) Error() string {
 	return fmt.Sprintf("the catalog vended this caller no storage credentials for table %s (the load answer's "+
-		"storage-credentials or config; Java and PyIceberg ask for them with the header X-Iceberg-Access-Delegation: "+
-		"vended-credentials), and this server plans only with credentials a caller was vended "+
+		"storage-credentials or config, which Java, PyIceberg and iceberg-go ask for by default with the header "+
+		"X-Iceberg-Access-Delegation: vended-credentials), and this server plans only with credentials a caller was vended "+
 		"(icebloom serve --plan-with-own-credentials plans with its own)", strings.Join(e.ident, "."))
 }
 
