@@ -356,7 +356,7 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		changed = addEndpoints(doc)
 	case routeTable:
 		if !s.o.NoScanPlanningMode {
-			changed = optIn(doc)
+			changed = optIn(doc, s.o.PlanWithOwnCredentials)
 		}
 	}
 	if !changed {
@@ -396,8 +396,12 @@ func addEndpoints(doc map[string]json.RawMessage) bool {
 
 // optIn sets scan-planning-mode=server in a load-table response's config
 // when the table has an icebloom index: that is how a REST catalog tells
-// Java Iceberg (1.11) to plan the table's scans through it.
-func optIn(doc map[string]json.RawMessage) bool {
+// Java Iceberg (1.11) to plan the table's scans through it. A table whose
+// answer vends the caller no storage credentials is opted in only when
+// serve plans with its own (planWithOwn): otherwise serve would refuse
+// the caller's plans (noVendedAccessError), and its client is better off
+// planning locally, as before.
+func optIn(doc map[string]json.RawMessage, planWithOwn bool) bool {
 	meta, err := table.ParseMetadataBytes(doc["metadata"])
 	if err != nil || !HasIndex(meta) {
 		return false
@@ -408,6 +412,15 @@ func optIn(doc map[string]json.RawMessage) bool {
 	}
 	if config == nil {
 		config = map[string]string{}
+	}
+	if !planWithOwn {
+		var creds []rest.StorageCredential
+		if raw, ok := doc["storage-credentials"]; ok && json.Unmarshal(raw, &creds) != nil {
+			return false
+		}
+		if _, vended := storageAccess(config, longestPrefix(creds, meta.Location())); !vended {
+			return false
+		}
 	}
 	config[ScanPlanningModeKey] = "server"
 	raw, _ := json.Marshal(config)

@@ -243,6 +243,22 @@ func TestProxyPlansWithTheCallersStorageAccess(t *testing.T) {
 				}
 			}
 
+			// Only the tables serve will plan for the caller are opted into
+			// server planning: C's client, vended nothing, plans locally
+			// unless serve plans with its own credentials.
+			for token, want := range map[string]bool{"token-a": true, "token-b": true, "token-c": own} {
+				resp, body := do(t, "GET", base+tablePath, token, "")
+				var load struct {
+					Config map[string]string `json:"config"`
+				}
+				if resp.StatusCode != 200 || json.Unmarshal(body, &load) != nil {
+					t.Fatalf("load table with %s: %d %s", token, resp.StatusCode, body)
+				}
+				if got := load.Config[serve.ScanPlanningModeKey] == "server"; got != want {
+					t.Errorf("load table with %s (--plan-with-own-credentials %v): config %v, want scan-planning-mode=server %v", token, own, load.Config, want)
+				}
+			}
+
 			// C, vended nothing.
 			resp, body, reqs := plan(base, "token-c", 11)
 			if !own {
