@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -234,7 +233,9 @@ func (p *Planner) reuse(loaded *Loaded) *table.Table {
 		return &manifestIO{IO: fsys, cache: p.manifests, access: access, opens: &p.manifestOpens}, nil
 	}, nil)
 	if keep {
-		p.tables.add(key, cached, tableBytes(tbl.Metadata()))
+		if n, known := tableBytes(tbl.Metadata()); known {
+			p.tables.add(key, cached, n)
+		}
 	}
 	return cached
 }
@@ -248,13 +249,14 @@ const tableBytesPerMetadataByte = 4
 // tableBytes estimates the memory a kept table object holds from the
 // length of its metadata as JSON: a table of many snapshots, schemas or
 // statistics files holds megabytes, and 64 of them were counted as 64
-// entries (issue 33).
-func tableBytes(meta table.Metadata) int64 {
+// entries (issue 33). A table whose metadata cannot be written as JSON
+// has no known size, and is not kept.
+func tableBytes(meta table.Metadata) (n int64, known bool) {
 	b, err := json.Marshal(meta)
 	if err != nil {
-		return math.MaxInt64 // not kept: its size is unknown
+		return 0, false
 	}
-	return 4096 + tableBytesPerMetadataByte*int64(len(b))
+	return 4096 + tableBytesPerMetadataByte*int64(len(b)), true
 }
 
 // PlanTable plans the scan req asks for of a loaded table.
