@@ -361,13 +361,19 @@ func open(ctx context.Context, name string, o Options, props iceberg.Properties)
 			}
 			all["init_catalog_tables"] = "false"
 		}
-		cat, err := icecatalog.Load(ctx, name, all)
+		// Opened as iceberg-go's registrar opens it, keeping the database
+		// handle, so that the catalog can also say where a table's
+		// metadata is without reading it (MetadataLocator).
+		cat, err := openSQL(name, all)
 		if err != nil && isSQLite {
 			// The drivers' errors ("unable to open database file (14)",
 			// "file is not a database (26)") do not say which file.
 			return nil, fmt.Errorf("SQLite catalog %s: %w", file, err)
 		}
-		return cat, err
+		if err != nil {
+			return nil, err
+		}
+		return cat, nil
 	case icecatalog.REST:
 		if o.URI == "" {
 			return nil, errors.New("rest catalog: no endpoint URI (--uri)")

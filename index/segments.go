@@ -244,8 +244,10 @@ func (ix *TableIndex) Lookup(dataFile string, size int64, fieldID int) (StoredFi
 // costs no footer decoding and no map building at all.
 type FooterCache struct {
 	maxFiles int
-	footers  *lru.Cache[string, *footer]
-	indexes  *lru.Cache[string, *TableIndex]
+	// scope is prefixed to every key of a view of the cache (Scoped).
+	scope   string
+	footers *lru.Cache[string, *footer]
+	indexes *lru.Cache[string, *TableIndex]
 }
 
 // cachedIndexes is how many whole indexes a FooterCache keeps.
@@ -264,16 +266,29 @@ func NewFooterCache(maxFiles int) *FooterCache {
 	return &FooterCache{maxFiles: max(maxFiles, 1), footers: footers, indexes: indexes}
 }
 
+// Scoped returns a view of c that shares its room but none of its
+// entries with views of other scopes: what was read with one storage
+// access (a caller's vended credentials, say) is kept apart from what was
+// read with another. The scope "" is c's own entries.
+func (c *FooterCache) Scoped(scope string) *FooterCache {
+	if c == nil || scope == "" {
+		return c
+	}
+	v := *c
+	v.scope = c.scope + scope + "\x00"
+	return &v
+}
+
 func (c *FooterCache) get(path string) (*footer, bool) {
 	if c == nil {
 		return nil, false
 	}
-	return c.footers.Get(path)
+	return c.footers.Get(c.scope + path)
 }
 
 func (c *FooterCache) add(path string, f *footer) {
 	if c != nil {
-		c.footers.Add(path, f)
+		c.footers.Add(c.scope+path, f)
 	}
 }
 
@@ -311,6 +326,7 @@ func Load(ctx context.Context, fsys icebergio.IO, meta table.Metadata, cache *Fo
 
 	key := indexKey(files)
 	if cache != nil {
+		key = cache.scope + key
 		if ix, ok := cache.indexes.Get(key); ok {
 			return ix, nil
 		}

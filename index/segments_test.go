@@ -270,3 +270,30 @@ func TestLoadRecoversAPanic(t *testing.T) {
 		t.Fatalf("Load with a panicking storage: %v, %d segments", errs, len(ix.Segments()))
 	}
 }
+
+// TestFooterCacheScoped: a scoped view of a cache shares none of its
+// entries with other scopes, neither footers nor whole indexes: what was
+// read with one storage access (serve keeps a caller's vended credentials
+// apart) is read again, with its own, by another; the same scope finds
+// its own.
+func TestFooterCacheScoped(t *testing.T) {
+	dir := t.TempDir()
+	a := writeStats(t, dir, "a.puffin", entryBlob("f1", 100, 1))
+	cache := index.NewFooterCache(8)
+	if _, errs := load(t, cache.Scoped("caller-a"), a); len(errs) != 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	if err := os.Remove(a.StatisticsPath); err != nil {
+		t.Fatal(err)
+	}
+	for _, scope := range []string{"caller-b", ""} {
+		if _, errs := load(t, cache.Scoped(scope), a); len(errs) != 1 {
+			t.Errorf("scope %q: %d errors for a file gone, want it read (1 error), not taken from caller-a's", scope, len(errs))
+		}
+	}
+	if ix, errs := load(t, cache.Scoped("caller-a"), a); len(errs) != 0 {
+		t.Errorf("caller-a's own scope: errors %v", errs)
+	} else if _, ok := ix.Lookup("f1", 100, 1); !ok {
+		t.Error("caller-a's cached entry missing")
+	}
+}

@@ -66,6 +66,10 @@ type S3Request struct {
 	Query string
 	// Range is the request's Range header, "" for none.
 	Range string
+	// AccessKeyID is the access key the request was signed with (the
+	// Credential of its SigV4 Authorization header), "" for an unsigned
+	// request: whose credentials a client read with.
+	AccessKeyID string
 	// Status is the response status code.
 	Status int
 	// BytesIn is the size of the request body the server read.
@@ -306,13 +310,14 @@ func (s *S3) handler(next http.Handler) http.Handler {
 			s.inFlight--
 			s.done.Broadcast()
 			s.requests = append(s.requests, S3Request{
-				Method:   r.Method,
-				Key:      key,
-				Query:    r.URL.RawQuery,
-				Range:    r.Header.Get("Range"),
-				Status:   cw.status,
-				BytesIn:  body.n.Load(),
-				BytesOut: cw.n,
+				Method:      r.Method,
+				Key:         key,
+				Query:       r.URL.RawQuery,
+				Range:       r.Header.Get("Range"),
+				AccessKeyID: signedBy(r),
+				Status:      cw.status,
+				BytesIn:     body.n.Load(),
+				BytesOut:    cw.n,
 			})
 		}()
 		switch {
@@ -329,6 +334,17 @@ func (s *S3) handler(next http.Handler) http.Handler {
 			next.ServeHTTP(cw, r)
 		}
 	})
+}
+
+// signedBy is the access key id of a SigV4-signed request
+// ("AWS4-HMAC-SHA256 Credential=KEY/date/region/s3/aws4_request, ...").
+func signedBy(r *http.Request) string {
+	_, cred, ok := strings.Cut(r.Header.Get("Authorization"), "Credential=")
+	if !ok {
+		return ""
+	}
+	key, _, _ := strings.Cut(cred, "/")
+	return key
 }
 
 // s3Error writes an S3 error response.

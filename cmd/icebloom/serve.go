@@ -33,6 +33,7 @@ type ServeCmd struct {
 	PlanTimeout        time.Duration `arg:"--plan-timeout" default:"2m" help:"longest a plan may take; it then fails"`
 	SubmitAfter        time.Duration `arg:"--submit-after" default:"10s" help:"a plan not done by then is answered status submitted and the client polls for it, so no HTTP timeout cuts a long plan; 0 waits for every plan"`
 	NoScanPlanningMode bool          `arg:"--no-scan-planning-mode" help:"do not add scan-planning-mode=server to indexed tables' load-table config"`
+	PlanWithOwnCreds   bool          `arg:"--plan-with-own-credentials" help:"proxy mode: plan tables the upstream vends a caller no storage credentials for with serve's own (--property s3.*, the environment), for anyone the upstream lets load them; without it such plans get 403"`
 	SyncOnCommit       bool          `arg:"--sync-on-commit" help:"proxy mode: sync a table's index after a commit through the proxy succeeds"`
 	SyncTokenFile      string        `arg:"--sync-token-file" placeholder:"PATH" help:"file holding icebloom's own upstream token for --sync-on-commit [default: $ICEBLOOM_SYNC_TOKEN]"`
 	SyncQuiet          time.Duration `arg:"--sync-quiet" default:"2s" help:"sync once a table had no commit for this long"`
@@ -69,6 +70,7 @@ func (c *ServeCmd) run(ctx context.Context, e *env) error {
 			return fmt.Errorf("--upstream: %w", err)
 		}
 		o.Upstream = u
+		o.PlanWithOwnCredentials = c.PlanWithOwnCreds
 		// Storage is configured for serve as for every command: the global
 		// --property flags.
 		if o.StorageProperties, err = e.options.PropertyMap(); err != nil {
@@ -77,6 +79,9 @@ func (c *ServeCmd) run(ctx context.Context, e *env) error {
 	} else {
 		if c.SyncOnCommit {
 			return errors.New("--sync-on-commit needs --upstream: only commits through the proxy are seen")
+		}
+		if c.PlanWithOwnCreds {
+			return errors.New("--plan-with-own-credentials is for proxy mode (--upstream): catalog mode always plans with the catalog's storage configuration")
 		}
 		if c.BearerTokenFile == "" && !loopback {
 			return fmt.Errorf("--listen %s is not loopback: catalog mode needs --bearer-token-file", c.Listen)

@@ -208,7 +208,7 @@ func TestServeProxy(t *testing.T) {
 	if _, stderr, code := icebloom(t, "--catalog", "rest", "--uri", up.URL, "--token", up.Token, "build", "db.events", "--columns", "id"); code != 0 {
 		t.Fatalf("build exited %d: %s", code, stderr)
 	}
-	base, stop := startServe(t, "--upstream", up.URL)
+	base, stop := startServe(t, "--upstream", up.URL, "--plan-with-own-credentials")
 	ctx := context.Background()
 	cat, err := rest.NewCatalog(ctx, "serve", base, rest.WithOAuthToken(up.Token))
 	if err != nil {
@@ -239,7 +239,7 @@ func TestServeProxy(t *testing.T) {
 	// --sync-on-commit: an append through the proxy is indexed by a sync
 	// with icebloom's own token (from the environment).
 	t.Setenv("ICEBLOOM_SYNC_TOKEN", up.Token)
-	base, stop = startServe(t, "--upstream", up.URL, "--sync-on-commit", "--sync-quiet", "100ms")
+	base, stop = startServe(t, "--upstream", up.URL, "--plan-with-own-credentials", "--sync-on-commit", "--sync-quiet", "100ms")
 	cat, err = rest.NewCatalog(ctx, "serve", base, rest.WithOAuthToken(up.Token))
 	if err != nil {
 		t.Fatal(err)
@@ -267,5 +267,10 @@ func TestServeProxy(t *testing.T) {
 		if _, stderr, code := icebloom(t, args...); code == 0 || !strings.Contains(stderr, "sync-on-commit") {
 			t.Errorf("%v: exit %d, %s", args, code, stderr)
 		}
+	}
+	// Catalog mode always plans with the catalog's storage configuration:
+	// the flag of proxy mode is refused there, not ignored.
+	if _, stderr, code := icebloom(t, "serve", "--plan-with-own-credentials"); code == 0 || !strings.Contains(stderr, "--plan-with-own-credentials is for proxy mode") {
+		t.Errorf("serve --plan-with-own-credentials in catalog mode: exit %d, %s", code, stderr)
 	}
 }

@@ -26,7 +26,21 @@ var catalogEndpoints = append([]string{
 	"HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
 }, planningEndpoints...)
 
+// loadFromCatalog loads a table from the catalog for planning. A catalog
+// that can say where the table's metadata is now (catalog.MetadataLocator:
+// icebloom's SQL catalogs, one query) gets no storage read when the
+// planner keeps the table of that location: a metadata location names one
+// immutable file, and a commit names another. Before, every request read
+// metadata.json from storage again, a cached plan included.
 func (s *Server) loadFromCatalog(ctx context.Context, ident table.Identifier) (*planning.Loaded, error) {
+	if loc, ok := s.o.Catalog.(catalog.MetadataLocator); ok {
+		// Any failure here is LoadTable's to report.
+		if where, err := loc.MetadataLocation(ctx, ident); err == nil {
+			if kept, ok := s.planner.KeptTable(where); ok {
+				return &planning.Loaded{Table: kept}, nil
+			}
+		}
+	}
 	tbl, err := catalog.LoadTable(ctx, s.o.Catalog, ident)
 	if err != nil {
 		return nil, err

@@ -78,7 +78,7 @@ func TestSyncOnCommit(t *testing.T) {
 	syncer := newSyncer(100 * time.Millisecond)
 	t.Cleanup(func() { syncer.Close(context.Background()) })
 	committed := func(prefix string, ident table.Identifier) { syncer.Committed(serve.SyncKey(prefix, ident)) }
-	srv, err := serve.New(serve.Options{Upstream: mustURL(t, up.URL), Committed: committed})
+	srv, err := serve.New(serve.Options{Upstream: mustURL(t, up.URL), PlanWithOwnCredentials: true, Committed: committed})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -264,6 +264,7 @@ func proxyFixture(t *testing.T, s uint64, formatVersion string, o serve.Options)
 	up := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{})
 	fx := newFixture(t, up.Catalog, s, formatVersion)
 	o.Upstream = mustURL(t, up.URL)
+	o.PlanWithOwnCredentials = true // the test server vends no storage credentials
 	srv, err := serve.New(o)
 	if err != nil {
 		t.Fatal(err)

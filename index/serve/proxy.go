@@ -3,11 +3,14 @@ package serve
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -124,8 +127,18 @@ func (s *Server) loadFromUpstream(ctx context.Context, ident table.Identifier) (
 	if err := json.Unmarshal(body, &lt); err != nil {
 		return nil, fmt.Errorf("load %s from the upstream catalog: %w", ident, err)
 	}
-	private := len(lt.Config) > 0 || len(lt.StorageCredentials) > 0
-	if kept, ok := s.planner.KeptTable(lt.MetadataLoc); ok && !private {
+	var location struct {
+		Location string `json:"location"`
+	}
+	if err := json.Unmarshal(lt.Metadata, &location); err != nil {
+		return nil, fmt.Errorf("load %s from the upstream catalog: metadata: %w", ident, err)
+	}
+	cred := longestPrefix(lt.StorageCredentials, location.Location)
+	access, vended := storageAccess(lt.Config, cred)
+	if !vended && !s.o.PlanWithOwnCredentials {
+		return nil, &noVendedAccessError{ident: ident}
+	}
+	if kept, ok := s.planner.KeptTable(lt.MetadataLoc); ok && access == "" {
 		// A metadata location names one immutable metadata file: the
 		// table kept for it is this one, without parsing it again.
 		return &planning.Loaded{Table: kept}, nil
@@ -147,13 +160,73 @@ func (s *Server) loadFromUpstream(ctx context.Context, ident table.Identifier) (
 	for k, v := range lt.Config {
 		props[k] = v
 	}
-	if cred := longestPrefix(lt.StorageCredentials, meta.Location()); cred != nil {
+	if cred != nil {
 		for k, v := range cred.Config {
 			props[k] = v
 		}
 	}
 	tbl := table.New(ident, meta, lt.MetadataLoc, iceio.LoadFSFunc(props, meta.Location()), nil)
-	return &planning.Loaded{Table: tbl, Credentials: lt.StorageCredentials, Private: private}, nil
+	return &planning.Loaded{Table: tbl, Credentials: lt.StorageCredentials, Access: access}, nil
+}
+
+// credentialKeys are the storage properties (iceberg-go's io keys) that
+// grant access, as a catalog vends them in a load answer's config (before
+// the spec had storage-credentials) or in a storage credential's config;
+// credentialPrefixes likewise, for keys named per account.
+var (
+	credentialKeys = []string{
+		iceio.S3AccessKeyID, iceio.S3SecretAccessKey, iceio.S3SessionToken,
+		iceio.GCSOAuthToken, iceio.GCSJSONKey, iceio.ADLSSharedKeyAccountKey,
+	}
+	credentialPrefixes = []string{iceio.ADLSSasTokenPrefix, iceio.ADLSConnectionStringPrefix}
+)
+
+// storageAccess names the storage access a load answer gives its caller
+// for a table: the upstream's config and the storage credential that
+// applies to the table's location, which the table is read with over
+// serve's own configuration. access is a digest of them ("" when the
+// upstream said nothing of storage: serve's own configuration alone), so
+// that what is read with them is kept apart from what is read with any
+// other; the credentials themselves are never kept or logged. vended
+// reports whether they grant access at all: a storage credential, or a
+// credential in config. Without one, every read would be signed with
+// serve's own credentials.
+func storageAccess(config iceberg.Properties, cred *rest.StorageCredential) (access string, vended bool) {
+	if len(config) == 0 && cred == nil {
+		return "", false
+	}
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(config)) {
+		fmt.Fprintf(h, "config\x00%s\x00%s\x00", k, config[k])
+	}
+	if cred != nil {
+		vended = true
+		fmt.Fprintf(h, "prefix\x00%s\x00", cred.Prefix)
+		for _, k := range slices.Sorted(maps.Keys(cred.Config)) {
+			fmt.Fprintf(h, "credential\x00%s\x00%s\x00", k, cred.Config[k])
+		}
+	}
+	for k := range config {
+		if slices.Contains(credentialKeys, k) || slices.ContainsFunc(credentialPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+			vended = true
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16]), vended
+}
+
+// noVendedAccessError is a plan of a table whose load answer vended the
+// caller no storage access, by a server that plans only with vended
+// credentials (Options.PlanWithOwnCredentials unset): answered 403
+// ForbiddenException, the spec's refusal of a caller without the
+// permission, rather than planned with serve's own credentials for
+// whoever may load the table.
+type noVendedAccessError struct{ ident table.Identifier }
+
+func (e *noVendedAccessError) Error() string {
+	return fmt.Sprintf("the catalog vended this caller no storage credentials for table %s (the load answer's "+
+		"storage-credentials or config, which Java, PyIceberg and iceberg-go ask for by default with the header "+
+		"X-Iceberg-Access-Delegation: vended-credentials), and this server plans only with credentials a caller was vended "+
+		"(icebloom serve --plan-with-own-credentials plans with its own)", strings.Join(e.ident, "."))
 }
 
 // longestPrefix returns the vended credential for location, as clients
@@ -283,7 +356,7 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		changed = addEndpoints(doc)
 	case routeTable:
 		if !s.o.NoScanPlanningMode {
-			changed = optIn(doc)
+			changed = optIn(doc, s.o.PlanWithOwnCredentials)
 		}
 	}
 	if !changed {
@@ -323,8 +396,12 @@ func addEndpoints(doc map[string]json.RawMessage) bool {
 
 // optIn sets scan-planning-mode=server in a load-table response's config
 // when the table has an icebloom index: that is how a REST catalog tells
-// Java Iceberg (1.11) to plan the table's scans through it.
-func optIn(doc map[string]json.RawMessage) bool {
+// Java Iceberg (1.11) to plan the table's scans through it. A table whose
+// answer vends the caller no storage credentials is opted in only when
+// serve plans with its own (planWithOwn): otherwise serve would refuse
+// the caller's plans (noVendedAccessError), and its client is better off
+// planning locally, as before.
+func optIn(doc map[string]json.RawMessage, planWithOwn bool) bool {
 	meta, err := table.ParseMetadataBytes(doc["metadata"])
 	if err != nil || !HasIndex(meta) {
 		return false
@@ -335,6 +412,15 @@ func optIn(doc map[string]json.RawMessage) bool {
 	}
 	if config == nil {
 		config = map[string]string{}
+	}
+	if !planWithOwn {
+		var creds []rest.StorageCredential
+		if raw, ok := doc["storage-credentials"]; ok && json.Unmarshal(raw, &creds) != nil {
+			return false
+		}
+		if _, vended := storageAccess(config, longestPrefix(creds, meta.Location())); !vended {
+			return false
+		}
 	}
 	config[ScanPlanningModeKey] = "server"
 	raw, _ := json.Marshal(config)

@@ -82,6 +82,7 @@ func proxy(t *testing.T, o serve.Options) (*catalogtest.RESTServer, string) {
 	up := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{})
 	smallTable(t, up.Catalog)
 	o.Upstream = mustURL(t, up.URL)
+	o.PlanWithOwnCredentials = true // the test server vends no storage credentials
 	srv, err := serve.New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +227,7 @@ func rawRequest(t *testing.T, base, request string) int {
 // none reaches the upstream.
 func TestNotAnOpenProxy(t *testing.T) {
 	up := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{})
-	srv, err := serve.New(serve.Options{Upstream: mustURL(t, up.URL), Hosts: []string{"icebloom.test"}})
+	srv, err := serve.New(serve.Options{Upstream: mustURL(t, up.URL), PlanWithOwnCredentials: true, Hosts: []string{"icebloom.test"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func TestLimits(t *testing.T) {
 		}
 		return 0
 	}
-	srv, err := serve.New(serve.Options{Upstream: mustURL(t, up.URL), MaxPlansInFlight: 1, MaxRequestBytes: 1000})
+	srv, err := serve.New(serve.Options{Upstream: mustURL(t, up.URL), PlanWithOwnCredentials: true, MaxPlansInFlight: 1, MaxRequestBytes: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +472,8 @@ func TestMetricsAndCache(t *testing.T) {
 	for _, want := range []string{`icebloom_serve_plans_total{outcome="planned"} 2`, `icebloom_serve_plans_total{outcome="cached"} 1`,
 		`icebloom_serve_plan_files_total{stage="snapshot"} 7`, `icebloom_serve_plan_files_total{stage="index"} 4`,
 		`icebloom_serve_plan_cache_lookups_total{result="hit"} 1`, `icebloom_serve_plan_seconds_count{cached="false"} 2`,
-		`icebloom_serve_cache_budget_bytes{cache="bases"} 134217728`, `icebloom_serve_cache_budget_bytes{cache="manifests"} 33554432`,
+		`icebloom_serve_cache_budget_bytes{cache="bases"} 134217728`, `icebloom_serve_cache_budget_bytes{cache="manifests"} 25165824`,
+		`icebloom_serve_cache_budget_bytes{cache="tables"} 8388608`,
 		`icebloom_serve_cache_budget_bytes{cache="plans"} 16777216`, `icebloom_serve_stored_plan_budget_bytes 16777216`,
 		`icebloom_serve_plan_work_budget_bytes 67108864`} {
 		if !strings.Contains(string(metrics), want) {
@@ -527,7 +529,7 @@ func TestGracefulShutdown(t *testing.T) {
 		}
 		return 0
 	}
-	srv, err := serve.New(serve.Options{Upstream: mustURL(t, up.URL)})
+	srv, err := serve.New(serve.Options{Upstream: mustURL(t, up.URL), PlanWithOwnCredentials: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -747,7 +749,7 @@ func TestServeBoundsHeaders(t *testing.T) {
 func TestUpstreamAnswersReserved(t *testing.T) {
 	up := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{})
 	smallTable(t, up.Catalog)
-	srv, err := serve.New(serve.Options{Upstream: mustURL(t, up.URL), MemoryBudget: 4 << 20, MaxWorkWait: 20 * time.Millisecond})
+	srv, err := serve.New(serve.Options{Upstream: mustURL(t, up.URL), PlanWithOwnCredentials: true, MemoryBudget: 4 << 20, MaxWorkWait: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,6 +68,16 @@ type Options struct {
 	// keys), beneath what the upstream's load answer says of the table;
 	// table properties never do.
 	StorageProperties iceberg.Properties
+	// PlanWithOwnCredentials, in proxy mode, plans a table whose load
+	// answer vends the caller no storage credentials (no
+	// storage-credentials for its location, no credentials in config) with
+	// serve's own (StorageProperties, the environment): whoever the
+	// upstream lets load a table then gets its file paths, partition
+	// values and, with stats-fields, column bounds, read with serve's
+	// access. Unset, such a plan is refused 403 ForbiddenException.
+	// Catalog mode always plans with the catalog's storage configuration,
+	// for whoever holds BearerToken.
+	PlanWithOwnCredentials bool
 	// Catalog is the catalog served in catalog mode.
 	Catalog icecatalog.Catalog
 	// BearerToken, in catalog mode, is the token every /v1 request must
@@ -338,7 +348,7 @@ func (s *Server) writeMetrics(w io.Writer) {
 	fmt.Fprintln(w, "# HELP icebloom_serve_plan_work_budget_bytes The memory budget's part for the plans being computed.")
 	fmt.Fprintln(w, "# TYPE icebloom_serve_plan_work_budget_bytes gauge")
 	fmt.Fprintf(w, "icebloom_serve_plan_work_budget_bytes %d\n", ps.WorkBudget)
-	fmt.Fprintln(w, "# HELP icebloom_serve_cache_bytes Memory each cache of planning holds, by cache: plans, bases (the fast path's base plans), manifests.")
+	fmt.Fprintln(w, "# HELP icebloom_serve_cache_bytes Memory each cache of planning holds, by cache: plans, bases (the fast path's base plans), manifests, tables (the table objects kept per metadata location).")
 	fmt.Fprintln(w, "# TYPE icebloom_serve_cache_bytes gauge")
 	for _, name := range slices.Sorted(maps.Keys(ps.Caches)) {
 		fmt.Fprintf(w, "icebloom_serve_cache_bytes{cache=%q} %d\n", name, ps.Caches[name][0])
@@ -567,7 +577,11 @@ func (s *Server) failure(err error) (status int, typ, msg string) {
 	var bad *planning.RequestError
 	var busy *planning.BusyError
 	var down *upstreamDownError
+	var noAccess *noVendedAccessError
 	switch {
+	case errors.As(err, &noAccess):
+		s.metrics.count("forbidden")
+		return http.StatusForbidden, "ForbiddenException", noAccess.Error()
 	case errors.As(err, &down):
 		s.metrics.count("upstream_error")
 		s.log.Warn("upstream catalog request failed", "err", err)

@@ -163,17 +163,17 @@ func asInt64(l iceberg.Literal) (int64, bool) {
 	return 0, false
 }
 
-// baseKey names a base plan: the table version (as cacheKey does), the
-// snapshot, R and case sensitivity.
-func baseKey(tbl *table.Table, snapshot int64, caseSensitive bool, rKey string) string {
-	return fmt.Sprintf("%s\x00%d\x00%s\x00%d\x00%t\x00%s", tbl.MetadataLocation(), tbl.Metadata().LastUpdatedMillis(),
+// baseKey names a base plan: the storage access and table version (as
+// cacheKey does), the snapshot, R and case sensitivity.
+func baseKey(tbl *table.Table, access string, snapshot int64, caseSensitive bool, rKey string) string {
+	return fmt.Sprintf("%s\x00%s\x00%d\x00%s\x00%d\x00%t\x00%s", access, tbl.MetadataLocation(), tbl.Metadata().LastUpdatedMillis(),
 		tbl.Metadata().TableUUID(), snapshot, caseSensitive, rKey)
 }
 
 // base returns iceberg-go's plan of r for the snapshot, from the cache when
 // it was made before.
-func (p *Planner) base(ctx context.Context, tbl *table.Table, snap *table.Snapshot, caseSensitive bool, r iceberg.BooleanExpression, rKey string) (*base, error) {
-	key := baseKey(tbl, snap.SnapshotID, caseSensitive, rKey)
+func (p *Planner) base(ctx context.Context, tbl *table.Table, access string, snap *table.Snapshot, caseSensitive bool, r iceberg.BooleanExpression, rKey string) (*base, error) {
+	key := baseKey(tbl, access, snap.SnapshotID, caseSensitive, rKey)
 	if b, ok := p.bases.get(key); ok {
 		return b, nil
 	}
@@ -186,7 +186,7 @@ func (p *Planner) base(ctx context.Context, tbl *table.Table, snap *table.Snapsh
 		b.filesTotal = n
 	} else if rKey == (iceberg.AlwaysTrue{}).String() {
 		b.filesTotal = b.files
-	} else if all, err := p.base(ctx, tbl, snap, caseSensitive, iceberg.AlwaysTrue{}, iceberg.AlwaysTrue{}.String()); err == nil {
+	} else if all, err := p.base(ctx, tbl, access, snap, caseSensitive, iceberg.AlwaysTrue{}, iceberg.AlwaysTrue{}.String()); err == nil {
 		b.filesTotal = all.filesTotal
 	}
 	p.bases.add(key, b, b.size)
@@ -515,7 +515,7 @@ func cmpTyped[T iceberg.LiteralType](bound iceberg.TypedLiteral[T], v iceberg.Li
 // fastPlan plans filter by the fast path: nil when it does not apply (no
 // conjunct for the index, or a table without the snapshot). It returns
 // the number of distinct data files the statistics left too.
-func (p *Planner) fastPlan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpression, o lookup.Options) (*lookup.Result, int, error) {
+func (p *Planner) fastPlan(ctx context.Context, tbl *table.Table, access string, filter iceberg.BooleanExpression, o lookup.Options) (*lookup.Result, int, error) {
 	snap, schema, err := lookup.Snapshot(tbl, o.SnapshotID)
 	if err != nil || snap == nil {
 		return nil, 0, nil
@@ -524,11 +524,11 @@ func (p *Planner) fastPlan(ctx context.Context, tbl *table.Table, filter iceberg
 	if !ok {
 		return nil, 0, nil
 	}
-	b, err := p.base(ctx, tbl, snap, o.CaseSensitive, c.r, c.rKey)
+	b, err := p.base(ctx, tbl, access, snap, o.CaseSensitive, c.r, c.rKey)
 	if err != nil {
 		return nil, 0, err
 	}
-	key := baseKey(tbl, snap.SnapshotID, o.CaseSensitive, c.rKey)
+	key := baseKey(tbl, access, snap.SnapshotID, o.CaseSensitive, c.rKey)
 	afterStats, files := p.statsCandidates(key, b, tbl, c), b.files
 	if len(afterStats) != len(b.tasks) {
 		files = distinctFiles(afterStats)

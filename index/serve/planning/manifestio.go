@@ -16,10 +16,13 @@ import (
 // (the .avro files of its metadata) kept in memory once read: they are
 // immutable, each version a file of its own name, so a kept copy is never
 // stale. Warm plans of a table then read none of them from storage; every
-// other file (data, deletes, index) is read as before.
+// other file (data, deletes, index) is read as before. They are kept under
+// the storage access they were read with (Loaded.Access): a manifest read
+// with one caller's credentials is not another's to plan from.
 type manifestIO struct {
 	icebergio.IO
-	cache *lruCache[[]byte]
+	cache  *lruCache[[]byte]
+	access string
 	// opens counts the manifest lists and manifests opened, from memory or
 	// storage: each is decoded by whoever opened it.
 	opens *atomic.Int64
@@ -30,7 +33,11 @@ func (m *manifestIO) Open(name string) (icebergio.File, error) {
 		return m.IO.Open(name)
 	}
 	m.opens.Add(1)
-	if b, ok := m.cache.get(name); ok {
+	key := name
+	if m.access != "" {
+		key = m.access + "\x00" + name
+	}
+	if b, ok := m.cache.get(key); ok {
 		return newMemFile(name, b), nil
 	}
 	f, err := m.IO.Open(name)
@@ -42,7 +49,7 @@ func (m *manifestIO) Open(name string) (icebergio.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	m.cache.add(name, b, int64(len(b)+len(name)))
+	m.cache.add(key, b, int64(len(b)+len(name)))
 	return newMemFile(name, b), nil
 }
 

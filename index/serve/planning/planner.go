@@ -26,11 +26,15 @@ import (
 type Loaded struct {
 	Table       *table.Table
 	Credentials []rest.StorageCredential
-	// Private says the table's file IO holds what the catalog vended to
-	// this caller (config or storage credentials): such a table object is
-	// never kept for another request, so no caller's credentials are
-	// stored.
-	Private bool
+	// Access names the storage access the table's file IO reads with: ""
+	// for serve's own storage configuration, else a digest of what the
+	// catalog vended this caller (never the credentials themselves).
+	// Everything the planner keeps of what it read (plans, base plans,
+	// manifests, index directories) is kept under it, so what was read
+	// with one caller's credentials is never answered to a caller with
+	// other credentials or none. A table object of an Access other than ""
+	// holds the caller's credentials in its file IO and is never kept.
+	Access string
 }
 
 // Loader loads a table for a planning request. In proxy mode it asks the
@@ -72,10 +76,12 @@ type PlannerOptions struct {
 	// (estimated by their encoded size; the server holds the plans it
 	// answered in another sixteenth), half for the fast path's base
 	// plans (charged what they hold: about 1 KiB per data file), an eighth
-	// for manifest files, which only planning other than the fast path's,
-	// and making base plans, reads, and a quarter for the plans being
-	// computed (workBudget: a plan waits for room there); 0 keeps nothing
-	// and bounds no plan.
+	// for the table's metadata files: manifest files, which only planning
+	// other than the fast path's, and making base plans, reads (three
+	// quarters of the eighth), and the table objects kept per metadata
+	// location (a quarter of it, charged tableBytes), and a quarter for the
+	// plans being computed (workBudget: a plan waits for room there); 0
+	// keeps nothing and bounds no plan.
 	MemoryBudget int64
 	// MaxWorkWait is how long a plan waits for room in its quarter before
 	// it fails with *BusyError; 0 means DefaultMaxWorkWait.
@@ -96,9 +102,9 @@ func NewPlanner(load Loader, o PlannerOptions) *Planner {
 		footers:      index.NewFooterCache(4096),
 		results:      newLRU[*PlanResult](b / 16),
 		bases:        newLRU[*base](b / 2),
-		manifests:    newLRU[[]byte](b / 8),
+		manifests:    newLRU[[]byte](b/8 - b/32),
+		tables:       newLRU[*table.Table](b / 32),                // a quarter of the metadata's eighth
 		work:         newWorkBudget(b-b/8-b/2-b/8, o.MaxWorkWait), // a quarter
-		tables:       newLRU[*table.Table](maxTables),
 		tasksPerPage: o.TasksPerPage,
 	}
 }
@@ -175,7 +181,8 @@ type Stats struct {
 	// WorkBudget.
 	WorkReserved, WorkBudget int64
 	// Caches are the bytes each cache holds and its part of the budget, by
-	// name: plans, bases (the fast path's base plans), manifests.
+	// name: plans, bases (the fast path's base plans), manifests, tables
+	// (the table objects kept per metadata location).
 	Caches map[string][2]int64
 }
 
@@ -184,7 +191,7 @@ func (p *Planner) Stats() Stats {
 	used, n, hits, misses, evicted := p.results.stats()
 	caches := map[string][2]int64{}
 	for name, held := range map[string]func() (int64, int64){
-		"plans": p.results.usage, "bases": p.bases.usage, "manifests": p.manifests.usage,
+		"plans": p.results.usage, "bases": p.bases.usage, "manifests": p.manifests.usage, "tables": p.tables.usage,
 	} {
 		used, budget := held()
 		caches[name] = [2]int64{used, budget}
@@ -202,40 +209,60 @@ func (p *Planner) Plan(ctx context.Context, ident table.Identifier, req rest.Pla
 	return p.PlanTable(ctx, loaded, req)
 }
 
-// maxTables is the number of table objects kept for reuse: each keeps
-// iceberg-go's cache of the manifest lists it read.
-const maxTables = 64
-
 // reuse returns the table object kept for the same metadata location, so
 // that iceberg-go's manifest-list cache of earlier plans serves this one,
-// or keeps loaded's table for the next. Either way the table reads its
-// manifests through the planner's manifest cache (manifestIO).
+// or keeps loaded's table for the next (within the tables' part of the
+// budget, charged tableBytes). Either way the table reads its manifests
+// through the planner's manifest cache (manifestIO), under loaded's
+// storage access.
 func (p *Planner) reuse(loaded *Loaded) *table.Table {
 	tbl := loaded.Table
 	key := tbl.MetadataLocation()
-	keep := key != "" && !loaded.Private
+	keep := key != "" && loaded.Access == ""
 	if keep {
 		if kept, ok := p.tables.get(key); ok {
 			return kept
 		}
 	}
+	access := loaded.Access
 	cached := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), func(ctx context.Context) (icebergio.IO, error) {
 		fsys, err := catalog.TableIO(ctx, tbl)
 		if err != nil {
 			return nil, err
 		}
-		return &manifestIO{IO: fsys, cache: p.manifests, opens: &p.manifestOpens}, nil
+		return &manifestIO{IO: fsys, cache: p.manifests, access: access, opens: &p.manifestOpens}, nil
 	}, nil)
 	if keep {
-		p.tables.add(key, cached, 1)
+		if n, known := tableBytes(tbl.Metadata()); known {
+			p.tables.add(key, cached, n)
+		}
 	}
 	return cached
+}
+
+// tableBytesPerMetadataByte is what a kept table object holds per byte of
+// its metadata's JSON: the parsed metadata (measured: 2.2 bytes a byte for
+// metadata of 3,000 snapshots, 1.5 MB of JSON), and room for iceberg-go's
+// cache of the manifest lists it read, which grows with its plans.
+const tableBytesPerMetadataByte = 4
+
+// tableBytes estimates the memory a kept table object holds from the
+// length of its metadata as JSON: a table of many snapshots, schemas or
+// statistics files holds megabytes, and 64 of them were counted as 64
+// entries (issue 33). A table whose metadata cannot be written as JSON
+// has no known size, and is not kept.
+func tableBytes(meta table.Metadata) (n int64, known bool) {
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return 0, false
+	}
+	return 4096 + tableBytesPerMetadataByte*int64(len(b)), true
 }
 
 // PlanTable plans the scan req asks for of a loaded table.
 func (p *Planner) PlanTable(ctx context.Context, loaded *Loaded, req rest.PlanTableScanRequest) (*PlanResult, error) {
 	tbl := p.reuse(loaded)
-	key, err := cacheKey(tbl, req)
+	key, err := cacheKey(tbl, loaded.Access, req)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +271,7 @@ func (p *Planner) PlanTable(ctx context.Context, loaded *Loaded, req rest.PlanTa
 		out.Cached, out.Credentials = true, loaded.Credentials
 		return &out, nil
 	}
-	res, err := p.plan(ctx, tbl, req)
+	res, err := p.plan(ctx, tbl, loaded.Access, req)
 	if err != nil {
 		return nil, err
 	}
@@ -260,9 +287,10 @@ func (p *Planner) PlanTable(ctx context.Context, loaded *Loaded, req rest.PlanTa
 	return &out, nil
 }
 
-// cacheKey names a plan: the table's metadata location (a commit makes a
-// new one) and the request's fields that shape the plan.
-func cacheKey(tbl *table.Table, req rest.PlanTableScanRequest) (string, error) {
+// cacheKey names a plan: the storage access it was read with, the table's
+// metadata location (a commit makes a new one) and the request's fields
+// that shape the plan.
+func cacheKey(tbl *table.Table, access string, req rest.PlanTableScanRequest) (string, error) {
 	shape := struct {
 		UUID string
 		Req  rest.PlanTableScanRequest
@@ -274,10 +302,10 @@ func cacheKey(tbl *table.Table, req rest.PlanTableScanRequest) (string, error) {
 	}
 	// A catalog that names no metadata location still changes the
 	// metadata's last-updated time with every commit.
-	return fmt.Sprintf("%s\x00%d\x00%s", tbl.MetadataLocation(), tbl.Metadata().LastUpdatedMillis(), b), nil
+	return fmt.Sprintf("%s\x00%s\x00%d\x00%s", access, tbl.MetadataLocation(), tbl.Metadata().LastUpdatedMillis(), b), nil
 }
 
-func (p *Planner) plan(ctx context.Context, tbl *table.Table, req rest.PlanTableScanRequest) (*PlanResult, error) {
+func (p *Planner) plan(ctx context.Context, tbl *table.Table, access string, req rest.PlanTableScanRequest) (*PlanResult, error) {
 	caseSensitive := req.CaseSensitive == nil || *req.CaseSensitive // the spec's default
 	schema := tbl.Schema()
 	if req.SnapshotID != nil {
@@ -309,8 +337,8 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, req rest.PlanTable
 		statsFields[f.ID] = true
 	}
 
-	o := lookup.Options{SnapshotID: req.SnapshotID, CaseSensitive: caseSensitive, Cache: p.footers}
-	planned, afterStats, err := p.fastPlan(ctx, tbl, filter, o)
+	o := lookup.Options{SnapshotID: req.SnapshotID, CaseSensitive: caseSensitive, Cache: p.footers.Scoped(access)}
+	planned, afterStats, err := p.fastPlan(ctx, tbl, access, filter, o)
 	fast := planned != nil && err == nil
 	if !fast && !isBusy(err) { // not for the fast path, or it failed: the usual path reports why
 		planned, err = p.coldPlan(ctx, tbl, filter, o)
