@@ -342,8 +342,8 @@ func typedLeaf(rng *rand.Rand, td typedDomain) iceberg.BooleanExpression {
 		for {
 			// Java refuses NaN literals (is-nan is the predicate), and so
 			// does serve's encoder.
-			if val := td.value(rng, col); !isNaNValue(val) {
-				return literalOf(val)
+			if val := td.value(rng, col); !wire.IsNaN(val) {
+				return wire.LiteralOf(typedSchema.Fields()[col].Type, val)
 			}
 		}
 	}
@@ -368,46 +368,6 @@ func typedLeaf(rng *rand.Rand, td typedDomain) iceberg.BooleanExpression {
 		return iceberg.LiteralPredicate(iceberg.OpNEQ, ref, v())
 	}
 	return iceberg.LiteralPredicate(iceberg.OpEQ, ref, v())
-}
-
-func isNaNValue(v any) bool {
-	switch v := v.(type) {
-	case float32:
-		return v != v
-	case float64:
-		return v != v
-	}
-	return false
-}
-
-func literalOf(v any) iceberg.Literal {
-	switch v := v.(type) {
-	case bool:
-		return iceberg.NewLiteral(v)
-	case int32:
-		return iceberg.NewLiteral(v)
-	case int64:
-		return iceberg.NewLiteral(v)
-	case float32:
-		return iceberg.NewLiteral(v)
-	case float64:
-		return iceberg.NewLiteral(v)
-	case iceberg.Decimal:
-		return iceberg.NewLiteral(v)
-	case iceberg.Date:
-		return iceberg.NewLiteral(v)
-	case iceberg.Time:
-		return iceberg.NewLiteral(v)
-	case iceberg.Timestamp:
-		return iceberg.NewLiteral(v)
-	case string:
-		return iceberg.NewLiteral(v)
-	case uuid.UUID:
-		return iceberg.NewLiteral(v)
-	case []byte:
-		return iceberg.NewLiteral(v)
-	}
-	panic(fmt.Sprintf("%T", v))
 }
 
 func typedFilter(rng *rand.Rand, td typedDomain, depth int) iceberg.BooleanExpression {
@@ -597,19 +557,19 @@ func (sqlRows) VisitBound(p iceberg.BoundPredicate) func(typedRow) servetest.Tri
 		}
 		switch p.Op() {
 		case iceberg.OpIsNan:
-			return servetest.TriOf(isNaNValue(v))
+			return servetest.TriOf(wire.IsNaN(v))
 		case iceberg.OpNotNan:
-			return servetest.TriOf(!isNaNValue(v))
+			return servetest.TriOf(!wire.IsNaN(v))
 		case iceberg.OpIn, iceberg.OpNotIn:
 			in := false
 			for _, lit := range p.(iceberg.BoundSetPredicate).Literals().Members() {
-				in = in || compareValue(v, lit) == 0 && !isNaNValue(v)
+				in = in || compareValue(v, lit) == 0 && !wire.IsNaN(v)
 			}
 			return servetest.TriOf(in == (p.Op() == iceberg.OpIn))
 		}
 		lit := p.(iceberg.BoundLiteralPredicate).Literal()
 		c := compareValue(v, lit)
-		nan := isNaNValue(v)
+		nan := wire.IsNaN(v)
 		switch p.Op() {
 		case iceberg.OpEQ:
 			return servetest.TriOf(c == 0 && !nan)

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/icebloom/icebloom/index/lookup"
+	"github.com/icebloom/icebloom/index/serve/wire"
 	"github.com/icebloom/icebloom/index/where"
 )
 
@@ -451,13 +452,13 @@ const inPredicateLimit = 200
 // inclusive metrics evaluator.
 func anyWithin(values []iceberg.Literal, lower, upper iceberg.Literal) bool {
 	for _, v := range values {
-		if isNaN(lower) {
+		if wire.IsNaN(lower) {
 			return true
 		}
 		if c, ok := compare(lower, v); ok && c > 0 {
 			continue
 		}
-		if isNaN(upper) {
+		if wire.IsNaN(upper) {
 			return true
 		}
 		if c, ok := compare(upper, v); ok && c < 0 {

@@ -2,10 +2,11 @@ package planning
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/index/serve/wire"
 )
 
 // Every task serve answers carries a residual filter: what of the request's
@@ -149,7 +150,7 @@ func (n *residualNode) residual(values map[int]any, rec iceberg.StructLike) (ice
 	op := n.expr.Op()
 	for _, p := range n.projections {
 		value, known := values[p.fieldID]
-		if !known || (op != iceberg.OpIsNull && op != iceberg.OpNotNull && (value == nil || isNaN(value))) {
+		if !known || (op != iceberg.OpIsNull && op != iceberg.OpNotNull && (value == nil || wire.IsNaN(value))) {
 			continue
 		}
 		if p.strictComplement != nil {
@@ -212,7 +213,7 @@ func (c *residualCompiler) VisitUnbound(pred iceberg.UnboundPredicate) *residual
 
 func (c *residualCompiler) VisitBound(pred iceberg.BoundPredicate) *residualNode {
 	n := &residualNode{expr: pred, op: pred.Op()}
-	if lit, ok := pred.(iceberg.BoundLiteralPredicate); ok && isNaN(lit.Literal()) {
+	if lit, ok := pred.(iceberg.BoundLiteralPredicate); ok && wire.IsNaN(lit.Literal()) {
 		return n
 	}
 	for _, field := range c.spec.FieldsBySourceID(pred.Ref().Field().ID) {
@@ -248,18 +249,4 @@ func (c *residualCompiler) project(field iceberg.PartitionField, pred iceberg.Bo
 		c.err = fmt.Errorf("project %s through partition field %s: %w", pred, field.Name, err)
 	}
 	return nil, err
-}
-
-// isNaN says a value or literal is a floating-point NaN.
-func isNaN(v any) bool {
-	if l, ok := v.(iceberg.Literal); ok {
-		v = l.Any()
-	}
-	switch v := v.(type) {
-	case float32:
-		return math.IsNaN(float64(v))
-	case float64:
-		return math.IsNaN(v)
-	}
-	return false
 }

@@ -137,7 +137,7 @@ func boundPredicate(p iceberg.BoundPredicate) (json.RawMessage, error) {
 	typ := p.Term().Type()
 	switch p := p.(type) {
 	case iceberg.BoundLiteralPredicate:
-		if isNaN(p.Literal()) {
+		if IsNaN(p.Literal()) {
 			return nil, ErrNaN
 		}
 		if node.Value, err = Value(typ, p.Literal()); err != nil {
@@ -145,7 +145,7 @@ func boundPredicate(p iceberg.BoundPredicate) (json.RawMessage, error) {
 		}
 	case iceberg.BoundSetPredicate:
 		for _, lit := range p.Literals().Members() {
-			if isNaN(lit) {
+			if IsNaN(lit) {
 				return nil, ErrNaN
 			}
 			v, err := Value(typ, lit)
@@ -163,13 +163,18 @@ func boundPredicate(p iceberg.BoundPredicate) (json.RawMessage, error) {
 	return object(node), nil
 }
 
-// isNaN says a literal is a float or double NaN.
-func isNaN(l iceberg.Literal) bool {
-	switch l := l.(type) {
-	case iceberg.Float32Literal:
-		return l != l
-	case iceberg.Float64Literal:
-		return l != l
+// IsNaN says v, a literal or a canonical value (as LiteralOf takes it), is
+// a float or double NaN: what Java's parsers refuse as a literal, and what
+// no comparison holds for.
+func IsNaN(v any) bool {
+	if l, ok := v.(iceberg.Literal); ok {
+		v = l.Any()
+	}
+	switch v := v.(type) {
+	case float32:
+		return v != v
+	case float64:
+		return v != v
 	}
 	return false
 }

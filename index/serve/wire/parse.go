@@ -42,11 +42,14 @@ func ParseLiteral(typ iceberg.Type, raw json.RawMessage) (iceberg.Literal, error
 	if v == nil || err != nil {
 		return nil, err
 	}
-	return literalOf(typ, v), nil
+	return LiteralOf(typ, v), nil
 }
 
-// literalOf is c, a canonical value of typ, as iceberg-go's literal.
-func literalOf(typ iceberg.Type, c any) iceberg.Literal {
+// LiteralOf is c, a canonical value of typ (as ParseValue returns it and
+// iceberg-go's partition values and rows hold it), as iceberg-go's
+// literal; typ tells fixed from binary. It is nil for a value of no
+// primitive type.
+func LiteralOf(typ iceberg.Type, c any) iceberg.Literal {
 	switch v := c.(type) {
 	case bool:
 		return iceberg.BoolLiteral(v)
