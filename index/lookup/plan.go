@@ -40,6 +40,13 @@ type Options struct {
 	// Memo keeps what Prune derives from its tasks for its next call with
 	// the same tasks (see Memo); nil derives it every call. Plan ignores it.
 	Memo *Memo
+	// Keep, when not nil, has an entry per task of Prune's tasks: those it
+	// marks false are dropped without consulting the index (the caller's
+	// own partition or statistics checks ruled them out), and AfterStats
+	// holds the others. The Memo stays that of the whole tasks, so a
+	// caller whose checks drop a different few files for each value does
+	// not derive it again for each. Plan ignores it.
+	Keep []bool
 }
 
 // Result is a planned lookup: what statistics left and what the index
@@ -114,8 +121,8 @@ func Plan(ctx context.Context, tbl *table.Table, filter iceberg.BooleanExpressio
 	if res.FilesTotal, err = countFiles(ctx, tbl, snap, scanOpts); err != nil {
 		return nil, err
 	}
-	o.Memo = nil // for Prune's callers' plans, not this one
-	return res, res.prune(ctx, tbl, f, o)
+	o.Memo, o.Keep = nil, nil // for Prune's callers' plans, not this one
+	return res, res.prune(ctx, tbl, tasks, f, o)
 }
 
 // Prune is Plan's index step alone: it drops from tasks, a plan of tbl's
@@ -131,11 +138,23 @@ func Prune(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, fi
 	if err != nil {
 		return nil, err
 	}
+	if o.Keep != nil && len(o.Keep) != len(tasks) {
+		return nil, fmt.Errorf("lookup: Keep has %d entries for %d tasks", len(o.Keep), len(tasks))
+	}
 	res := &Result{Schema: schema, Bound: bound, AfterStats: tasks, Candidates: tasks}
+	if o.Keep != nil {
+		res.AfterStats = nil
+		for i, t := range tasks {
+			if o.Keep[i] {
+				res.AfterStats = append(res.AfterStats, t)
+			}
+		}
+		res.Candidates = res.AfterStats
+	}
 	if snap != nil {
 		res.SnapshotID = snap.SnapshotID
 	}
-	return res, res.prune(ctx, tbl, f, o)
+	return res, res.prune(ctx, tbl, tasks, f, o)
 }
 
 // prepare returns the snapshot o selects, its schema, and filter bound to
@@ -158,9 +177,9 @@ func prepare(tbl *table.Table, filter iceberg.BooleanExpression, o Options) (*ta
 
 // prune sets res.Candidates to res.AfterStats without the tasks of the
 // files the index proves cannot match f, with what reading the index cost.
-func (res *Result) prune(ctx context.Context, tbl *table.Table, f *predicate, o Options) error {
-	tasks := res.AfterStats
-	if f.root.kind == keepNode || len(tasks) == 0 {
+// tasks are those the Memo is of: res.AfterStats, or all of o.Keep's.
+func (res *Result) prune(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, f *predicate, o Options) error {
+	if f.root.kind == keepNode || len(res.AfterStats) == 0 {
 		return nil // nothing for the index to do
 	}
 	fsys, err := catalog.TableIO(ctx, tbl)
@@ -174,6 +193,16 @@ func (res *Result) prune(ctx context.Context, tbl *table.Table, f *predicate, o 
 	r := &run{ix: ix, fsys: fsys, blockStats: blockStats{errs: errs}, hashed: make([][]typedHashes, len(f.tests)), scratch: sc}
 	pf, matched := o.Memo.planFiles(ix, tasks, f)
 	files := r.files(f, pf, matched)
+	if o.Keep != nil { // a file none of whose tasks is kept is not looked at
+		for i := range files {
+			files[i].pruned = true
+		}
+		for ti, keep := range o.Keep {
+			if keep {
+				files[pf.fileOf[ti]].pruned = false
+			}
+		}
+	}
 	var order []int32 // nil for a filter without tests (AlwaysFalse)
 	if len(f.tests) > 0 {
 		order = matched[f.tests[0].idx].order
@@ -185,7 +214,7 @@ func (res *Result) prune(ctx context.Context, tbl *table.Table, f *predicate, o 
 	res.Candidates = nil
 	for ti, t := range tasks {
 		fc := &files[pf.fileOf[ti]]
-		if fc.pruned {
+		if fc.pruned || o.Keep != nil && !o.Keep[ti] {
 			continue
 		}
 		res.Candidates = append(res.Candidates, t)
@@ -350,7 +379,9 @@ func (r *run) prune(ctx context.Context, f *predicate, files []fileCheck, order 
 		if order != nil {
 			i = int(order[i])
 		}
-		all = append(all, &files[i])
+		if !files[i].pruned { // dropped before the index (Options.Keep)
+			all = append(all, &files[i])
+		}
 	}
 	r.pending = all
 	values := 0

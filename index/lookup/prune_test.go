@@ -54,6 +54,24 @@ func TestPrune(t *testing.T) {
 			if !slices.Equal(paths(memoized.Candidates), paths(wide.Candidates)) {
 				t.Fatalf("%s: Prune with a memo kept %v, without %v", filter, paths(memoized.Candidates), paths(wide.Candidates))
 			}
+			// Plan's AfterStats marked among all the tasks (Keep): Plan's
+			// candidates, and the memo stays that of all the tasks.
+			made := memo.pf
+			keep := make([]bool, len(all))
+			for i, task := range all {
+				keep[i] = slices.Contains(paths(planned.AfterStats), task.File.FilePath())
+			}
+			marked, err := Prune(fx.ctx, fx.tbl, all, filter, Options{Cache: cache, Memo: memo, Keep: keep})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sameSet(paths(marked.Candidates), paths(planned.Candidates)) || !sameSet(paths(marked.AfterStats), paths(planned.AfterStats)) {
+				t.Fatalf("%s: Prune with Keep kept %v of %v, Plan %v of %v", filter, paths(marked.Candidates), paths(marked.AfterStats),
+					paths(planned.Candidates), paths(planned.AfterStats))
+			}
+			if memo.pf != made {
+				t.Fatalf("%s: Prune with Keep made the memo of all tasks again", filter)
+			}
 			// Other tasks with the same memo: it must not answer for them.
 			part, err := Prune(fx.ctx, fx.tbl, planned.AfterStats, filter, Options{Cache: cache, Memo: memo})
 			if err != nil {

@@ -345,10 +345,14 @@ func partitionChecks(tbl *table.Table, schema *iceberg.Schema, c conjuncts) map[
 	return checks
 }
 
-// statsCandidates returns the tasks of b whose partition and statistics do
-// not rule out P (steps 1 and 2 of the fast path): b.tasks itself when
-// they rule out none, so that the index's matches kept for it serve.
-func (p *Planner) statsCandidates(key string, b *base, tbl *table.Table, c conjuncts) []table.FileScanTask {
+// statsKeep marks the tasks of b whose partition and statistics do not rule
+// out P (steps 1 and 2 of the fast path); nil when they rule out none. The
+// index then looks at the marked tasks of b.tasks (lookup.Options.Keep),
+// so its matches kept for b.tasks serve a value that statistics prune
+// some files for (one near either end of the key range) as they serve any
+// other: before, those values pruned a new slice, and the memo was made
+// again for it and for the next ordinary value.
+func (p *Planner) statsKeep(key string, b *base, tbl *table.Table, c conjuncts) []bool {
 	checks := make([]valueCheck, len(c.bound))
 	for i, pred := range c.bound {
 		field := pred.Term().Ref().Field()
@@ -378,22 +382,20 @@ func (p *Planner) statsCandidates(key string, b *base, tbl *table.Table, c conju
 	if len(partChecks) > 0 {
 		parts = p.partitions(key, b, tbl, c.schema)
 	}
-	var out []table.FileScanTask // nil until a task is dropped
-	keep := func(i int, ok bool) {
-		switch {
-		case ok && out != nil:
-			out = append(out, b.tasks[i])
-		case !ok && out == nil:
-			out = append(make([]table.FileScanTask, 0, i+16), b.tasks[:i]...)
+	var keep []bool // nil until a task is dropped
+	for i := range b.tasks {
+		if !keepTask(i, b, checks, partChecks, parts) {
+			if keep == nil {
+				keep = make([]bool, len(b.tasks))
+				for j := range i {
+					keep[j] = true
+				}
+			}
+		} else if keep != nil {
+			keep[i] = true
 		}
 	}
-	for i := range b.tasks {
-		keep(i, keepTask(i, b, checks, partChecks, parts))
-	}
-	if out == nil {
-		return b.tasks
-	}
-	return out
+	return keep
 }
 
 // keepTask reports whether task i's partition and statistics do not rule
@@ -530,20 +532,22 @@ func (p *Planner) fastPlan(ctx context.Context, tbl *table.Table, access string,
 		return nil, 0, err
 	}
 	key := baseKey(tbl, access, snap.SnapshotID, o.CaseSensitive, c.rKey)
-	afterStats, files := p.statsCandidates(key, b, tbl, c), b.files
-	if len(afterStats) != len(b.tasks) {
-		files = distinctFiles(afterStats)
-	}
-	o.Memo = &b.memo
-	release, err := p.work.reserve(ctx, lookup.WorkBytes(files, c.bound))
+	o.Memo, o.Keep = &b.memo, p.statsKeep(key, b, tbl, c)
+	// The index's scratch is sized by all of b's files, whatever
+	// statistics keep.
+	release, err := p.work.reserve(ctx, lookup.WorkBytes(b.files, c.bound))
 	if err != nil {
 		return nil, 0, err
 	}
 	defer release()
-	res, err := lookup.Prune(ctx, tbl, afterStats, c.p, o)
+	res, err := lookup.Prune(ctx, tbl, b.tasks, c.p, o)
 	if err != nil {
 		return nil, 0, err
 	}
 	res.FilesTotal = b.filesTotal
+	files := b.files
+	if o.Keep != nil {
+		files = distinctFiles(res.AfterStats)
+	}
 	return res, files, nil
 }
