@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"testing"
@@ -124,6 +125,84 @@ func BenchmarkPlan(b *testing.B) {
 	for _, local := range []string{"local-iceberg-go", "local-lookup"} {
 		if perOp[local] > 0 {
 			b.Logf("%d files: warm server plan of a new value %s, %s %s: %.3f×", files, warm, local, perOp[local], float64(warm)/float64(perOp[local]))
+		}
+	}
+}
+
+// BenchmarkPlanEdgeValues: warm plans of new values on a table of files
+// holding uniformly random ids (100 a file, from [0, 2^40)), as users'
+// keys are: values from the middle of the key range, where min/max keep
+// every file, beside values from its lowest or highest 3%, where they drop
+// a few percent of the files, and both alternating. It logs each against
+// the middle's, measured in the same run. ICEBLOOM_BENCH_FILES sets the
+// number of files (default 200).
+//
+//	ICEBLOOM_BENCH_FILES=20000 go test -run - -bench BenchmarkPlanEdgeValues -benchtime 40x ./index/serve
+func BenchmarkPlanEdgeValues(b *testing.B) {
+	files := benchFiles(b)
+	const perFile, keyRange = 100, int64(1) << 40
+	cat := servetest.AddFilesTableOf(b, files, func(i int) []int64 {
+		rng := rand.New(rand.NewPCG(uint64(i), 7))
+		ids := make([]int64, perFile)
+		for j := range ids {
+			ids[j] = rng.Int64N(keyRange)
+		}
+		return ids
+	})
+	srv, err := serve.New(serve.Options{Catalog: cat.Catalog})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ident := table.Identifier{"db", "events"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	middle := func() int64 { return keyRange/4 + rng.Int64N(keyRange/2) }
+	edge := func() int64 {
+		if rng.IntN(2) == 0 {
+			return rng.Int64N(keyRange * 3 / 100)
+		}
+		return keyRange - 1 - rng.Int64N(keyRange*3/100)
+	}
+	plan := func(b *testing.B, v int64) *planning.PlanResult {
+		res, err := srv.Planner().Plan(context.Background(), ident, filterJSON(v))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Cached || !res.FastPath {
+			b.Fatalf("id = %d: cached %v, fast path %v", v, res.Cached, res.FastPath)
+		}
+		return res
+	}
+	plan(b, middle()) // the base plan, once
+	perOp := map[string]time.Duration{}
+	for _, c := range []struct {
+		name  string
+		value func(i int) int64
+	}{
+		{"middle", func(int) int64 { return middle() }},
+		{"edge", func(int) int64 { return edge() }},
+		{"alternating", func(i int) int64 {
+			if i%2 == 0 {
+				return edge()
+			}
+			return middle()
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			dropped := 0
+			i := 0
+			for b.Loop() {
+				res := plan(b, c.value(i))
+				dropped += files - res.FilesAfterStats
+				i++
+			}
+			perOp[c.name] = b.Elapsed() / time.Duration(b.N)
+			b.ReportMetric(float64(dropped)/float64(b.N), "files-dropped-by-stats/op")
+		})
+	}
+	for _, name := range []string{"edge", "alternating"} {
+		if perOp["middle"] > 0 {
+			b.Logf("%d files: warm plan of a %s value %s, of a middle value %s: %.2f×", files, name, perOp[name], perOp["middle"],
+				float64(perOp[name])/float64(perOp["middle"]))
 		}
 	}
 }

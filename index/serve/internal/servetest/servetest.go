@@ -32,6 +32,12 @@ const ManyMaxID = 1 << 40
 // with one add_files commit and indexed: file i holds the ids 0, 2i+2 and
 // ManyMaxID, so an odd id is in no file.
 func AddFilesTable(b testing.TB, files int) *catalogtest.Catalog {
+	return AddFilesTableOf(b, files, func(i int) []int64 { return []int64{0, 2*int64(i) + 2, ManyMaxID} })
+}
+
+// AddFilesTableOf is AddFilesTable with the ids of file i given by ids
+// (called from several goroutines at once).
+func AddFilesTableOf(b testing.TB, files int, ids func(i int) []int64) *catalogtest.Catalog {
 	ctx := context.Background()
 	cat := catalogtest.NewCatalog(b)
 	tbl := cat.NewTable(b, "events", catalogtest.IDSchema, nil)
@@ -50,15 +56,15 @@ func AddFilesTable(b testing.TB, files int) *catalogtest.Catalog {
 		g.Go(func() error {
 			bld := array.NewInt64Builder(memory.DefaultAllocator)
 			defer bld.Release()
-			bld.AppendValues([]int64{0, 2*int64(i) + 2, ManyMaxID}, nil)
+			bld.AppendValues(ids(i), nil)
 			col := bld.NewArray()
 			defer col.Release()
-			rec := array.NewRecordBatch(as, []arrow.Array{col}, 3)
+			rec := array.NewRecordBatch(as, []arrow.Array{col}, int64(col.Len()))
 			defer rec.Release()
 			var buf bytes.Buffer
 			tab := array.NewTableFromRecords(as, []arrow.RecordBatch{rec})
 			defer tab.Release()
-			if err := pqarrow.WriteTable(tab, &buf, 3, nil, pqarrow.DefaultWriterProps()); err != nil {
+			if err := pqarrow.WriteTable(tab, &buf, max(tab.NumRows(), 1), nil, pqarrow.DefaultWriterProps()); err != nil {
 				return err
 			}
 			paths[i] = filepath.Join(dir, fmt.Sprintf("f%07d.parquet", i))
