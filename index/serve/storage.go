@@ -62,14 +62,14 @@ type httpStatusError interface{ HTTPStatusCode() int }
 // classifyStorage reports whether err is a failure to read the tables'
 // storage, and of which kind. A storage failure carries the file it was
 // reading (*fs.PathError, as iceberg-go's and icebloom's file IO report
-// one), an AWS SDK operation, or a bound icebloom set on storage
-// (*catalog.TimeoutError); the catalog's own failures (its database) carry
-// none of them.
+// one), an operation of the AWS SDK's S3 client, or a bound icebloom set
+// on storage (*catalog.TimeoutError); the catalog's own failures (its
+// database, Glue's API) carry none of them.
 func classifyStorage(err error) (storageKind, bool) {
 	var pe *iofs.PathError
 	var op operationError
 	var te *catalog.TimeoutError
-	if !errors.As(err, &pe) && !errors.As(err, &op) && !errors.As(err, &te) {
+	if !errors.As(err, &pe) && !(errors.As(err, &op) && op.Service() == "S3") && !errors.As(err, &te) {
 		return "", false
 	}
 	// The store's own answer first: a throttled store that the bound cut
