@@ -649,3 +649,53 @@ func TestProxyStorageFailuresLabelled(t *testing.T) {
 		t.Errorf("a plan once the store answers: %d %s", resp.StatusCode, body)
 	}
 }
+
+// TestIndexHangKeepsFiles: a store that hangs on the index's Puffin files
+// only costs the plan the index: each read gives up after StorageTimeout,
+// the plan is answered with every file the index would have spoken for
+// (the statistics keep all three), and the plan is logged at warn and
+// counted as one that could not read the index. Before, the plan waited
+// on the index for the whole plan timeout.
+func TestIndexHangKeepsFiles(t *testing.T) {
+	s3 := catalogtest.NewS3Gateway(t)
+	cat, opts := s3Table(t, s3)
+	props, err := opts.PropertyMap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	var mu sync.Mutex
+	srv, err := serve.New(serve.Options{Catalog: cat, StorageProperties: props, StorageTimeout: time.Second, PlanTimeout: time.Hour, SubmitAfter: -1,
+		Logger: slog.New(slog.NewTextHandler(&lockedWriter{w: &log, mu: &mu}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newHTTPServer(t, srv).URL
+	s3.SetFault(catalogtest.FaultHang, func(key string) bool { return strings.HasSuffix(key, ".puffin") })
+	defer s3.SetFault(catalogtest.NoFault, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", base+tablePath+"/plan", strings.NewReader(`{"filter":{"type":"eq","term":"id","value":11}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("a plan while the index hangs: %v (no answer within the test's minute)", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || strings.Count(string(body), `"file-path"`) != 3 {
+		t.Fatalf("a plan while the index hangs: %d %s, want the three files the statistics keep", resp.StatusCode, body)
+	}
+	_, metrics := do(t, "GET", base+"/metrics", "", "")
+	if !strings.Contains(string(metrics), "icebloom_serve_plans_index_unreadable_total 1") {
+		t.Errorf("metrics do not count the plan without its index:\n%s", metrics)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(log.String(), `level=WARN msg="plan kept files the index could not be read for" table=db.events`) {
+		t.Errorf("no warning naming the table:\n%s", log.String())
+	}
+}
