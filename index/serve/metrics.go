@@ -58,7 +58,7 @@ func (h *histogram) write(w io.Writer, name, labels string) {
 // by /metrics.
 type metrics struct {
 	mu sync.Mutex
-	// plans by outcome: planned, cached, bad_request, upstream_error, error, rejected, forbidden
+	// plans by outcome: planned, cached, bad_request, upstream_error, storage_error, error, rejected, busy, submitted, forbidden
 	plans                                 map[string]int64
 	filesTotal, filesAfterStats, filesOut int64
 	fastPlans                             int64               // plans made by the fast path
