@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	iofs "io/fs"
 	"path"
@@ -34,6 +35,38 @@ func TableIO(ctx context.Context, tbl *table.Table) (icebergio.IO, error) {
 	}
 	return fs, nil
 }
+
+type requestTimeoutKey struct{}
+
+// WithRequestTimeout returns ctx under which each request to object storage
+// that a file of TableIO sends (a range GET, a HEAD, the GET of a
+// sequential read, which must be read to its end in that time) is bounded
+// by d: a store that accepts a request and never answers fails it with
+// *TimeoutError after d, rather than holding the caller for as long as its
+// own context lasts (icebloom serve: a plan's whole timeout, or for ever).
+// d <= 0 leaves requests bounded by ctx alone.
+func WithRequestTimeout(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, requestTimeoutKey{}, d)
+}
+
+// TimeoutError is a storage operation that did not finish within the
+// bound its caller set (WithRequestTimeout, or a server's bound on a table
+// load), while the caller's own context was still live.
+type TimeoutError struct {
+	// What is the operation: "read s3://bucket/key", "load table db.t".
+	What string
+	// After is the bound.
+	After time.Duration
+	// Err is the error the operation failed with (a deadline exceeded,
+	// as the storage client reports it).
+	Err error
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("%s: no answer within %s: %v", e.What, e.After, e.Err)
+}
+
+func (e *TimeoutError) Unwrap() error { return e.Err }
 
 // rangeReadIO is iceberg-go's object storage IO (s3, gs, azure) with a lazy
 // Open. iceberg-go's Open starts an unranged GET of the whole object, which
@@ -76,13 +109,15 @@ func (r *rangeReadIO) Open(name string) (icebergio.File, error) {
 	if !ok || !iofs.ValidPath(key) {
 		return r.FileIO.Open(name)
 	}
-	return &rangeFile{ctx: r.ctx, bucket: r.FileIO.Bucket, name: name, key: key, size: -1}, nil
+	d, _ := r.ctx.Value(requestTimeoutKey{}).(time.Duration)
+	return &rangeFile{ctx: r.ctx, timeout: d, bucket: r.FileIO.Bucket, name: name, key: key, size: -1}, nil
 }
 
 // rangeFile is an object opened by rangeReadIO. ReadAt is safe for
 // concurrent use; Read, Seek and Close are not, as for any File.
 type rangeFile struct {
 	ctx       context.Context
+	timeout   time.Duration // of each request (WithRequestTimeout), 0: none
 	bucket    *blob.Bucket
 	name, key string
 
@@ -90,15 +125,30 @@ type rangeFile struct {
 	size int64 // -1 until known
 	mod  time.Time
 
-	pos int64
-	rd  *blob.Reader // the sequential reader at pos; nil until Read
+	pos      int64
+	rd       *blob.Reader       // the sequential reader at pos; nil until Read
+	rdCtx    context.Context    // rd's request context
+	rdCancel context.CancelFunc // ends rdCtx
+}
+
+// request returns the context of one storage request: f's, bounded by
+// f.timeout.
+func (f *rangeFile) request() (context.Context, context.CancelFunc) {
+	if f.timeout <= 0 {
+		return f.ctx, func() {}
+	}
+	return context.WithTimeout(f.ctx, f.timeout)
 }
 
 // pathError reports err of op on the file, a missing object as
-// fs.ErrNotExist as blobfs reports it.
-func (f *rangeFile) pathError(op string, err error) error {
+// fs.ErrNotExist as blobfs reports it, and a request that ran out of its
+// own time (ctx, while f's context is live) as *TimeoutError.
+func (f *rangeFile) pathError(ctx context.Context, op string, err error) error {
 	if gcerrors.Code(err) == gcerrors.NotFound {
 		err = iofs.ErrNotExist
+	}
+	if ctx != f.ctx && errors.Is(ctx.Err(), context.DeadlineExceeded) && f.ctx.Err() == nil {
+		err = &TimeoutError{What: op + " " + f.name, After: f.timeout, Err: err}
 	}
 	return &iofs.PathError{Op: op, Path: f.name, Err: err}
 }
@@ -107,35 +157,48 @@ func (f *rangeFile) ReadAt(p []byte, off int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	rd, err := f.bucket.NewRangeReader(f.ctx, f.key, off, int64(len(p)), nil)
+	ctx, cancel := f.request()
+	defer cancel()
+	rd, err := f.bucket.NewRangeReader(ctx, f.key, off, int64(len(p)), nil)
 	if err != nil {
-		return 0, f.pathError("read", err)
+		return 0, f.pathError(ctx, "read", err)
 	}
 	defer rd.Close()
 	n, err := io.ReadFull(rd, p)
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		err = io.EOF // the range ran past the end: io.ReaderAt's short read
 	} else if err != nil && !errors.Is(err, io.EOF) {
-		err = f.pathError("read", err)
+		err = f.pathError(ctx, "read", err)
 	}
 	return n, err
 }
 
 func (f *rangeFile) Read(p []byte) (int, error) {
 	if f.rd == nil {
-		rd, err := f.bucket.NewRangeReader(f.ctx, f.key, f.pos, -1, nil)
+		ctx, cancel := f.request()
+		rd, err := f.bucket.NewRangeReader(ctx, f.key, f.pos, -1, nil)
 		if err != nil {
-			return 0, f.pathError("read", err)
+			err = f.pathError(ctx, "read", err)
+			cancel()
+			return 0, err
 		}
-		f.rd = rd
+		f.rd, f.rdCtx, f.rdCancel = rd, ctx, cancel
 		f.setSize(rd.Size(), rd.ModTime())
 	}
 	n, err := f.rd.Read(p)
 	f.pos += int64(n)
 	if err != nil && !errors.Is(err, io.EOF) {
-		err = f.pathError("read", err)
+		err = f.pathError(f.rdCtx, "read", err)
 	}
 	return n, err
+}
+
+// closeReader closes the sequential reader and ends its request.
+func (f *rangeFile) closeReader() error {
+	err := f.rd.Close()
+	f.rdCancel()
+	f.rd, f.rdCtx, f.rdCancel = nil, nil, nil
+	return err
 }
 
 func (f *rangeFile) Seek(offset int64, whence int) (int64, error) {
@@ -151,14 +214,13 @@ func (f *rangeFile) Seek(offset int64, whence int) (int64, error) {
 		}
 		pos += info.Size()
 	default:
-		return 0, f.pathError("seek", errors.New("invalid whence"))
+		return 0, f.pathError(f.ctx, "seek", errors.New("invalid whence"))
 	}
 	if pos < 0 {
-		return 0, f.pathError("seek", errors.New("negative position"))
+		return 0, f.pathError(f.ctx, "seek", errors.New("negative position"))
 	}
 	if pos != f.pos && f.rd != nil {
-		f.rd.Close() // the next Read opens a reader at the new position
-		f.rd = nil
+		f.closeReader() // the next Read opens a reader at the new position
 	}
 	f.pos = pos
 	return pos, nil
@@ -175,9 +237,11 @@ func (f *rangeFile) Stat() (iofs.FileInfo, error) {
 	size, mod := f.size, f.mod
 	f.mu.Unlock()
 	if size < 0 {
-		attrs, err := f.bucket.Attributes(f.ctx, f.key)
+		ctx, cancel := f.request()
+		attrs, err := f.bucket.Attributes(ctx, f.key)
+		cancel()
 		if err != nil {
-			return nil, f.pathError("stat", err)
+			return nil, f.pathError(ctx, "stat", err)
 		}
 		size, mod = attrs.Size, attrs.ModTime
 		f.setSize(size, mod)
@@ -189,9 +253,7 @@ func (f *rangeFile) Close() error {
 	if f.rd == nil {
 		return nil
 	}
-	err := f.rd.Close()
-	f.rd = nil
-	return err
+	return f.closeReader()
 }
 
 // rangeFileInfo describes a rangeFile.

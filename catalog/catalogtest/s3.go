@@ -49,6 +49,8 @@ type S3 struct {
 	checkKey bool
 	srv      *httptest.Server
 	delay    atomic.Int64 // a time.Duration each request waits; see SetDelay
+	fault    atomic.Pointer[faultRule]
+	stop     chan struct{} // closed by Close: hung requests end
 
 	mu       sync.Mutex
 	done     *sync.Cond // signalled under mu when a request completes
@@ -70,7 +72,8 @@ type S3Request struct {
 	// Credential of its SigV4 Authorization header), "" for an unsigned
 	// request: whose credentials a client read with.
 	AccessKeyID string
-	// Status is the response status code.
+	// Status is the response status code, 0 for a request held unanswered
+	// (FaultHang).
 	Status int
 	// BytesIn is the size of the request body the server read.
 	BytesIn int64
@@ -170,12 +173,77 @@ func StartS3() (*S3, error) {
 // serve starts the recording HTTP server in front of next and sets URL.
 func (s *S3) serve(next http.Handler) {
 	s.done = sync.NewCond(&s.mu)
+	s.stop = make(chan struct{})
 	s.srv = httptest.NewServer(s.handler(next))
 	s.URL = s.srv.URL
 }
 
-// Close stops the server StartS3 started.
-func (s *S3) Close() { s.srv.Close() }
+// Close stops the server StartS3 started, ending requests held by
+// FaultHang first.
+func (s *S3) Close() {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	s.srv.Close()
+}
+
+// Fault is what the server does instead of answering a request (SetFault),
+// as a failing object store would.
+type Fault int
+
+// The faults SetFault injects.
+const (
+	// NoFault answers as usual.
+	NoFault Fault = iota
+	// FaultHang accepts the request and does not answer: the request is
+	// held until the client gives up or the server closes (it is then
+	// recorded with status 0), or until the fault is changed (it is then
+	// answered, late).
+	FaultHang
+	// FaultSlowDown answers 503 SlowDown, S3's answer to a client it
+	// throttles.
+	FaultSlowDown
+	// FaultDenied answers 403 AccessDenied, S3's answer to credentials
+	// that may not read the object.
+	FaultDenied
+)
+
+// faultRule is a fault and the object keys it applies to.
+type faultRule struct {
+	fault Fault
+	on    func(key string) bool
+	ended chan struct{} // closed when the rule is replaced
+}
+
+// SetFault makes the server answer every request whose object key on
+// accepts (on nil: every request, bucket requests included) with fault,
+// from now on; SetFault(NoFault, nil) answers as usual again. A closed
+// port needs no fault: point the client at an address nothing listens on.
+//
+// Requests a FaultHang holds are let go when the fault is changed, so that
+// a test that ends the fault before closing what waits on them does not
+// wait for ever.
+func (s *S3) SetFault(fault Fault, on func(key string) bool) {
+	var rule *faultRule
+	if fault != NoFault {
+		rule = &faultRule{fault: fault, on: on, ended: make(chan struct{})}
+	}
+	if old := s.fault.Swap(rule); old != nil {
+		close(old.ended)
+	}
+}
+
+// injected returns the rule whose fault a request for key gets, nil for
+// none.
+func (s *S3) injected(key string) *faultRule {
+	rule := s.fault.Load()
+	if rule == nil || rule.on != nil && !rule.on(key) {
+		return nil
+	}
+	return rule
+}
 
 // SetDelay makes the server wait d before answering each request from now
 // on, as the round trip to a remote object store would: requests a client
@@ -331,7 +399,28 @@ func (s *S3) handler(next http.Handler) http.Handler {
 			if d := time.Duration(s.delay.Load()); d > 0 {
 				time.Sleep(d)
 			}
-			next.ServeHTTP(cw, r)
+			rule := s.injected(key)
+			fault := NoFault
+			if rule != nil {
+				fault = rule.fault
+			}
+			switch fault {
+			case FaultHang:
+				select {
+				case <-r.Context().Done():
+					cw.status = 0
+				case <-rule.ended:
+					next.ServeHTTP(cw, r)
+				case <-s.stop:
+					cw.status = 0
+				}
+			case FaultSlowDown:
+				s3Error(cw, http.StatusServiceUnavailable, "SlowDown", "Please reduce your request rate.")
+			case FaultDenied:
+				s3Error(cw, http.StatusForbidden, "AccessDenied", "Access Denied")
+			default:
+				next.ServeHTTP(cw, r)
+			}
 		}
 	})
 }

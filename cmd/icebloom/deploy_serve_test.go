@@ -94,6 +94,7 @@ type kubeProbe struct {
 	} `yaml:"httpGet"`
 	InitialDelaySeconds int `yaml:"initialDelaySeconds"`
 	PeriodSeconds       int `yaml:"periodSeconds"`
+	TimeoutSeconds      int `yaml:"timeoutSeconds"`
 	FailureThreshold    int `yaml:"failureThreshold"`
 }
 
@@ -414,6 +415,12 @@ func TestDeployKubernetesServe(t *testing.T) {
 		case p.HTTPGet.Scheme != "HTTPS":
 			t.Errorf("%s: probe of %s by %q: serve answers HTTPS with --tls-cert", what, name, p.HTTPGet.Scheme)
 		}
+	}
+	// /readyz waits up to 3 s for the upstream and for storage
+	// (serve's probeTimeout): a probe that gives up first (Kubernetes'
+	// default is 1 s) takes a slow but live server out of service.
+	if p := c.ReadinessProbe; p != nil && p.TimeoutSeconds <= 3 {
+		t.Errorf("%s: readiness probe timeoutSeconds %d: /readyz may take 3 s, want more", what, p.TimeoutSeconds)
 	}
 	if len(svc.Spec.Ports) != 1 || kubePort(svc.Spec.Ports[0].TargetPort, c) != port {
 		t.Errorf("%s: Service ports %+v: want one, to serve's port %s", what, svc.Spec.Ports, port)

@@ -34,6 +34,8 @@ type ServeCmd struct {
 	SubmitAfter        time.Duration `arg:"--submit-after" default:"10s" help:"a plan not done by then is answered status submitted and the client polls for it, so no HTTP timeout cuts a long plan; 0 waits for every plan"`
 	NoScanPlanningMode bool          `arg:"--no-scan-planning-mode" help:"do not add scan-planning-mode=server to indexed tables' load-table config"`
 	PlanWithOwnCreds   bool          `arg:"--plan-with-own-credentials" help:"proxy mode: plan tables the upstream vends a caller no storage credentials for with serve's own (--property s3.*, the environment), for anyone the upstream lets load them; without it such plans get 403"`
+	StorageTimeout     time.Duration `arg:"--storage-timeout" default:"30s" help:"longest a request to the tables' storage, or a table load, may take; it then fails, answered 503 with Retry-After"`
+	VendCredentials    bool          `arg:"--vend-storage-credentials" help:"catalog mode: put serve's own S3 keys (--property s3.access-key-id, s3.secret-access-key, s3.session-token) in every load-table answer, for clients with none; anyone who may load a table then holds them"`
 	SyncOnCommit       bool          `arg:"--sync-on-commit" help:"proxy mode: sync a table's index after a commit through the proxy succeeds"`
 	SyncTokenFile      string        `arg:"--sync-token-file" placeholder:"PATH" help:"file holding icebloom's own upstream token for --sync-on-commit [default: $ICEBLOOM_SYNC_TOKEN]"`
 	SyncQuiet          time.Duration `arg:"--sync-quiet" default:"2s" help:"sync once a table had no commit for this long"`
@@ -50,6 +52,7 @@ func (c *ServeCmd) run(ctx context.Context, e *env) error {
 		MemoryBudget: budget, MaxPlansInFlight: c.MaxPlansInFlight, MaxRequestBytes: c.MaxRequestBytes,
 		NoScanPlanningMode: c.NoScanPlanningMode, Logger: e.log,
 		TasksPerPage: c.TasksPerPage, PlanTimeout: c.PlanTimeout, SubmitAfter: c.SubmitAfter,
+		StorageTimeout: c.StorageTimeout, VendCredentials: c.VendCredentials,
 	}
 	if c.TasksPerPage < 1 {
 		return fmt.Errorf("--tasks-per-page %d: want 1 or more data files a page", c.TasksPerPage)
@@ -57,6 +60,18 @@ func (c *ServeCmd) run(ctx context.Context, e *env) error {
 	if c.PlanTimeout <= 0 {
 		return fmt.Errorf("--plan-timeout %s: want a positive duration", c.PlanTimeout)
 	}
+	if c.StorageTimeout <= 0 {
+		return fmt.Errorf("--storage-timeout %s: want a positive duration", c.StorageTimeout)
+	}
+	// Storage is configured for serve as for every command: the global
+	// --property flags. In proxy mode serve reads tables with them; in
+	// catalog mode the catalog does, and the load answer offers clients
+	// their endpoint, region and addressing (and keys, when vended).
+	props, err := e.options.PropertyMap()
+	if err != nil {
+		return err
+	}
+	o.StorageProperties = props
 	switch {
 	case c.SubmitAfter < 0:
 		return fmt.Errorf("--submit-after %s: want 0 (wait for every plan) or a positive duration", c.SubmitAfter)
@@ -71,10 +86,8 @@ func (c *ServeCmd) run(ctx context.Context, e *env) error {
 		}
 		o.Upstream = u
 		o.PlanWithOwnCredentials = c.PlanWithOwnCreds
-		// Storage is configured for serve as for every command: the global
-		// --property flags.
-		if o.StorageProperties, err = e.options.PropertyMap(); err != nil {
-			return err
+		if c.VendCredentials {
+			return errors.New("--vend-storage-credentials is for catalog mode; in proxy mode the upstream catalog vends credentials")
 		}
 	} else {
 		if c.SyncOnCommit {

@@ -14,8 +14,10 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +27,7 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 )
 
@@ -272,5 +275,61 @@ func TestServeProxy(t *testing.T) {
 	// the flag of proxy mode is refused there, not ignored.
 	if _, stderr, code := icebloom(t, "serve", "--plan-with-own-credentials"); code == 0 || !strings.Contains(stderr, "--plan-with-own-credentials is for proxy mode") {
 		t.Errorf("serve --plan-with-own-credentials in catalog mode: exit %d, %s", code, stderr)
+	}
+}
+
+// TestServeStorageFlags: catalog mode's load answer offers the endpoint
+// and region of the global --property flags, and serve's own keys only
+// with --vend-storage-credentials; --storage-timeout must be positive,
+// and vending is refused in proxy mode (the upstream vends).
+func TestServeStorageFlags(t *testing.T) {
+	s3 := catalogtest.NewS3(t)
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "catalog.db")
+	cat, err := catalog.Open(ctx, catalog.Options{Type: "sql", URI: db, Warehouse: s3.Location("warehouse"), Properties: s3.Properties()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreateNamespace(ctx, table.Identifier{"db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cat.CreateTable(ctx, table.Identifier{"db", "events"}, catalogtest.IDSchema); err != nil {
+		t.Fatal(err)
+	}
+	global := append([]string{"--catalog", "sql", "--uri", db}, s3.PropertyFlags()...)
+	for _, vend := range []bool{false, true} {
+		argv := append(slices.Clone(global), "serve", "--listen", "127.0.0.1:0", "--storage-timeout", "5s")
+		if vend {
+			argv = append(argv, "--vend-storage-credentials")
+		}
+		base, stop, _ := runServe(t, argv)
+		resp, err := http.Get(base + "/v1/namespaces/db/tables/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lt struct {
+			Config map[string]string `json:"config"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&lt)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("load: %d %v", resp.StatusCode, err)
+		}
+		if lt.Config["s3.endpoint"] != s3.URL || lt.Config["s3.region"] != s3.Region ||
+			(lt.Config["s3.secret-access-key"] == s3.SecretAccessKey) != vend || (lt.Config["s3.access-key-id"] == s3.AccessKeyID) != vend {
+			t.Errorf("--vend-storage-credentials %v: load config %v", vend, lt.Config)
+		}
+		if c := stop(); c != 0 {
+			t.Fatalf("serve exited %d", c)
+		}
+	}
+	for flag, args := range map[string][]string{
+		"--storage-timeout":          append(slices.Clone(global), "serve", "--listen", "127.0.0.1:0", "--storage-timeout", "0s"),
+		"--vend-storage-credentials": {"serve", "--listen", "127.0.0.1:0", "--upstream", "http://127.0.0.1:1", "--vend-storage-credentials"},
+	} {
+		_, stderr, code := icebloom(t, args...)
+		if code == 0 || !strings.Contains(stderr, flag) {
+			t.Errorf("icebloom %s: exit %d, %s, want a refusal naming %s", strings.Join(args, " "), code, stderr, flag)
+		}
 	}
 }

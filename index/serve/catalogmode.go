@@ -33,19 +33,21 @@ var catalogEndpoints = append([]string{
 // immutable file, and a commit names another. Before, every request read
 // metadata.json from storage again, a cached plan included.
 func (s *Server) loadFromCatalog(ctx context.Context, ident table.Identifier) (*planning.Loaded, error) {
-	if loc, ok := s.o.Catalog.(catalog.MetadataLocator); ok {
-		// Any failure here is LoadTable's to report.
-		if where, err := loc.MetadataLocation(ctx, ident); err == nil {
-			if kept, ok := s.planner.KeptTable(where); ok {
-				return &planning.Loaded{Table: kept}, nil
+	return s.boundLoad(ctx, ident, func(ctx context.Context) (*planning.Loaded, error) {
+		if loc, ok := s.o.Catalog.(catalog.MetadataLocator); ok {
+			// Any failure here is LoadTable's to report.
+			if where, err := loc.MetadataLocation(ctx, ident); err == nil {
+				if kept, ok := s.planner.KeptTable(where); ok {
+					return &planning.Loaded{Table: kept}, nil
+				}
 			}
 		}
-	}
-	tbl, err := catalog.LoadTable(ctx, s.o.Catalog, ident)
-	if err != nil {
-		return nil, err
-	}
-	return &planning.Loaded{Table: tbl}, nil
+		tbl, err := catalog.LoadTable(ctx, s.o.Catalog, ident)
+		if err != nil {
+			return nil, err
+		}
+		return &planning.Loaded{Table: tbl}, nil
+	})
 }
 
 // serveCatalog answers the read endpoints over the catalog; every other
@@ -107,16 +109,17 @@ func (s *Server) serveCatalog(w http.ResponseWriter, r *http.Request, rt route) 
 		}
 		writeJSON(w, http.StatusOK, pageBody("identifiers", idents, pg, next))
 	case rt.kind == routeTable && get:
-		tbl, err := catalog.LoadTable(ctx, s.o.Catalog, rt.ident())
-		if err != nil {
+		loaded, err := s.loadFromCatalog(ctx, rt.ident())
+		s.noteTable(rt.ident(), loaded, err)
+		if kind, ok := classifyStorage(err); ok {
+			s.writeStorageError(w, kind, err)
+			return
+		} else if err != nil {
 			catalogError(w, err)
 			return
 		}
-		config := map[string]string{}
-		if !s.o.NoScanPlanningMode && HasIndex(tbl.Metadata()) {
-			config[ScanPlanningModeKey] = "server"
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"metadata-location": tbl.MetadataLocation(), "metadata": tbl.Metadata(), "config": config})
+		tbl := loaded.Table
+		writeJSON(w, http.StatusOK, map[string]any{"metadata-location": tbl.MetadataLocation(), "metadata": tbl.Metadata(), "config": s.loadTableConfig(tbl)})
 	case rt.kind == routeTable && head:
 		exists(w, func() (bool, error) { return s.o.Catalog.CheckTableExists(ctx, rt.ident()) })
 	case get || head:

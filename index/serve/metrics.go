@@ -3,7 +3,9 @@ package serve
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,7 +58,7 @@ func (h *histogram) write(w io.Writer, name, labels string) {
 // by /metrics.
 type metrics struct {
 	mu sync.Mutex
-	// plans by outcome: planned, cached, bad_request, upstream_error, error, rejected, forbidden
+	// plans by outcome: planned, cached, bad_request, upstream_error, storage_error, error, rejected, busy, submitted, forbidden
 	plans                                 map[string]int64
 	filesTotal, filesAfterStats, filesOut int64
 	fastPlans                             int64               // plans made by the fast path
@@ -64,10 +66,11 @@ type metrics struct {
 	planLatency                           map[bool]*histogram // by cached
 	requests                              map[string]int64    // by route kind
 	commits                               int64               // 2xx commits seen passing through
+	storageErrors                         map[[2]string]int64 // by kind and during (request, readyz)
 }
 
 func newMetrics() *metrics {
-	return &metrics{plans: map[string]int64{}, requests: map[string]int64{},
+	return &metrics{plans: map[string]int64{}, requests: map[string]int64{}, storageErrors: map[[2]string]int64{},
 		planLatency: map[bool]*histogram{false: {}, true: {}}}
 }
 
@@ -100,6 +103,14 @@ func (m *metrics) count(kind string) {
 func (m *metrics) request(kind string) {
 	m.mu.Lock()
 	m.requests[kind]++
+	m.mu.Unlock()
+}
+
+// storageError counts a failure of the tables' storage of kind, met
+// serving a request or probing readiness (during).
+func (m *metrics) storageError(kind storageKind, during string) {
+	m.mu.Lock()
+	m.storageErrors[[2]string{string(kind), during}]++
 	m.mu.Unlock()
 }
 
@@ -153,6 +164,16 @@ func (m *metrics) write(w io.Writer, cacheBytes int64, cacheEntries int, hits, m
 	fmt.Fprintln(w, "# HELP icebloom_serve_plan_cache_evictions_total Plans evicted to stay within the memory budget.")
 	fmt.Fprintln(w, "# TYPE icebloom_serve_plan_cache_evictions_total counter")
 	fmt.Fprintf(w, "icebloom_serve_plan_cache_evictions_total %d\n", evicted)
+	fmt.Fprintln(w, "# HELP icebloom_serve_storage_errors_total Failures of the tables' storage, by kind (throttled, unavailable, timeout: answered 503; denied, missing, error: 500) and by what met them (request, readyz).")
+	fmt.Fprintln(w, "# TYPE icebloom_serve_storage_errors_total counter")
+	keys := make([][2]string, 0, len(m.storageErrors))
+	for k := range m.storageErrors {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b [2]string) int { return strings.Compare(a[0]+"\x00"+a[1], b[0]+"\x00"+b[1]) })
+	for _, k := range keys {
+		fmt.Fprintf(w, "icebloom_serve_storage_errors_total{kind=%q,during=%q} %d\n", k[0], k[1], m.storageErrors[k])
+	}
 	fmt.Fprintln(w, "# HELP icebloom_serve_commits_total Successful commits seen passing through the proxy.")
 	fmt.Fprintln(w, "# TYPE icebloom_serve_commits_total counter")
 	fmt.Fprintf(w, "icebloom_serve_commits_total %d\n", m.commits)

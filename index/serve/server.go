@@ -42,6 +42,7 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index/serve/wire"
 
 	"github.com/icebloom/icebloom/index/serve/planning"
@@ -66,7 +67,9 @@ type Options struct {
 	// StorageProperties, in proxy mode, configure the file IO every table
 	// is read with (s3.endpoint, s3.region, credentials: iceberg-go's io
 	// keys), beneath what the upstream's load answer says of the table;
-	// table properties never do.
+	// table properties never do. In catalog mode, where the catalog reads
+	// with the properties it was opened with, they are what clients are
+	// told of storage (ClientStorageConfig): the same properties.
 	StorageProperties iceberg.Properties
 	// PlanWithOwnCredentials, in proxy mode, plans a table whose load
 	// answer vends the caller no storage credentials (no
@@ -78,6 +81,17 @@ type Options struct {
 	// Catalog mode always plans with the catalog's storage configuration,
 	// for whoever holds BearerToken.
 	PlanWithOwnCredentials bool
+	// VendCredentials, in catalog mode, puts the S3 credentials of
+	// StorageProperties in every load-table answer's config, so that a
+	// client configured with nothing of storage reads the files; every
+	// caller allowed to load a table then holds them. Without it no
+	// credential is ever answered.
+	VendCredentials bool
+	// StorageTimeout bounds each request to the tables' storage and each
+	// table load (catalog mode: the catalog's query and the metadata
+	// file's read): past it the request fails, answered 503 with
+	// Retry-After. 0 means DefaultStorageTimeout.
+	StorageTimeout time.Duration
 	// Catalog is the catalog served in catalog mode.
 	Catalog icecatalog.Catalog
 	// BearerToken, in catalog mode, is the token every /v1 request must
@@ -150,6 +164,8 @@ type Server struct {
 	readyMu sync.Mutex
 	readyAt time.Time
 	readyOK bool
+	// The tables whose storage the readiness probe reads (storageReady).
+	probes storageProbes
 }
 
 // New returns a server for o.
@@ -177,6 +193,12 @@ func New(o Options) (*Server, error) {
 	}
 	if o.SubmitAfter == 0 {
 		o.SubmitAfter = DefaultSubmitAfter
+	}
+	if o.StorageTimeout <= 0 {
+		o.StorageTimeout = DefaultStorageTimeout
+	}
+	if o.VendCredentials && o.Catalog == nil {
+		return nil, errors.New("serve: vending storage credentials is for catalog mode; in proxy mode the upstream catalog vends them")
 	}
 	if o.Transport == nil {
 		o.Transport = http.DefaultTransport
@@ -283,6 +305,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) routeKind {
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		case s.proxy != nil && !s.upstreamReady(r.Context()):
 			http.Error(w, "the upstream catalog does not answer", http.StatusServiceUnavailable)
+		case !s.storageReady(r.Context()):
+			http.Error(w, "the tables' storage does not answer", http.StatusServiceUnavailable)
 		default:
 			io.WriteString(w, "ready\n")
 		}
@@ -441,10 +465,12 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 	}
 	// The plan outlives the request when it is submitted: its context is
 	// the caller's headers (cloned: the request's are not the plan's to
-	// keep) under the plan timeout, not the request's.
+	// keep) under the plan timeout, not the request's; each request it
+	// sends to storage is bounded by the storage timeout.
 	caller := WithHeader(context.WithoutCancel(r.Context()), r.Header.Clone(), rt.prefix)
-	ctx, cancel := context.WithTimeout(caller, s.o.PlanTimeout)
+	ctx, cancel := context.WithTimeout(catalog.WithRequestTimeout(caller, s.o.StorageTimeout), s.o.PlanTimeout)
 	loaded, err := s.planner.Load(ctx, rt.ident())
+	s.noteTable(rt.ident(), loaded, err)
 	if err != nil {
 		cancel()
 		freeSlot()
@@ -564,7 +590,9 @@ func (s *Server) planError(w http.ResponseWriter, err error) {
 		return
 	}
 	status, typ, msg := s.failure(err)
-	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+	if _, ok := classifyStorage(err); ok && status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", storageRetryAfter)
+	} else if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
 	writeError(w, status, typ, msg)
@@ -611,6 +639,10 @@ func (s *Server) failure(err error) (status int, typ, msg string) {
 	case errors.Is(err, icecatalog.ErrNoSuchNamespace):
 		return http.StatusNotFound, "NoSuchNamespaceException", err.Error()
 	}
+	if kind, ok := classifyStorage(err); ok {
+		s.metrics.count("storage_error")
+		return s.storageFailed(kind, err)
+	}
 	s.metrics.count("error")
 	s.log.Error("plan failed", "err", err)
 	return http.StatusInternalServerError, "ServerErrorException", err.Error()
@@ -624,6 +656,7 @@ func (s *Server) failure(err error) (status int, typ, msg string) {
 // still the one planned (same uuid); otherwise the spec's 404 of type typ.
 func (s *Server) found(w http.ResponseWriter, r *http.Request, rt route, ok bool, uuid, typ, what string) bool {
 	loaded, err := s.planner.Load(s.callerContext(r, rt), rt.ident())
+	s.noteTable(rt.ident(), loaded, err)
 	if err != nil {
 		s.planError(w, err)
 		return false

@@ -1,19 +1,27 @@
 package serve_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog"
@@ -352,4 +360,346 @@ func TestCatalogModeCachedPlanReadsNoStorage(t *testing.T) {
 			t.Fatalf("the cached plan after the commit made storage requests: %v", reqs)
 		}
 	})
+}
+
+// s3Table creates db.events in a SQL catalog over s3, three appended files
+// of ids and an index on id, and returns the catalog's options (its
+// --property flags included).
+func s3Table(t *testing.T, s3 *catalogtest.S3) (icecatalog.Catalog, catalog.Options) {
+	t.Helper()
+	ctx := context.Background()
+	opts := catalog.Options{Type: "sql", URI: t.TempDir() + "/catalog.db", Warehouse: s3.Location("warehouse"), Properties: s3.Properties()}
+	cat, err := catalog.Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident := table.Identifier{"db", "events"}
+	if err := cat.CreateNamespace(ctx, table.Identifier{"db"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.CreateTable(ctx, ident, catalogtest.IDSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range int64(3) {
+		tbl = catalogtest.AppendIDs(t, tbl, r, 10+r, 20+r)
+	}
+	if _, err := indexer.Build(ctx, cat, ident, indexer.Options{Columns: []string{"id"}}); err != nil {
+		t.Fatal(err)
+	}
+	return cat, opts
+}
+
+// TestCatalogModeOffersStorage: catalog mode's load answer tells clients
+// how to reach the table's storage (endpoint, region, path style: what
+// serve's own --property flags say), so that iceberg-go's REST client,
+// configured with nothing of S3 but its own keys, reads the rows of a
+// table on S3 through the server's plan; with VendCredentials it needs no
+// keys of its own either. Without vending no secret appears in the answer
+// (before, the config held only scan-planning-mode and the client could
+// not read a file).
+func TestCatalogModeOffersStorage(t *testing.T) {
+	catalogtest.ForEachS3(t, func(t *testing.T, s3 *catalogtest.S3) {
+		// The environment names no region either (ForEachS3's servers
+		// already clear its endpoint and refuse its keys).
+		t.Setenv("AWS_REGION", "")
+		t.Setenv("AWS_DEFAULT_REGION", "")
+		cat, opts := s3Table(t, s3)
+		props, err := opts.PropertyMap()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name       string
+			vend       bool
+			clientKeys iceberg.Properties
+		}{
+			{"own keys", false, iceberg.Properties{iceio.S3AccessKeyID: s3.AccessKeyID, iceio.S3SecretAccessKey: s3.SecretAccessKey}},
+			{"vended", true, nil},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				srv, err := serve.New(serve.Options{Catalog: cat, StorageProperties: props, VendCredentials: c.vend})
+				if err != nil {
+					t.Fatal(err)
+				}
+				base := newHTTPServer(t, srv).URL
+				resp, body := do(t, "GET", base+tablePath, "", "")
+				var lt struct {
+					Config map[string]string `json:"config"`
+				}
+				if resp.StatusCode != 200 || json.Unmarshal(body, &lt) != nil {
+					t.Fatalf("load: %d %s", resp.StatusCode, body)
+				}
+				if got := lt.Config[iceio.S3EndpointURL]; got != s3.URL {
+					t.Errorf("load answer's config %v: s3.endpoint %q, want %q", lt.Config, got, s3.URL)
+				}
+				if got := lt.Config[iceio.S3SecretAccessKey]; (got != "") != c.vend || strings.Contains(string(body), s3.SecretAccessKey) != c.vend {
+					t.Errorf("vending %v: load answer's config %v, secret in the answer: %v", c.vend, lt.Config, strings.Contains(string(body), s3.SecretAccessKey))
+				}
+				cl, err := rest.NewCatalog(context.Background(), "serve", base, rest.WithAdditionalProps(c.clientKeys))
+				if err != nil {
+					t.Fatal(err)
+				}
+				tbl, err := cl.LoadTable(context.Background(), table.Identifier{"db", "events"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids, files := readIDs(t, tbl, iceberg.EqualTo(iceberg.Reference("id"), int64(11)), table.ScanPlanningRemote, nil)
+				if !slices.Equal(ids, []int64{11}) || files != 1 {
+					t.Fatalf("read id 11 through catalog mode: ids %v from %d files, want [11] from 1", ids, files)
+				}
+			})
+		}
+	})
+}
+
+// TestStorageFailuresLabelled: on Versity's gateway behind a front that
+// injects faults, each way a table's storage fails gets its own answer,
+// with no endpoint, bucket or object key in it (the log has them): a store
+// that hangs (bounded by StorageTimeout), throttles (503 SlowDown) or is
+// not listening makes loads and plans 503 ServiceUnavailableException
+// with Retry-After; one that refuses the key (403, a wrong secret) or is
+// asked without a region, a 500. Each is logged with its kind, counted in
+// icebloom_serve_storage_errors_total, and makes /readyz not ready from
+// the start (it reads a table the catalog lists), and ready again once
+// the store answers. Before: /readyz said ready, a hang held the load for
+// as long as the store did, and the rest were 500s naming the object.
+func TestStorageFailuresLabelled(t *testing.T) {
+	s3 := catalogtest.NewS3Gateway(t)
+	_, opts := s3Table(t, s3)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	set := func(key, value string) []string {
+		var props []string
+		for _, kv := range s3.Properties() {
+			if k, _, _ := strings.Cut(kv, "="); k != key {
+				props = append(props, kv)
+			}
+		}
+		if value != "" {
+			props = append(props, key+"="+value)
+		}
+		return props
+	}
+	for _, c := range []struct {
+		name    string
+		fault   catalogtest.Fault
+		props   []string
+		timeout time.Duration
+		status  int
+		kind    string
+	}{
+		{"hang", catalogtest.FaultHang, s3.Properties(), time.Second, 503, "timeout"},
+		{"slow down", catalogtest.FaultSlowDown, s3.Properties(), time.Minute, 503, "throttled"},
+		{"closed port", catalogtest.NoFault, set(iceio.S3EndpointURL, closed), time.Minute, 503, "unavailable"},
+		{"denied", catalogtest.FaultDenied, s3.Properties(), time.Minute, 500, "denied"},
+		{"wrong key", catalogtest.NoFault, set(iceio.S3SecretAccessKey, "wrong"), time.Minute, 500, "denied"},
+		{"no region", catalogtest.NoFault, set(iceio.S3Region, ""), time.Minute, 500, "error"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("AWS_REGION", "")
+			t.Setenv("AWS_DEFAULT_REGION", "")
+			o := opts
+			o.Properties = c.props
+			cat, err := catalog.Open(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			props, err := o.PropertyMap()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var log bytes.Buffer
+			var mu sync.Mutex
+			srv, err := serve.New(serve.Options{Catalog: cat, StorageProperties: props, StorageTimeout: c.timeout,
+				Logger: slog.New(slog.NewTextHandler(&lockedWriter{w: &log, mu: &mu}, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := newHTTPServer(t, srv).URL
+			s3.SetFault(c.fault, nil)
+			defer s3.SetFault(catalogtest.NoFault, nil)
+			if resp, body := do(t, "GET", base+"/readyz", "", ""); resp.StatusCode != 503 {
+				t.Errorf("readyz: %d %s, want 503", resp.StatusCode, body)
+			}
+			endpoint := strings.TrimPrefix(s3.URL, "http://")
+			for _, r := range []struct{ method, path, body string }{
+				{"GET", tablePath, ""}, {"POST", tablePath + "/plan", `{"filter":{"type":"eq","term":"id","value":11}}`},
+			} {
+				resp, body := do(t, r.method, base+r.path, "", r.body)
+				wantType := map[int]string{503: "ServiceUnavailableException", 500: "ServerErrorException"}[c.status]
+				if resp.StatusCode != c.status || errorType(t, body) != wantType || (resp.Header.Get("Retry-After") != "") != (c.status == 503) {
+					t.Errorf("%s %s: %d %s (Retry-After %q), want %d %s", r.method, r.path, resp.StatusCode, body, resp.Header.Get("Retry-After"), c.status, wantType)
+				}
+				for _, internal := range []string{s3.Bucket, endpoint, strings.TrimPrefix(closed, "http://"), "metadata.json", "warehouse/", "s3://"} {
+					if strings.Contains(string(body), internal) {
+						t.Errorf("%s %s: %s names %q", r.method, r.path, body, internal)
+					}
+				}
+			}
+			_, metrics := do(t, "GET", base+"/metrics", "", "")
+			// The probe's kind may differ: a store refusing connections
+			// makes the storage client back off past the probe's bound.
+			if !strings.Contains(string(metrics), fmt.Sprintf(`icebloom_serve_storage_errors_total{kind=%q,during="request"} 2`, c.kind)) ||
+				!strings.Contains(string(metrics), `during="readyz"} 1`) {
+				t.Errorf("metrics do not count two requests failing %s and the probe:\n%s", c.kind, metrics)
+			}
+			mu.Lock()
+			logged := log.String()
+			mu.Unlock()
+			if strings.Count(logged, `msg="storage failed" kind=`+c.kind) != 2 || !strings.Contains(logged, `msg="readiness: the storage of a table failed" table=db.events`) {
+				t.Errorf("no log line of kind %s:\n%s", c.kind, logged)
+			}
+			if c.fault != catalogtest.NoFault {
+				s3.SetFault(catalogtest.NoFault, nil)
+				srv.ForgetReadiness()
+				if resp, body := do(t, "GET", base+"/readyz", "", ""); resp.StatusCode != 200 {
+					t.Errorf("readyz once the store answers: %d %s", resp.StatusCode, body)
+				}
+				if resp, body := do(t, "GET", base+tablePath, "", ""); resp.StatusCode != 200 {
+					t.Errorf("load once the store answers: %d %s", resp.StatusCode, body)
+				}
+			}
+		})
+	}
+}
+
+// TestPlanStorageRequestsBounded: a store that hangs on the manifests only
+// (the table loads) fails a plan with 503 and Retry-After once one request
+// has waited StorageTimeout, not when the plan's timeout ends; before, a
+// plan waited for the whole plan timeout, and a load for as long as the
+// store held it.
+func TestPlanStorageRequestsBounded(t *testing.T) {
+	s3 := catalogtest.NewS3Gateway(t)
+	cat, opts := s3Table(t, s3)
+	props, err := opts.PropertyMap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := serve.New(serve.Options{Catalog: cat, StorageProperties: props, StorageTimeout: time.Second, PlanTimeout: time.Hour, SubmitAfter: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newHTTPServer(t, srv).URL
+	s3.SetFault(catalogtest.FaultHang, func(key string) bool { return strings.HasSuffix(key, ".avro") })
+	defer s3.SetFault(catalogtest.NoFault, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", base+tablePath+"/plan", strings.NewReader(`{"filter":{"type":"eq","term":"id","value":11}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("a plan while the manifests hang: %v (no answer within the test's minute)", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || errorType(t, body) != "ServiceUnavailableException" ||
+		strings.Contains(string(body), s3.Bucket) {
+		t.Fatalf("a plan while the manifests hang: %d %s, want 503 ServiceUnavailableException with Retry-After naming no bucket", resp.StatusCode, body)
+	}
+}
+
+// TestProxyStorageFailuresLabelled: in proxy mode, where the upstream
+// answers loads and serve reads the table's storage with its own
+// configuration (it vends nothing: --plan-with-own-credentials), a store that throttles makes plans 503 with Retry-After
+// and names nothing internal, and /readyz, which reads the metadata file
+// of the tables served last, turns not ready, and ready again once the
+// store answers (the table is probed once a plan loaded it).
+func TestProxyStorageFailuresLabelled(t *testing.T) {
+	s3 := catalogtest.NewS3Gateway(t)
+	_, opts := s3Table(t, s3)
+	// The upstream reads the gateway directly, not through the front
+	// whose faults serve meets.
+	direct := opts
+	direct.Properties = append(slices.Clone(s3.Properties()), iceio.S3EndpointURL+"="+os.Getenv(catalogtest.S3EndpointEnv))
+	cat, err := catalog.Open(context.Background(), direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstream := httptest.NewServer(loadOnlyCatalog(t, cat, nil))
+	t.Cleanup(upstream.Close)
+	props, err := opts.PropertyMap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := serve.New(serve.Options{Upstream: mustURL(t, upstream.URL), StorageProperties: props, PlanWithOwnCredentials: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newHTTPServer(t, srv).URL
+	s3.SetFault(catalogtest.FaultSlowDown, nil)
+	defer s3.SetFault(catalogtest.NoFault, nil)
+	resp, body := do(t, "POST", base+tablePath+"/plan", "", `{"filter":{"type":"eq","term":"id","value":11}}`)
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || errorType(t, body) != "ServiceUnavailableException" ||
+		strings.Contains(string(body), s3.Bucket) || strings.Contains(string(body), strings.TrimPrefix(s3.URL, "http://")) {
+		t.Errorf("a plan while the store throttles: %d %s, want 503 ServiceUnavailableException with Retry-After naming nothing internal", resp.StatusCode, body)
+	}
+	if resp, body := do(t, "GET", base+"/readyz", "", ""); resp.StatusCode != 503 {
+		t.Errorf("readyz while the store throttles: %d %s, want 503", resp.StatusCode, body)
+	}
+	s3.SetFault(catalogtest.NoFault, nil)
+	srv.ForgetReadiness()
+	if resp, body := do(t, "GET", base+"/readyz", "", ""); resp.StatusCode != 200 {
+		t.Errorf("readyz once the store answers: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := do(t, "POST", base+tablePath+"/plan", "", `{"filter":{"type":"eq","term":"id","value":11}}`); resp.StatusCode != 200 {
+		t.Errorf("a plan once the store answers: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestIndexHangKeepsFiles: a store that hangs on the index's Puffin files
+// only costs the plan the index: each read gives up after StorageTimeout,
+// the plan is answered with every file the index would have spoken for
+// (the statistics keep all three), and the plan is logged at warn and
+// counted as one that could not read the index. Before, the plan waited
+// on the index for the whole plan timeout.
+func TestIndexHangKeepsFiles(t *testing.T) {
+	s3 := catalogtest.NewS3Gateway(t)
+	cat, opts := s3Table(t, s3)
+	props, err := opts.PropertyMap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	var mu sync.Mutex
+	srv, err := serve.New(serve.Options{Catalog: cat, StorageProperties: props, StorageTimeout: time.Second, PlanTimeout: time.Hour, SubmitAfter: -1,
+		Logger: slog.New(slog.NewTextHandler(&lockedWriter{w: &log, mu: &mu}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newHTTPServer(t, srv).URL
+	s3.SetFault(catalogtest.FaultHang, func(key string) bool { return strings.HasSuffix(key, ".puffin") })
+	defer s3.SetFault(catalogtest.NoFault, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", base+tablePath+"/plan", strings.NewReader(`{"filter":{"type":"eq","term":"id","value":11}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("a plan while the index hangs: %v (no answer within the test's minute)", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || strings.Count(string(body), `"file-path"`) != 3 {
+		t.Fatalf("a plan while the index hangs: %d %s, want the three files the statistics keep", resp.StatusCode, body)
+	}
+	_, metrics := do(t, "GET", base+"/metrics", "", "")
+	if !strings.Contains(string(metrics), "icebloom_serve_plans_index_unreadable_total 1") {
+		t.Errorf("metrics do not count the plan without its index:\n%s", metrics)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(log.String(), `level=WARN msg="plan kept files the index could not be read for" table=db.events`) {
+		t.Errorf("no warning naming the table:\n%s", log.String())
+	}
 }
