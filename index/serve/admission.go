@@ -1,0 +1,118 @@
+package serve
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+
+	"github.com/icebloom/icebloom/index/serve/planning"
+)
+
+// Admission: which plan requests are taken, and by whom.
+//
+// A plan takes one of MaxPlansInFlight slots before its body is read, and
+// holds memory of the work budget from then to its end. First come first
+// served alone let one caller's requests take every slot and the whole work
+// budget (bench --serve-abuse: ordinary plans beside 128 hostile clients got
+// 429 99.4% of the time, p99 166x the p50 without them). So each caller
+// may have at most MaxPlansPerCaller plans being computed (a quarter of the
+// slots by default) and hold at most a quarter of the work budget beside its
+// one largest reservation (planning.Share); a caller over its share is
+// answered 429 with Retry-After at once, and the others are taken.
+//
+// Who a caller is: the credential it carries (a hash of its Authorization,
+// as plans are owned) where credentials are each caller's own — in proxy
+// mode, where the upstream issues them, and in catalog mode without a
+// token — and its address otherwise: without Authorization, and in catalog
+// mode with --bearer-token-file, whose one token every caller shares. A
+// hostile mix from one caller (a script, a runaway engine, one stolen token)
+// is bounded by its share; one from many callers (many tokens, many hosts)
+// is not told apart from many ordinary callers by any per-caller rule: it
+// is bounded by the slots and the budget, as before, so memory holds, but
+// ordinary plans then compete with it for the slots. In proxy mode a made-up
+// Authorization names a new caller until the upstream refuses it at load.
+
+// callerOf names the caller of r for admission (see above): never the
+// credential itself.
+func (s *Server) callerOf(r *http.Request) string {
+	if r.Header.Get("Authorization") != "" && s.o.BearerToken == "" {
+		return "credential " + ownerOf(r)
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return "address " + host
+}
+
+// admission counts the plans being computed, in all and by caller, and
+// gives each caller its share of the work budget.
+type admission struct {
+	slots     chan struct{}
+	perCaller int
+	workShare int64
+	mu        sync.Mutex
+	callers   map[string]*callerState
+}
+
+// callerState is what one caller has in flight: its plans and its share of
+// the work budget, dropped when it has none.
+type callerState struct {
+	plans int
+	share *planning.Share
+}
+
+func newAdmission(slots, perCaller int, workBudget int64) *admission {
+	if perCaller <= 0 {
+		perCaller = max(1, slots/4)
+	}
+	return &admission{slots: make(chan struct{}, slots), perCaller: perCaller, workShare: workBudget / 4,
+		callers: map[string]*callerState{}}
+}
+
+// refusal is why admission did not take a request: the outcome counted
+// in /metrics and the message of its 429.
+type refusal struct{ outcome, message string }
+
+// admit takes a slot for caller, or says why not (answered 429); free
+// gives the slot back, once, after every reservation made with share was
+// given back.
+func (a *admission) admit(caller string) (free func(), share *planning.Share, refused *refusal) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.callers[caller]
+	if c != nil && c.plans >= a.perCaller {
+		return nil, nil, &refusal{"rejected_caller", fmt.Sprintf(
+			"this caller has %d requests being planned, the most one caller may have at once; retry later", c.plans)}
+	}
+	select {
+	case a.slots <- struct{}{}:
+	default:
+		return nil, nil, &refusal{"rejected", fmt.Sprintf(
+			"%d plans are being computed, the most this server takes at once; retry later", cap(a.slots))}
+	}
+	if c == nil {
+		c = &callerState{share: planning.NewShare(a.workShare)}
+		a.callers[caller] = c
+	}
+	c.plans++
+	return sync.OnceFunc(func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if c.plans--; c.plans == 0 {
+			delete(a.callers, caller)
+		}
+		<-a.slots
+	}), c.share, nil
+}
+
+// inFlight is the plans being computed now.
+func (a *admission) inFlight() int { return len(a.slots) }
+
+// refuse answers a request admission refused: 429 with Retry-After.
+func (s *Server) refuse(w http.ResponseWriter, r *refusal) {
+	s.metrics.count(r.outcome)
+	w.Header().Set("Retry-After", "1")
+	writeError(w, http.StatusTooManyRequests, "SlowDownException", r.message)
+}
