@@ -651,7 +651,14 @@ func (s *Server) found(w http.ResponseWriter, r *http.Request, rt route, ok bool
 		s.refuse(w, refused)
 		return false
 	}
-	loaded, err := s.planner.Load(planning.WithShare(s.callerContext(r, rt), share), rt.ident())
+	ctx, hold, err := s.planner.HoldWork(planning.WithShare(s.callerContext(r, rt), share), 0)
+	if err != nil {
+		free()
+		s.planError(w, err)
+		return false
+	}
+	loaded, err := s.planner.Load(ctx, rt.ident())
+	hold.Release()
 	free()
 	if err != nil {
 		s.planError(w, err)

@@ -90,8 +90,8 @@ func (s *Share) Held() int64 {
 }
 
 // take counts n more bytes against the share unless the caller holds
-// something beyond own (the hold of the request asking) and would pass
-// its limit.
+// something beyond own (what the request asking holds: its hold and its
+// other reservations) and would pass its limit.
 func (s *Share) take(n, own int64) bool {
 	if s == nil {
 		return true
@@ -138,6 +138,10 @@ type Hold struct {
 	share *Share
 	mu    sync.Mutex
 	n     int64
+	// others is what the request's other reservations (made with its
+	// context) hold now: with n, what the request holds, which its share
+	// lets it pass as one (a load answer read a step at a time).
+	others atomic.Int64
 }
 
 type holdKey struct{}
@@ -177,7 +181,10 @@ func (w *workBudget) hold(ctx context.Context, n int64) (context.Context, *Hold,
 	if w.size == 0 {
 		return ctx, h, nil
 	}
-	n = min(max(n, 1), w.size)
+	if n <= 0 { // a hold of nothing yet: the request's reservations are one, as its share sees them
+		return ctx, h, nil
+	}
+	n = min(n, w.size)
 	if !h.share.take(n, 0) {
 		return nil, nil, &BusyError{Wanted: n, Budget: w.size, Share: h.share.limit}
 	}
@@ -222,17 +229,17 @@ func (w *workBudget) reserve(ctx context.Context, n int64) (release func(), err 
 	}
 	share := shareOf(ctx)
 	h, _ := ctx.Value(holdKey{}).(*Hold)
-	var own int64
+	var own, others int64
 	if h != nil {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		own = h.n
+		own, others = h.n, h.others.Load()
 	}
 	n = min(max(n, 1), w.size-own)
 	if n <= 0 { // the hold has the whole budget: the plan runs alone in it
 		return func() {}, nil
 	}
-	if !share.take(n, own) {
+	if !share.take(n, own+others) {
 		return nil, &BusyError{Wanted: n, Budget: w.size, Share: share.limit}
 	}
 	switch {
@@ -253,7 +260,15 @@ func (w *workBudget) reserve(ctx context.Context, n int64) (release func(), err 
 			return nil, err
 		}
 	}
-	return sync.OnceFunc(func() { w.give(n, share) }), nil
+	if h != nil {
+		h.others.Add(n)
+	}
+	return sync.OnceFunc(func() {
+		if h != nil {
+			h.others.Add(-n)
+		}
+		w.give(n, share)
+	}), nil
 }
 
 // coldBytesPerFile estimates what iceberg-go's planning of a snapshot

@@ -126,3 +126,37 @@ func TestHoldGivenBackWhileWaiting(t *testing.T) {
 		t.Fatalf("%d reserved after every release, want 0", w.reserved.Load())
 	}
 }
+
+// TestShareCountsARequestsReservationsAsOne: the reservations one request
+// makes with its hold's context (a load answer read a step at a time)
+// pass its caller's share as one reservation would, when the caller holds
+// nothing else; another request of the caller meanwhile is refused.
+// Without it, the second step of a long answer was refused as a second
+// reservation past the share.
+func TestShareCountsARequestsReservationsAsOne(t *testing.T) {
+	w := newWorkBudget(1000, time.Minute)
+	caller := WithShare(context.Background(), NewShare(100))
+	ctx, hold, err := w.hold(caller, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var releases []func()
+	for step := range 3 {
+		release, err := w.reserve(ctx, 80)
+		if err != nil {
+			t.Fatalf("step %d of one request's answer (80 bytes each, share 100): %v", step, err)
+		}
+		releases = append(releases, release)
+	}
+	var busy *BusyError
+	if _, err := w.reserve(caller, 10); !errors.As(err, &busy) || busy.Share != 100 {
+		t.Fatalf("another request of the caller beside 240 bytes: %v, want a BusyError naming the share", err)
+	}
+	for _, release := range releases {
+		release()
+	}
+	hold.Release()
+	if w.reserved.Load() != 0 || shareOf(caller).Held() != 0 || hold.others.Load() != 0 {
+		t.Fatalf("after every release: %d reserved, %d held by the share, %d by the request", w.reserved.Load(), shareOf(caller).Held(), hold.others.Load())
+	}
+}
