@@ -50,28 +50,31 @@ func (s *Server) callerOf(r *http.Request) string {
 }
 
 // admission counts the plans being computed, in all and by caller, and
-// gives each caller its share of the work budget.
+// the table loads of polls, plan tasks and cancels likewise, apart: a poll
+// of a plan that is being computed must not wait for a plan slot, which
+// its own plan may hold, and clients poll without expecting 429 (the spec
+// lists none). Each caller has one share of the work budget for both.
 type admission struct {
-	slots     chan struct{}
-	perCaller int
-	workShare int64
-	mu        sync.Mutex
-	callers   map[string]*callerState
+	slots, loads chan struct{}
+	perCaller    int
+	workShare    int64
+	mu           sync.Mutex
+	callers      map[string]*callerState
 }
 
-// callerState is what one caller has in flight: its plans and its share of
-// the work budget, dropped when it has none.
+// callerState is what one caller has in flight: its plans, its loads and
+// its share of the work budget, dropped when it has none.
 type callerState struct {
-	plans int
-	share *planning.Share
+	plans, loads int
+	share        *planning.Share
 }
 
 func newAdmission(slots, perCaller int, workBudget int64) *admission {
 	if perCaller <= 0 {
 		perCaller = max(1, slots/4)
 	}
-	return &admission{slots: make(chan struct{}, slots), perCaller: perCaller, workShare: workBudget / 4,
-		callers: map[string]*callerState{}}
+	return &admission{slots: make(chan struct{}, slots), loads: make(chan struct{}, slots), perCaller: perCaller,
+		workShare: workBudget / 4, callers: map[string]*callerState{}}
 }
 
 // refusal is why admission did not take a request: the outcome counted
@@ -82,31 +85,42 @@ type refusal struct{ outcome, message string }
 // gives the slot back, once, after every reservation made with share was
 // given back.
 func (a *admission) admit(caller string) (free func(), share *planning.Share, refused *refusal) {
+	return a.take(caller, a.slots, func(c *callerState) *int { return &c.plans }, "plans are being computed")
+}
+
+// admitLoad takes a slot for the table load of caller's poll, plan task or
+// cancel, as admit does for plans.
+func (a *admission) admitLoad(caller string) (free func(), share *planning.Share, refused *refusal) {
+	return a.take(caller, a.loads, func(c *callerState) *int { return &c.loads }, "polls and plan tasks are loading their table")
+}
+
+// take takes one of slots for caller, whose count of them is count.
+func (a *admission) take(caller string, slots chan struct{}, count func(*callerState) *int, what string) (func(), *planning.Share, *refusal) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	c := a.callers[caller]
-	if c != nil && c.plans >= a.perCaller {
+	if c != nil && *count(c) >= a.perCaller {
 		return nil, nil, &refusal{"rejected_caller", fmt.Sprintf(
-			"this caller has %d requests being planned, the most one caller may have at once; retry later", c.plans)}
+			"this caller has %d %s, the most one caller may have at once; retry later", *count(c), what)}
 	}
 	select {
-	case a.slots <- struct{}{}:
+	case slots <- struct{}{}:
 	default:
 		return nil, nil, &refusal{"rejected", fmt.Sprintf(
-			"%d plans are being computed, the most this server takes at once; retry later", cap(a.slots))}
+			"%d %s, the most this server takes at once; retry later", cap(slots), what)}
 	}
 	if c == nil {
 		c = &callerState{share: planning.NewShare(a.workShare)}
 		a.callers[caller] = c
 	}
-	c.plans++
+	*count(c)++
 	return sync.OnceFunc(func() {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		if c.plans--; c.plans == 0 {
+		if *count(c)--; c.plans == 0 && c.loads == 0 {
 			delete(a.callers, caller)
 		}
-		<-a.slots
+		<-slots
 	}), c.share, nil
 }
 

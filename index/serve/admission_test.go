@@ -310,10 +310,11 @@ func TestFilterHeldForThePlan(t *testing.T) {
 }
 
 // TestFetchLoadsAdmitted: the table load of a poll (GET plan) or a page
-// (POST tasks) takes a slot as a plan does: with the only slot held, a
-// poll of a stored plan and a fetch of its tasks get 429 with
-// Retry-After and load nothing; with the slot free they are answered.
-// Before, they loaded the table outside the slots.
+// (POST tasks) takes a slot of the loads' own (as many as the plans'): with
+// the only plan slot held a poll is still answered, and with the only load
+// slot held (another caller's poll waiting in its load) a poll and a fetch
+// of tasks get 429 with Retry-After and load nothing; with the slot free
+// they are answered. Before, they loaded the table outside any slot.
 func TestFetchLoadsAdmitted(t *testing.T) {
 	cat := servetest.AddFilesTable(t, 12)
 	g := newGatedCatalog(cat.Catalog)
@@ -323,7 +324,7 @@ func TestFetchLoadsAdmitted(t *testing.T) {
 	}
 	hts := httptest.NewServer(specChecked(t, srv))
 	defer hts.Close()
-	defer g.open() // before the server closes: it waits for the held plan
+	defer g.open() // before the server closes: it waits for the held requests
 	status, _, body := post(t, hts.URL+eventsPlan, "Bearer a", `{}`)
 	var plan struct {
 		PlanID    string   `json:"plan-id"`
@@ -338,11 +339,23 @@ func TestFetchLoadsAdmitted(t *testing.T) {
 		page, _ := http.NewRequest("POST", hts.URL+"/v1/namespaces/db/tables/events/tasks", bytes.NewReader(tasks))
 		return []*http.Request{poll, page}
 	}
-	holdPlan(t, g, hts.URL+eventsPlan, `{}`)
+	holdPlan(t, g, hts.URL+eventsPlan, `{}`) // the only plan slot
+	if status, _, body := send(t, fetches()[0], "Bearer a"); status != http.StatusOK {
+		t.Errorf("a poll with the only plan slot held: %d %.200s, want 200", status, body)
+	}
+	go func() { // the only load slot: a poll waiting in its table load
+		req, _ := http.NewRequest("GET", hts.URL+eventsPlan+"/0123", nil)
+		send(t, req, "Bearer held")
+	}()
+	select {
+	case <-g.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the held poll did not reach its table load")
+	}
 	loads := g.loadsOf("Bearer a")
 	for _, req := range fetches() {
 		if status, retry, body := send(t, req, "Bearer a"); status != http.StatusTooManyRequests || retry == "" {
-			t.Errorf("%s %s with the only slot held: %d (Retry-After %q) %.200s, want 429 with Retry-After", req.Method, req.URL.Path, status, retry, body)
+			t.Errorf("%s %s with the only load slot held: %d (Retry-After %q) %.200s, want 429 with Retry-After", req.Method, req.URL.Path, status, retry, body)
 		}
 	}
 	if n := g.loadsOf("Bearer a") - loads; n != 0 {
@@ -350,12 +363,12 @@ func TestFetchLoadsAdmitted(t *testing.T) {
 	}
 	g.open()
 	deadline := time.Now().Add(20 * time.Second)
-	for srv.admitter.inFlight() != 0 && time.Now().Before(deadline) {
+	for (srv.admitter.inFlight() != 0 || len(srv.admitter.loads) != 0) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	for _, req := range fetches() {
 		if status, _, body := send(t, req, "Bearer a"); status != http.StatusOK {
-			t.Errorf("%s %s with the slot free: %d %.200s, want 200", req.Method, req.URL.Path, status, body)
+			t.Errorf("%s %s with the slots free: %d %.200s, want 200", req.Method, req.URL.Path, status, body)
 		}
 	}
 }

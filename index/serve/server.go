@@ -85,9 +85,10 @@ type Options struct {
 	// beyond it is answered 429 with Retry-After. 0 means the default.
 	MaxPlansInFlight int
 	// MaxPlansPerCaller bounds the plans one caller (admission.go) has
-	// being computed at once, and the loads of its stored plans' fetches;
-	// beyond it the caller is answered 429 with Retry-After, while others
-	// are taken. 0 means a quarter of MaxPlansInFlight (at least 1).
+	// being computed at once, and apart the table loads of its polls and
+	// plan tasks (which MaxPlansInFlight bounds apart too); beyond it the
+	// caller is answered 429 with Retry-After, while others are taken. 0
+	// means a quarter of MaxPlansInFlight (at least 1).
 	MaxPlansPerCaller int
 	// MaxRequestBytes bounds request bodies (413 beyond); 0 means the
 	// default.
@@ -642,11 +643,11 @@ func (s *Server) failure(err error) (status int, typ, msg string) {
 // known; then the plan is answered only if it was found and the table is
 // still the one planned (same uuid); otherwise the spec's 404 of type typ.
 //
-// The load takes a slot as a plan does (admission.go), given back once
+// The load takes a slot of its own (admission.go), given back once
 // loaded: loading reads and parses the table's metadata, and polls and
 // page fetches come as often as plans.
 func (s *Server) found(w http.ResponseWriter, r *http.Request, rt route, ok bool, uuid, typ, what string) bool {
-	free, share, refused := s.admitter.admit(s.callerOf(r))
+	free, share, refused := s.admitter.admitLoad(s.callerOf(r))
 	if refused != nil {
 		s.refuse(w, refused)
 		return false
