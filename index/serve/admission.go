@@ -78,7 +78,8 @@ func newAdmission(slots, perCaller int, workBudget int64) *admission {
 }
 
 // refusal is why admission did not take a request: the outcome counted
-// in /metrics and the message of its 429.
+// in /metrics (rejected: the slots are taken; rejected_caller: the
+// caller's share of them) and the message of its 429.
 type refusal struct{ outcome, message string }
 
 // admit takes a slot for caller, or says why not (answered 429); free

@@ -56,7 +56,7 @@ func (h *histogram) write(w io.Writer, name, labels string) {
 // by /metrics.
 type metrics struct {
 	mu sync.Mutex
-	// plans by outcome: planned, cached, bad_request, upstream_error, error, rejected, rejected_caller
+	// plans by outcome: planned, cached, bad_request, upstream_error, error, rejected
 	plans                                 map[string]int64
 	filesTotal, filesAfterStats, filesOut int64
 	fastPlans                             int64               // plans made by the fast path
