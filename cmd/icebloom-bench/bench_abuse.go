@@ -101,10 +101,14 @@ var hostileKinds = []string{kindBigIn, kindDeep, kindDistinct, kindStored, kindB
 
 // AbuseOutput is the JSON output of bench --serve-abuse.
 type AbuseOutput struct {
-	Files           int     `json:"files"`
-	Clients         int     `json:"clients"`
-	OrdinaryClients int     `json:"ordinary_clients"`
-	HostileClients  int     `json:"hostile_clients"`
+	Files           int `json:"files"`
+	Clients         int `json:"clients"`
+	OrdinaryClients int `json:"ordinary_clients"`
+	HostileClients  int `json:"hostile_clients"`
+	// HostileCallers is the callers the hostile clients were spread over
+	// (1: no Authorization, one caller by address); each ordinary client
+	// sent a bearer token of its own.
+	HostileCallers  int     `json:"hostile_callers"`
 	DurationS       float64 `json:"duration_s"`
 	BaselineS       float64 `json:"baseline_s"`
 	MemoryBudgetMiB int64   `json:"memory_budget_mib"`
@@ -210,6 +214,7 @@ func (c *BenchCmd) checkAbuseValues() []error {
 		cli.CheckAtLeast("--serve-abuse-files", c.AbuseFiles, 1, "data file"),
 		cli.CheckAtLeast("--serve-abuse-clients", c.AbuseClients, len(hostileKinds)+1, "client"),
 		cli.CheckAtLeast("--serve-abuse-budget-mib", int(c.AbuseBudgetMiB), 1, "MiB"),
+		cli.CheckAtLeast("--serve-abuse-hostile-callers", c.AbuseHostileCallers, 1, "caller"),
 		checkPositive("--serve-abuse-duration", c.AbuseDuration), checkPositive("--serve-abuse-baseline", c.AbuseBaseline),
 	}
 }
@@ -230,7 +235,7 @@ func (c *BenchCmd) runServeAbuse(ctx context.Context, e *env) error {
 	defer cleanup()
 	hostile := len(hostileKinds) * max(1, c.AbuseClients/2/len(hostileKinds))
 	out := &AbuseOutput{Files: c.AbuseFiles, Clients: c.AbuseClients, OrdinaryClients: c.AbuseClients - hostile,
-		HostileClients: hostile, DurationS: c.AbuseDuration.Seconds(), BaselineS: c.AbuseBaseline.Seconds(),
+		HostileClients: hostile, HostileCallers: c.AbuseHostileCallers, DurationS: c.AbuseDuration.Seconds(), BaselineS: c.AbuseBaseline.Seconds(),
 		MemoryBudgetMiB: c.AbuseBudgetMiB, GoMemLimit: serveYAMLGoMemLimit, MemoryLimitMiB: serveYAMLMemLimitMiB,
 		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(),
 		LoadBefore: procstat.LoadAvg(), Dir: dir, Failures: []string{}, Notes: []string{}}
@@ -274,6 +279,8 @@ type abuser struct {
 	// dropped counts the plans of a present value that dropped its file,
 	// failedPlans the ordinary plans answered 200 with status failed.
 	dropped, failedPlans atomic.Int64
+	// baseline and abuse are when the phases ran, since the server started.
+	baseline, abuse [2]time.Duration
 }
 
 func (ab *abuser) progress(format string, args ...any) {
@@ -311,22 +318,27 @@ func (ab *abuser) run(ctx context.Context) error {
 
 	// Warm-up: the server reads the table's manifests and index once.
 	warm := newTally(kindOrdinary, 1)
-	if _, err := ab.ordinaryPlan(ctx, ab.rng(0), warm); err != nil {
+	if _, err := ab.ordinaryPlan(ctx, ab.rng(0), warm, "Bearer ordinary-warm-up"); err != nil {
 		return fmt.Errorf("warm-up plan: %w", err)
 	}
 
 	ab.progress("serve-abuse: baseline, %d ordinary clients for %s, no hostile requests", ab.out.OrdinaryClients, ab.c.AbuseBaseline)
+	ab.baseline[0] = time.Since(ab.srv.started)
 	baseLat, baseTallies := ab.phase(ctx, ab.c.AbuseBaseline, false)
+	ab.baseline[1] = time.Since(ab.srv.started)
 	ab.progress("serve-abuse: %d ordinary and %d hostile clients for %s", ab.out.OrdinaryClients, ab.out.HostileClients, ab.c.AbuseDuration)
+	ab.abuse[0] = time.Since(ab.srv.started)
 	abuseLat, abuseTallies := ab.phase(ctx, ab.c.AbuseDuration, true)
+	ab.abuse[1] = time.Since(ab.srv.started)
 
 	// The server still answers an ordinary plan right after.
 	after := newTally(kindOrdinary, 1)
-	afterLat, afterErr := ab.ordinaryPlan(ctx, ab.rng(1), after)
+	afterLat, afterErr := ab.ordinaryPlan(ctx, ab.rng(1), after, "Bearer ordinary-after")
 	rssPeak := ab.srv.rss.peak.Load()
 	hwm := procstat.StatusOf(ab.srv.cmd.Process.Pid, "VmHWM")
 	exited := ab.srv.exited()
 	ab.srv.stop()
+	gcs, gcErr := ab.srv.gcs()
 
 	for _, t := range baseTallies {
 		ab.out.Baseline = append(ab.out.Baseline, t.out())
@@ -335,6 +347,7 @@ func (ab *abuser) run(ctx context.Context) error {
 		ab.out.Abuse = append(ab.out.Abuse, t.out())
 	}
 	ab.measure(baseLat, abuseLat, afterLat, afterErr, after.out(), rssPeak, hwm, exited)
+	ab.measureLive(gcs, gcErr)
 	return nil
 }
 
@@ -457,8 +470,9 @@ func (ab *abuser) phase(ctx context.Context, d time.Duration, hostile bool) ([]t
 		go func() {
 			defer wg.Done()
 			rng := ab.rng(uint64(i) + 100)
+			auth := "Bearer ordinary-" + strconv.Itoa(i) // a caller of its own
 			for n := 0; n < abuseMaxPerClient && time.Now().Before(deadline) && ctx.Err() == nil; n++ {
-				if d, err := ab.ordinaryPlan(ctx, rng, ordinary); err == nil && d > 0 {
+				if d, err := ab.ordinaryPlan(ctx, rng, ordinary, auth); err == nil && d > 0 {
 					lat[i] = append(lat[i], d)
 				}
 			}
@@ -473,11 +487,18 @@ func (ab *abuser) phase(ctx context.Context, d time.Duration, hostile bool) ([]t
 			tallies = append(tallies, t)
 			for j := range per {
 				wg.Add(1)
+				// With one hostile caller, no Authorization: serve sees the
+				// clients' address; with more, each client sends one of
+				// their tokens.
+				auth := ""
+				if callers := ab.out.HostileCallers; callers > 1 {
+					auth = "Bearer hostile-" + strconv.Itoa((len(tallies)*per+j)%callers)
+				}
 				go func() {
 					defer wg.Done()
 					rng := rand.New(rand.NewPCG(uint64(j), uint64(len(kind))))
 					for n := 0; n < abuseMaxPerClient && time.Now().Before(deadline) && hctx.Err() == nil; n++ {
-						ab.hostile(hctx, kind, rng, n, t)
+						ab.hostile(hctx, kind, rng, n, t, auth)
 					}
 				}()
 			}
@@ -510,11 +531,11 @@ type planAnswer struct {
 // it was planned (200 and completed), 0 when refused. An error is a
 // transport error, a 5xx, or a plan that dropped the file holding its
 // value; the last is also counted in t's examples.
-func (ab *abuser) ordinaryPlan(ctx context.Context, rng *rand.Rand, t *kindTally) (time.Duration, error) {
+func (ab *abuser) ordinaryPlan(ctx context.Context, rng *rand.Rand, t *kindTally, auth string) (time.Duration, error) {
 	id, holder := ab.take(rng)
 	body := `{"filter":{"type":"eq","term":"id","value":` + strconv.FormatInt(id, 10) + `}}`
 	start := time.Now()
-	code, ans, err := ab.exchange(ctx, http.MethodPost, abusePlanPath, "application/json", []byte(body))
+	code, ans, err := ab.exchange(ctx, auth, http.MethodPost, abusePlanPath, "application/json", []byte(body))
 	if err != nil {
 		t.failed(err)
 		return 0, err
@@ -527,7 +548,7 @@ func (ab *abuser) ordinaryPlan(ctx context.Context, rng *rand.Rand, t *kindTally
 	}
 	for polls := 0; code == http.StatusOK && ans.Status == "submitted" && polls < 1000; polls++ {
 		time.Sleep(100 * time.Millisecond)
-		code, ans, err = ab.exchange(ctx, http.MethodGet, abusePlanPath+"/"+ans.PlanID, "", nil)
+		code, ans, err = ab.exchange(ctx, auth, http.MethodGet, abusePlanPath+"/"+ans.PlanID, "", nil)
 		if err != nil {
 			t.failed(err)
 			return 0, err
@@ -551,7 +572,7 @@ func (ab *abuser) ordinaryPlan(ctx context.Context, rng *rand.Rand, t *kindTally
 		task := pending[0]
 		pending = pending[1:]
 		req, _ := json.Marshal(map[string]string{"plan-task": task})
-		c, page, err := ab.exchange(ctx, http.MethodPost, strings.TrimSuffix(abusePlanPath, "/plan")+"/tasks", "application/json", req)
+		c, page, err := ab.exchange(ctx, auth, http.MethodPost, strings.TrimSuffix(abusePlanPath, "/plan")+"/tasks", "application/json", req)
 		if err != nil {
 			t.failed(err)
 			return 0, err
@@ -569,7 +590,7 @@ func (ab *abuser) ordinaryPlan(ctx context.Context, rng *rand.Rand, t *kindTally
 	d := time.Since(start)
 	t.answer(code, "")
 	if planID != "" { // as iceberg-go does once it has the tasks; not timed
-		ab.exchange(ctx, http.MethodDelete, abusePlanPath+"/"+planID, "", nil)
+		ab.exchange(ctx, auth, http.MethodDelete, abusePlanPath+"/"+planID, "", nil)
 	}
 	if holder != "" && !files[holder] {
 		t.mu.Lock()
@@ -583,10 +604,13 @@ func (ab *abuser) ordinaryPlan(ctx context.Context, rng *rand.Rand, t *kindTally
 
 // exchange sends one request of the ordinary clients and decodes a 200's
 // answer.
-func (ab *abuser) exchange(ctx context.Context, method, path, contentType string, body []byte) (int, *planAnswer, error) {
+func (ab *abuser) exchange(ctx context.Context, auth, method, path, contentType string, body []byte) (int, *planAnswer, error) {
 	req, err := http.NewRequestWithContext(ctx, method, ab.base+path, bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, err
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
@@ -611,29 +635,29 @@ func (ab *abuser) exchange(ctx context.Context, method, path, contentType string
 }
 
 // hostile sends the n-th hostile request of kind and counts its answer.
-func (ab *abuser) hostile(ctx context.Context, kind string, rng *rand.Rand, n int, t *kindTally) {
+func (ab *abuser) hostile(ctx context.Context, kind string, rng *rand.Rand, n int, t *kindTally, auth string) {
 	r := strconv.FormatInt(rng.Int64N(1<<40), 10)
 	switch kind {
 	case kindBigIn: // an IN of ~600,000 longs, just under 8 MiB, a new first value each time
-		ab.send(ctx, t, abusePlanPath, "application/json",
+		ab.send(ctx, t, auth, abusePlanPath, "application/json",
 			[]byte(`{"filter":{"type":"in","term":"id","values":[`+r), ab.bigInTail)
 	case kindDeep: // AND, OR and NOT chains 10,000 deep, in turn
-		ab.send(ctx, t, abusePlanPath, "application/json", ab.deep[n%len(ab.deep)])
+		ab.send(ctx, t, auth, abusePlanPath, "application/json", ab.deep[n%len(ab.deep)])
 	case kindDistinct: // a new 2 MiB string literal each time
-		ab.send(ctx, t, abusePlanPath, "application/json",
+		ab.send(ctx, t, auth, abusePlanPath, "application/json",
 			[]byte(`{"filter":{"type":"eq","term":"name","value":"`+r), ab.distinctFill, []byte(`"}}`))
 	case kindStored: // a plan of every file (more than a page), its tasks never fetched
-		ab.send(ctx, t, abusePlanPath, "application/json", []byte(`{"filter":{"type":"gt","term":"id","value":`+r[:min(3, len(r))]+`}}`))
+		ab.send(ctx, t, auth, abusePlanPath, "application/json", []byte(`{"filter":{"type":"gt","term":"id","value":`+r[:min(3, len(r))]+`}}`))
 	case kindBody8: // 8 MiB bodies: over the limit, and the IN just under it, in turn
 		if n%2 == 0 {
-			ab.send(ctx, t, abusePlanPath, "application/json", ab.oversized)
+			ab.send(ctx, t, auth, abusePlanPath, "application/json", ab.oversized)
 		} else {
-			ab.send(ctx, t, abusePlanPath, "application/json", []byte(`{"filter":{"type":"in","term":"id","values":[`+r), ab.bigInTail)
+			ab.send(ctx, t, auth, abusePlanPath, "application/json", []byte(`{"filter":{"type":"in","term":"id","values":[`+r), ab.bigInTail)
 		}
 	case kindHeaders:
 		ab.headerFlood(ctx, t, n%2 == 0)
 	case kindTextPlain: // a browser's cross-site "simple" POST
-		ab.send(ctx, t, abusePlanPath, "text/plain", []byte(`{"filter":{"type":"eq","term":"id","value":`+r+`}}`))
+		ab.send(ctx, t, auth, abusePlanPath, "text/plain", []byte(`{"filter":{"type":"eq","term":"id","value":`+r+`}}`))
 	case kindPathTricks:
 		paths := []string{
 			"/v1/namespaces/db/tables/events/..;/plan",
@@ -644,13 +668,13 @@ func (ab *abuser) hostile(ctx context.Context, kind string, rng *rand.Rand, n in
 			"/v1/namespaces/db;x=1/tables/events/plan",
 			"/v1/%252e%252e/%252e%252e/etc/passwd",
 		}
-		ab.send(ctx, t, paths[n%len(paths)], "application/json", []byte(`{"filter":{"type":"eq","term":"id","value":`+r+`}}`))
+		ab.send(ctx, t, auth, paths[n%len(paths)], "application/json", []byte(`{"filter":{"type":"eq","term":"id","value":`+r+`}}`))
 	}
 }
 
 // send POSTs the concatenated parts to path (sent as written, not
 // cleaned) and counts the answer; the answer is read to its end (bounded).
-func (ab *abuser) send(ctx context.Context, t *kindTally, path, contentType string, parts ...[]byte) {
+func (ab *abuser) send(ctx context.Context, t *kindTally, auth, path, contentType string, parts ...[]byte) {
 	readers := make([]io.Reader, len(parts))
 	var n int64
 	for i, p := range parts {
@@ -664,6 +688,9 @@ func (ab *abuser) send(ctx context.Context, t *kindTally, path, contentType stri
 	}
 	req.URL.Opaque = path // as written: %252e and ..; stay
 	req.ContentLength = n
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
 	req.Header.Set("Content-Type", contentType)
 	if contentType == "text/plain" {
 		req.Header.Set("Origin", "http://attacker.example")
@@ -802,6 +829,42 @@ func (ab *abuser) measure(baseLat, abuseLat []time.Duration, afterLat time.Durat
 	}
 }
 
+// measureLive adds the server's live heap at its collections (its
+// gctrace): the peak in each phase, beside the budget. RSS holds garbage
+// not yet collected too, up to GOMEMLIMIT; the live heap is what the
+// memory budget is meant to bound.
+func (ab *abuser) measureLive(gcs []procstat.GC, gcErr error) {
+	out := ab.out
+	if gcErr != nil {
+		out.Notes = append(out.Notes, gcErr.Error())
+		return
+	}
+	type phase struct {
+		key, name string
+		window    [2]time.Duration
+	}
+	for _, ph := range []phase{{"server_live_heap_baseline_mib", "the baseline", ab.baseline}, {"server_live_heap_abuse_mib", "the hostile mix", ab.abuse}} {
+		var live []float64
+		var goal int64
+		for _, gc := range gcs {
+			if gc.At >= ph.window[0] && gc.At <= ph.window[1] {
+				live = append(live, float64(gc.Live))
+				goal = max(goal, gc.Goal)
+			}
+		}
+		if len(live) == 0 {
+			out.Measurements = append(out.Measurements, BenchLine{Key: ph.key, Value: 0, Unit: "MiB", Target: "none (reported)",
+				Detail: fmt.Sprintf("icebloom serve collected no garbage during %s: no live heap was marked", ph.name)})
+			continue
+		}
+		slices.Sort(live)
+		peak := live[len(live)-1]
+		out.Measurements = append(out.Measurements, BenchLine{Key: ph.key, Value: peak, Unit: "MiB", Target: "none (reported)",
+			Detail: fmt.Sprintf("icebloom serve's live heap after marking (GODEBUG=gctrace=1), peak of %d collections during %s (%.0f%% of --memory-budget-mib %d); median %.0f MiB, largest heap goal %d MiB",
+				len(live), ph.name, 100*peak/float64(out.MemoryBudgetMiB), out.MemoryBudgetMiB, live[len(live)/2], goal)})
+	}
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // printAbuse writes the report as text.
@@ -849,6 +912,9 @@ type serverProcess struct {
 	waitErr error
 	rss     rssSampler
 	once    sync.Once
+	// started is when the process was started: its gctrace's times are
+	// since about then.
+	started time.Time
 }
 
 // startServer starts `icebloom serve` in catalog mode over the embedded
@@ -864,11 +930,14 @@ func startServer(ctx context.Context, bin, dir string, budgetMiB int64) (*server
 		"--memory-budget-mib", strconv.FormatInt(budgetMiB, 10))
 	cmd.Dir = dir // the embedded catalog is ./warehouse
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ICEBLOOM_") && !strings.HasPrefix(kv, "GOMEMLIMIT=") && !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "GOGC=") {
+		if !strings.HasPrefix(kv, "ICEBLOOM_") && !strings.HasPrefix(kv, "GOMEMLIMIT=") && !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "GOGC=") && !strings.HasPrefix(kv, "GODEBUG=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "GOMEMLIMIT="+serveYAMLGoMemLimit, "HOME="+dir) // no ~/.iceberg-go.yaml
+	// GODEBUG=gctrace=1: the runtime writes each collection, with the live
+	// heap it marked, to the server's stderr (its log), which the report
+	// reads (serverProcess.gcs).
+	cmd.Env = append(cmd.Env, "GOMEMLIMIT="+serveYAMLGoMemLimit, "HOME="+dir, "GODEBUG=gctrace=1") // HOME: no ~/.iceberg-go.yaml
 	cmd.Stderr = logFile
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -879,7 +948,7 @@ func startServer(ctx context.Context, bin, dir string, budgetMiB int64) (*server
 		logFile.Close()
 		return nil, fmt.Errorf("start %s serve: %w", bin, err)
 	}
-	sp := &serverProcess{cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	sp := &serverProcess{cmd: cmd, logPath: logPath, done: make(chan struct{}), started: time.Now()}
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -938,6 +1007,20 @@ func (sp *serverProcess) stop() {
 			<-sp.done
 		}
 	})
+}
+
+// gcs are the server's collections, read from its log once it ended.
+func (sp *serverProcess) gcs() ([]procstat.GC, error) {
+	f, err := os.Open(sp.logPath)
+	if err != nil {
+		return nil, fmt.Errorf("the server's gctrace: %w", err)
+	}
+	defer f.Close()
+	gcs, err := procstat.GCTrace(f)
+	if err != nil {
+		return nil, fmt.Errorf("the server's gctrace in %s: %w", sp.logPath, err)
+	}
+	return gcs, nil
 }
 
 // logTail is the end of the server's log.

@@ -17,8 +17,9 @@ import (
 // files, 16 clients for 3 s after a 1 s baseline) and checks that it
 // works: the server ran as a process of its own and was measured, every
 // hostile kind was sent and answered, ordinary plans were planned in both
-// phases, and nothing failed (no 5xx, no ordinary transport error, RSS
-// within the limit, no file dropped). Timings are not asserted. It builds
+// phases, the server's live heap was read at its collections, and nothing
+// failed (no 5xx, no ordinary transport error, RSS within the limit, no
+// file dropped). Timings are not asserted. It builds
 // the icebloom binary, so it needs the go command.
 func TestBenchServeAbuseJSON(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
@@ -40,11 +41,19 @@ func TestBenchServeAbuseJSON(t *testing.T) {
 	}
 	got := checkLines(t, out.Measurements, []string{"server_peak_rss_mib", "server_peak_rss_vs_budget",
 		"baseline_p50_ms", "baseline_p99_ms", "abuse_p50_ms", "abuse_p99_ms", "abuse_p99_vs_baseline_p50",
-		"after_abuse_plan_ms", "files_dropped"},
+		"after_abuse_plan_ms", "files_dropped", "server_live_heap_baseline_mib", "server_live_heap_abuse_mib"},
 		map[string]bool{"server_peak_rss_mib": true, "abuse_p99_vs_baseline_p50": true, "files_dropped": true},
-		map[string]bool{"files_dropped": true})
+		map[string]bool{"files_dropped": true, "server_live_heap_baseline_mib": true})
 	if l := got["server_peak_rss_mib"]; l.Pass == nil || !*l.Pass || l.Value < 1 {
 		t.Errorf("server_peak_rss_mib = %v, target %q", l.Value, l.Target)
+	}
+	// The live heap is read from the server's gctrace: the hostile mix
+	// makes it collect.
+	if l := got["server_live_heap_abuse_mib"]; l.Value < 1 || l.Value > float64(out.MemoryLimitMiB) {
+		t.Errorf("server_live_heap_abuse_mib = %v (%s), want the server's live heap at its collections", l.Value, l.Detail)
+	}
+	if out.HostileCallers != 1 {
+		t.Errorf("hostile callers %d, want 1 (the default)", out.HostileCallers)
 	}
 	if len(out.Baseline) != 1 || out.Baseline[0].Kind != kindOrdinary || out.Baseline[0].Classes["2xx"] == 0 {
 		t.Errorf("baseline answers %+v, want ordinary plans planned", out.Baseline)

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 
 	"github.com/icebloom/icebloom/index/serve/internal/servetest"
+	"github.com/icebloom/icebloom/index/serve/planning"
 )
 
 // TestSubmittedPlanIsPolled: a plan not done within SubmitAfter (here: it
@@ -60,10 +61,10 @@ func TestSubmittedPlanIsPolled(t *testing.T) {
 		return resp.StatusCode, out
 	}
 
-	// All the room plans have but what a small request's body takes.
+	// All the room plans have but what a small request holds.
 	holdAll := func() func() {
 		t.Helper()
-		release, err := srv.planner.ReserveWork(context.Background(), srv.planner.Stats().WorkBudget-1<<10)
+		release, err := srv.planner.ReserveWork(context.Background(), srv.planner.Stats().WorkBudget-planning.RequestWorkBytes(64))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,9 +106,9 @@ func TestSubmittedPlanIsPolled(t *testing.T) {
 		t.Fatalf("a cancelled plan polled: %d, want 404", status)
 	}
 	hold()
-	for srv.planner.Stats().WorkReserved != 0 || len(srv.inFlight) != 0 {
+	for srv.planner.Stats().WorkReserved != 0 || srv.admitter.inFlight() != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the cancelled plan still holds %d bytes and %d slots", srv.planner.Stats().WorkReserved, len(srv.inFlight))
+			t.Fatalf("the cancelled plan still holds %d bytes and %d slots", srv.planner.Stats().WorkReserved, srv.admitter.inFlight())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -108,6 +108,12 @@ type Options struct {
 	// MaxPlansInFlight bounds the plans computed at once; a plan request
 	// beyond it is answered 429 with Retry-After. 0 means the default.
 	MaxPlansInFlight int
+	// MaxPlansPerCaller bounds the plans one caller (admission.go) has
+	// being computed at once, and apart the table loads of its polls and
+	// plan tasks (which MaxPlansInFlight bounds apart too); beyond it the
+	// caller is answered 429 with Retry-After, while others are taken. 0
+	// means a quarter of MaxPlansInFlight (at least 1).
+	MaxPlansPerCaller int
 	// MaxRequestBytes bounds request bodies (413 beyond); 0 means the
 	// default.
 	MaxRequestBytes int64
@@ -156,7 +162,7 @@ type Server struct {
 	plans    *planStore
 	proxy    *httputil.ReverseProxy
 	client   *http.Client
-	inFlight chan struct{}
+	admitter *admission
 	ready    atomic.Bool
 	log      *slog.Logger
 
@@ -209,7 +215,7 @@ func New(o Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{o: o, plans: newPlanStore(o.PlanTTL, o.Now, max(o.MemoryBudget, 0)/16), inFlight: make(chan struct{}, o.MaxPlansInFlight), log: o.Logger, metrics: newMetrics()}
+	s := &Server{o: o, plans: newPlanStore(o.PlanTTL, o.Now, max(o.MemoryBudget, 0)/16), log: o.Logger, metrics: newMetrics()}
 	load := s.loadFromCatalog
 	if o.Upstream != nil {
 		s.client = &http.Client{Transport: o.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -217,6 +223,7 @@ func New(o Options) (*Server, error) {
 		load = s.loadFromUpstream
 	}
 	s.planner = planning.NewPlanner(load, planning.PlannerOptions{MemoryBudget: max(o.MemoryBudget, 0), TasksPerPage: o.TasksPerPage, MaxWorkWait: o.MaxWorkWait})
+	s.admitter = newAdmission(o.MaxPlansInFlight, o.MaxPlansPerCaller, s.planner.Stats().WorkBudget)
 	s.ready.Store(true)
 	return s, nil
 }
@@ -390,7 +397,7 @@ func (s *Server) writeMetrics(w io.Writer) {
 	fmt.Fprintf(w, "icebloom_serve_stored_plan_budget_bytes %d\n", s.plans.budget)
 	fmt.Fprintln(w, "# HELP icebloom_serve_plans_in_flight Plans being computed.")
 	fmt.Fprintln(w, "# TYPE icebloom_serve_plans_in_flight gauge")
-	fmt.Fprintf(w, "icebloom_serve_plans_in_flight %d\n", len(s.inFlight))
+	fmt.Fprintf(w, "icebloom_serve_plans_in_flight %d\n", s.admitter.inFlight())
 }
 
 // writeError writes the REST spec's ErrorModel.
@@ -418,62 +425,81 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 	if !jsonRequest(w, r) {
 		return
 	}
-	// The slot is taken before the body is read, so that bodies are read
-	// for at most MaxPlansInFlight plans at once, and the body and what
-	// parsing it makes are reserved in the work budget while it is read and
-	// parsed. Each step (the body, the table's load, the plan) reserves and
-	// gives back in turn, never holding one reservation while waiting for
-	// another.
-	select {
-	case s.inFlight <- struct{}{}:
-	default:
-		s.metrics.count("rejected")
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusTooManyRequests, "SlowDownException",
-			fmt.Sprintf("%d plans are being computed, the most this server takes at once; retry later", cap(s.inFlight)))
+	// The body's size is looked at before anything is taken: a body that
+	// could not be held within the whole work budget is refused at once.
+	// Then the slot is taken before the body is read, so that bodies are
+	// read for at most MaxPlansInFlight plans at once, and at most
+	// MaxPlansPerCaller of one caller (admission.go). The request holds
+	// memory of the work budget from before its body is read to its plan's
+	// end (planning.Hold): while it is read, what a body of its size may
+	// hold; once decoded, what its filter holds while the plan is made. The
+	// body is looked at as it arrives, and an IN far past the limit refused
+	// before the rest is read.
+	workBudget := s.planner.Stats().WorkBudget
+	if workBudget > 0 && r.ContentLength > 0 && planning.RequestWorkBytes(r.ContentLength) > workBudget {
+		s.metrics.count("bad_request")
+		writeError(w, http.StatusRequestEntityTooLarge, "BadRequestException", fmt.Sprintf(
+			"a plan request of %d bytes would hold %d MiB while planned, more than the %d MiB all plans work in", r.ContentLength,
+			(planning.RequestWorkBytes(r.ContentLength)+1<<20-1)>>20, workBudget>>20))
+		return
+	}
+	freeSlot, share, refused := s.admitter.admit(s.callerOf(r))
+	if refused != nil {
+		s.refuse(w, refused)
 		return
 	}
 	size := r.ContentLength
 	if size < 0 || size > s.o.MaxRequestBytes {
 		size = s.o.MaxRequestBytes
 	}
-	freeBody, err := s.planner.ReserveWork(r.Context(), bodyWorkFactor*size)
+	// The plan outlives the request when it is submitted: its context is
+	// the caller's headers (cloned: the request's are not the plan's to
+	// keep) and its share of the work budget, under the plan timeout, not
+	// the request's; each request it sends to storage is bounded by the
+	// storage timeout.
+	caller := WithHeader(planning.WithShare(context.WithoutCancel(r.Context()), share), r.Header.Clone(), rt.prefix)
+	ctx, cancel := context.WithTimeout(catalog.WithRequestTimeout(caller, s.o.StorageTimeout), s.o.PlanTimeout)
+	ctx, hold, err := s.planner.HoldWork(ctx, planning.RequestWorkBytes(size))
 	if err != nil {
-		<-s.inFlight // the slot
+		cancel()
+		freeSlot()
 		s.planError(w, err)
 		return
 	}
-	freeSlot := func() { <-s.inFlight }
+	release := func() { // the hold, then the slot: nothing of the caller's is held once its slot is free
+		hold.Release()
+		freeSlot()
+	}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{planning.CheckFilterReader(r.Body), r.Body}
 	body, ok := readBody(w, r)
 	if !ok {
-		freeBody()
-		freeSlot()
+		cancel()
+		release()
 		return
 	}
 	var req planRequest
 	err = json.Unmarshal(body, &req)
-	freeBody()
 	if err != nil {
-		freeSlot()
+		cancel()
+		release()
 		writeError(w, http.StatusBadRequest, "BadRequestException", fmt.Sprintf("plan request: %v", err))
 		return
 	}
+	hold.Shrink(planning.RequestWorkBytes(requestBytes(req.PlanTableScanRequest)))
 	if req.StartSnapshotID != nil || req.EndSnapshotID != nil {
-		freeSlot()
+		cancel()
+		release()
 		writeError(w, http.StatusNotAcceptable, "UnsupportedOperationException", "incremental scan planning (start-snapshot-id, end-snapshot-id) is not supported")
 		return
 	}
-	// The plan outlives the request when it is submitted: its context is
-	// the caller's headers (cloned: the request's are not the plan's to
-	// keep) under the plan timeout, not the request's; each request it
-	// sends to storage is bounded by the storage timeout.
-	caller := WithHeader(context.WithoutCancel(r.Context()), r.Header.Clone(), rt.prefix)
-	ctx, cancel := context.WithTimeout(catalog.WithRequestTimeout(caller, s.o.StorageTimeout), s.o.PlanTimeout)
 	loaded, err := s.planner.Load(ctx, rt.ident())
 	s.noteTable(rt.ident(), loaded, err)
 	if err != nil {
 		cancel()
-		freeSlot()
+		release()
 		s.planError(w, err)
 		return
 	}
@@ -483,7 +509,7 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		defer freeSlot()
+		defer release()
 		start := time.Now()
 		res, err := s.planner.PlanTable(ctx, loaded, req.PlanTableScanRequest)
 		if err == nil {
@@ -558,10 +584,18 @@ type planRequest struct {
 	EndSnapshotID   json.RawMessage `json:"end-snapshot-id"`
 }
 
-// bodyWorkFactor is the memory a plan request's body is charged in the
-// work budget per byte while it is read and decoded: the body, and the
-// request decoded from it.
-const bodyWorkFactor = 3
+// requestBytes is the bytes of a decoded plan request that its plan
+// holds: its filter (parsed, bound and split while planning) and its
+// column names.
+func requestBytes(req rest.PlanTableScanRequest) int64 {
+	n := int64(len(req.Filter))
+	for _, names := range [][]string{req.Select, req.StatsFields} {
+		for _, name := range names {
+			n += int64(len(name)) + 16
+		}
+	}
+	return n
+}
 
 // jsonRequest refuses a POST whose body is not JSON (400, the status the
 // spec lists for a bad request): the REST protocol's bodies are, and a
@@ -654,8 +688,25 @@ func (s *Server) failure(err error) (status int, typ, msg string) {
 // gets the catalog's answer (its 401 or 403) whether or not the id is
 // known; then the plan is answered only if it was found and the table is
 // still the one planned (same uuid); otherwise the spec's 404 of type typ.
+//
+// The load takes a slot of its own (admission.go), given back once
+// loaded: loading reads and parses the table's metadata, and polls and
+// page fetches come as often as plans.
 func (s *Server) found(w http.ResponseWriter, r *http.Request, rt route, ok bool, uuid, typ, what string) bool {
-	loaded, err := s.planner.Load(s.callerContext(r, rt), rt.ident())
+	free, share, refused := s.admitter.admitLoad(s.callerOf(r))
+	if refused != nil {
+		s.refuse(w, refused)
+		return false
+	}
+	ctx, hold, err := s.planner.HoldWork(planning.WithShare(s.callerContext(r, rt), share), 0)
+	if err != nil {
+		free()
+		s.planError(w, err)
+		return false
+	}
+	loaded, err := s.planner.Load(ctx, rt.ident())
+	hold.Release()
+	free()
 	s.noteTable(rt.ident(), loaded, err)
 	if err != nil {
 		s.planError(w, err)
@@ -729,9 +780,13 @@ func (s *Server) fetchTasks(w http.ResponseWriter, r *http.Request, rt route) {
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
+	var bad *planning.RequestError
 	switch {
 	case errors.As(err, &tooBig):
 		writeError(w, http.StatusRequestEntityTooLarge, "BadRequestException", fmt.Sprintf("request body is over the limit of %d bytes", tooBig.Limit))
+		return nil, false
+	case errors.As(err, &bad): // planning.CheckFilterReader's
+		writeError(w, http.StatusBadRequest, "BadRequestException", bad.Error())
 		return nil, false
 	case err != nil:
 		writeError(w, http.StatusBadRequest, "BadRequestException", fmt.Sprintf("read request body: %v", err))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -183,4 +184,121 @@ func describe(v any) string {
 		return "an array"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// filterWorkFactor is the memory a plan holds per byte of its request's
+// filter while it is made: the expression parsed from it and bound twice
+// (by the lookup, for the residuals), about 12 bytes a byte for an IN of
+// 100,000 longs (TestRequestWorkBytesMeasured), with room for the tree
+// decoded on the way.
+const filterWorkFactor = 16
+
+// RequestWorkBytes is the memory a plan request of filterBytes bytes of
+// filter holds while its plan is made, which the server holds in the work
+// budget (Planner.HoldWork) from before its body is read to the plan's
+// end; a body of n bytes holds at most RequestWorkBytes(n).
+func RequestWorkBytes(filterBytes int64) int64 { return filterWorkFactor*max(filterBytes, 0) + 4<<10 }
+
+// maxBodyDepth is the deepest nesting of JSON objects and arrays a plan
+// request within the filter limits has: the request, its filter, the ANDs,
+// ORs and NOTs, a predicate, a transform term and an IN's values, with
+// room to spare.
+const maxBodyDepth = MaxFilterDepth + 8
+
+// CheckFilterReader returns a reader of r's bytes that fails with a
+// *RequestError as soon as the JSON read holds more IN values ("values"
+// arrays) than MaxFilterValues or nests deeper than a filter may: a cheap
+// look at the bytes as they arrive, so that a body far beyond the limits is
+// refused before it is read whole and decoded (an IN of 600,000 values
+// after its first 1.3 MB). It counts only plain "values" keys; the filter's
+// parser counts exactly, after.
+func CheckFilterReader(r io.Reader) io.Reader { return &filterScan{r: r} }
+
+// filterScan is CheckFilterReader's reader: a JSON tokenizer of a few
+// states, enough to count the elements of "values" arrays and the depth.
+type filterScan struct {
+	r             io.Reader
+	err           error
+	inString      bool
+	escaped       bool
+	key           []byte // the string being read, its first 8 bytes
+	keyLen        int
+	valuesKey     bool // the last string was "values" and a ':' followed it
+	lastWasValues bool
+	stack         []scanLevel
+	values        int
+}
+
+// scanLevel is an object or array open: counted says it is a "values"
+// array, empty that no element of it was seen yet.
+type scanLevel struct{ counted, empty bool }
+
+func (f *filterScan) Read(p []byte) (int, error) {
+	if f.err != nil {
+		return 0, f.err
+	}
+	n, err := f.r.Read(p)
+	if serr := f.scan(p[:n]); serr != nil {
+		f.err = serr
+		return 0, serr
+	}
+	return n, err
+}
+
+func (f *filterScan) scan(b []byte) error {
+	for _, c := range b {
+		if f.inString {
+			switch {
+			case f.escaped:
+				f.escaped = false
+			case c == '\\':
+				f.escaped = true
+			case c == '"':
+				f.inString = false
+				f.lastWasValues = f.keyLen == len("values") && string(f.key) == "values"
+				continue
+			}
+			if f.keyLen++; len(f.key) < 8 {
+				f.key = append(f.key, c)
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		top := len(f.stack) - 1
+		if top >= 0 && f.stack[top].counted {
+			switch {
+			case c == ',':
+				f.values++
+			case c != ']' && f.stack[top].empty:
+				f.values++
+				f.stack[top].empty = false
+			}
+			if f.values > MaxFilterValues {
+				return badRequest("filter: more than %d values in its INs: the most a filter may have", MaxFilterValues)
+			}
+		}
+		valuesKey := f.valuesKey
+		f.valuesKey = false
+		switch c {
+		case '"':
+			f.inString, f.key, f.keyLen = true, f.key[:0], 0
+		case ':':
+			f.valuesKey = f.lastWasValues
+		case '{', '[':
+			if len(f.stack) >= maxBodyDepth {
+				return badRequest("filter: nested deeper than %d ANDs, ORs and NOTs: the most a filter may have", MaxFilterDepth)
+			}
+			counted := c == '[' && valuesKey
+			f.stack = append(f.stack, scanLevel{counted: counted, empty: true})
+		case '}', ']':
+			if top >= 0 {
+				f.stack = f.stack[:top]
+			}
+		}
+		f.lastWasValues = false
+	}
+	return nil
 }

@@ -2,9 +2,12 @@ package planning
 
 import (
 	"errors"
+	"io"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/apache/iceberg-go"
 )
@@ -111,5 +114,82 @@ func TestFilterForms(t *testing.T) {
 		if !errors.As(err, &bad) || !strings.Contains(err.Error(), "the most a filter may have") {
 			t.Errorf("%s filter: %v, want a bad request naming the limit", name, err)
 		}
+	}
+}
+
+// TestCheckFilterReader: the look at a body as it arrives refuses an IN
+// past MaxFilterValues and nesting past the filter's depth, with the
+// filter parser's messages, and passes everything else through unchanged
+// (values of other keys, brackets and "values" in strings, an IN at the
+// limit).
+func TestCheckFilterReader(t *testing.T) {
+	in := func(n int) string {
+		return `{"filter":{"type":"in","term":"id","values":[1` + strings.Repeat(", 1", n-1) + `]}}`
+	}
+	deep := strings.Repeat(`{"type":"not","child":`, MaxFilterDepth+10) + `true` + strings.Repeat(`}`, MaxFilterDepth+10)
+	for _, c := range []struct {
+		body, err string
+	}{
+		{in(MaxFilterValues), ""},
+		{in(MaxFilterValues + 1), "more than 100000 values"},
+		{`{"select":[` + strings.Repeat(`"a",`, MaxFilterValues) + `"a"],"filter":{"type":"eq","term":"values","value":"[values,,,]"}}`, ""},
+		{`{"filter":{"type":"in","term":"s","values":["a,b", "[", "\"values\":[1,2]"]}}`, ""},
+		{`{"filter":` + deep + `}`, "nested deeper than 100"},
+	} {
+		out, err := io.ReadAll(CheckFilterReader(iotest.OneByteReader(strings.NewReader(c.body))))
+		var bad *RequestError
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%.80s: %v, want it passed", c.body, err)
+		case c.err == "" && string(out) != c.body:
+			t.Errorf("%.80s: read %.80s, want it unchanged", c.body, out)
+		case c.err != "" && (!errors.As(err, &bad) || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%.80s: %v, want a RequestError saying %q", c.body, err, c.err)
+		}
+	}
+}
+
+// TestRequestWorkBytesMeasured: what the server holds for a request's
+// filter while its plan is made (RequestWorkBytes) is at least what the
+// filter holds then — parsed, and bound by the lookup and for the
+// residuals (an IN this long is past lookup.MaxTestValues: no fast path)
+// — for an IN of MaxFilterValues longs, and not more than twice that. It
+// runs alone in its process (measureAlone).
+func TestRequestWorkBytesMeasured(t *testing.T) {
+	if !measureAlone(t) {
+		return
+	}
+	schema := filterSchema
+	var b strings.Builder
+	b.WriteString(`{"type":"in","term":"id","values":[`)
+	for i := range MaxFilterValues {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(1_000_000_007 * (i + 1)))
+	}
+	b.WriteString(`]}`)
+	raw := []byte(b.String())
+	before := liveHeap()
+	filter, err := parseFilter(raw, schema, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := iceberg.BindExpr(schema, filter, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := iceberg.BindExpr(schema, filter, true) // lookup's, beside the residuals'
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := int64(liveHeap()) - int64(before)
+	runtime.KeepAlive(filter)
+	runtime.KeepAlive(bound)
+	runtime.KeepAlive(again)
+	charged := RequestWorkBytes(int64(len(raw)))
+	t.Logf("an IN of %d longs, %d bytes: held %d (%.1f a byte), charged %d", MaxFilterValues, len(raw), held, float64(held)/float64(len(raw)), charged)
+	if charged < held || charged > 2*held {
+		t.Fatalf("a filter of %d bytes is charged %d and holds %d while planned: want held <= charged <= 2 x held", len(raw), charged, held)
 	}
 }

@@ -459,3 +459,17 @@ func pageTasks(tasks []table.FileScanTask, per int) [][]table.FileScanTask {
 	}
 	return pages
 }
+
+// HoldWork reserves bytes of the memory plans work in for what a request
+// holds while its plan is made (its body, then the request and filter
+// decoded from it: Hold.Shrink), within ctx's share (WithShare), waiting
+// for room as ReserveWork does. Planning with the returned context takes
+// the plan's own reservations together with the hold when they must wait,
+// so what the request holds is counted for the plan's whole duration and
+// no plan waits while holding room; Hold.Release gives it back. All the
+// reservations made with the returned context count as the request's
+// one, which its share lets pass when the caller holds nothing else; a
+// hold of 0 bytes reserves nothing and only marks them so.
+func (p *Planner) HoldWork(ctx context.Context, bytes int64) (context.Context, *Hold, error) {
+	return p.work.hold(ctx, bytes)
+}

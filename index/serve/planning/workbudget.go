@@ -42,39 +42,232 @@ func newWorkBudget(size int64, wait time.Duration) *workBudget {
 }
 
 // BusyError is a plan that waited longer than PlannerOptions.MaxWorkWait
-// for room in the memory plans work in: the server answers it 429 with
+// for room in the memory plans work in, or whose caller already holds its
+// share of it (Share, refused at once): the server answers it 429 with
 // Retry-After.
 type BusyError struct {
 	Wanted, Budget int64
 	Waited         time.Duration
+	// Share is the caller's share the plan would have passed; 0 when it
+	// waited for the budget itself.
+	Share int64
 }
 
 func (e *BusyError) Error() string {
+	if e.Share > 0 {
+		return fmt.Sprintf("a plan needing %d MiB of the %d MiB plans work in is beyond what this caller may hold at once (%d MiB, with its other plans); retry later",
+			mib(e.Wanted), mib(e.Budget), mib(e.Share))
+	}
 	return fmt.Sprintf("a plan needing %d MiB of the %d MiB plans work in waited %s for room; retry later",
-		(e.Wanted+1<<20-1)>>20, e.Budget>>20, e.Waited.Round(time.Millisecond))
+		mib(e.Wanted), mib(e.Budget), e.Waited.Round(time.Millisecond))
 }
 
-// reserve waits until n bytes (at most the whole budget) are free and
-// reserves them; release gives them back. It fails when ctx ends or the
-// wait passes the budget's limit (*BusyError).
-func (w *workBudget) reserve(ctx context.Context, n int64) (release func(), err error) {
-	if w.size == 0 {
-		return func() {}, nil
+// mib is n in MiB, rounded up.
+func mib(n int64) int64 { return (n + 1<<20 - 1) >> 20 }
+
+// Share is one caller's part of the memory plans work in; the server gives
+// each caller one (WithShare) so that one caller's requests cannot take the
+// whole budget while the others wait behind them. A reservation that would
+// bring what the caller holds past its share is refused at once
+// (*BusyError) rather than queued, unless the caller holds nothing else: a
+// caller's one plan may still reserve up to the whole budget, so that a
+// plan of a large table is not refused for being large and runs alone, as
+// without shares; its next one waits for it to end.
+type Share struct {
+	limit int64
+	mu    sync.Mutex
+	held  int64
+}
+
+// NewShare returns a share of limit bytes; limit <= 0 bounds nothing.
+func NewShare(limit int64) *Share { return &Share{limit: limit} }
+
+// Held is the bytes the share's caller holds now.
+func (s *Share) Held() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held
+}
+
+// take counts n more bytes against the share unless the caller holds
+// something beyond own (what the request asking holds: its hold and its
+// other reservations) and would pass its limit.
+func (s *Share) take(n, own int64) bool {
+	if s == nil {
+		return true
 	}
-	n = min(max(n, 1), w.size)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.limit > 0 && s.held > own && s.held+n > s.limit {
+		return false
+	}
+	s.held += n
+	return true
+}
+
+func (s *Share) give(n int64) {
+	if s != nil {
+		s.mu.Lock()
+		s.held -= n
+		s.mu.Unlock()
+	}
+}
+
+type shareKey struct{}
+
+// WithShare returns ctx whose reservations of the memory plans work in
+// count against share.
+func WithShare(ctx context.Context, share *Share) context.Context {
+	return context.WithValue(ctx, shareKey{}, share)
+}
+
+func shareOf(ctx context.Context) *Share {
+	s, _ := ctx.Value(shareKey{}).(*Share)
+	return s
+}
+
+// Hold is a request's own reservation, held while its plan is made: its
+// decoded body and the filter parsed from it, which live as long as the
+// plan. The plan's reservations made with the context HoldWork returns
+// are taken together with the hold whenever they have to wait (the hold
+// given back first), so that no plan waits for room while holding some:
+// otherwise plans that each hold a little and wait for more could fill the
+// budget and wait on each other until MaxWorkWait.
+type Hold struct {
+	w     *workBudget
+	share *Share
+	mu    sync.Mutex
+	n     int64
+	// others is what the request's other reservations (made with its
+	// context) hold now: with n, what the request holds, which its share
+	// lets it pass as one (a load answer read a step at a time).
+	others atomic.Int64
+}
+
+type holdKey struct{}
+
+// Shrink gives back what the hold has beyond bytes.
+func (h *Hold) Shrink(bytes int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if bytes = max(bytes, 1); h.w.sem != nil && bytes < h.n {
+		h.w.give(h.n-bytes, h.share)
+		h.n = bytes
+	}
+}
+
+// Release gives back what the hold has.
+func (h *Hold) Release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.w.sem != nil && h.n > 0 {
+		h.w.give(h.n, h.share)
+	}
+	h.n = 0
+}
+
+// Bytes is what the hold has now.
+func (h *Hold) Bytes() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n
+}
+
+// hold reserves n bytes (at most the whole budget) as a request's hold,
+// within ctx's share, and returns ctx carrying it.
+func (w *workBudget) hold(ctx context.Context, n int64) (context.Context, *Hold, error) {
+	h := &Hold{w: w, share: shareOf(ctx)}
+	ctx = context.WithValue(ctx, holdKey{}, h)
+	if w.size == 0 {
+		return ctx, h, nil
+	}
+	if n <= 0 { // a hold of nothing yet: the request's reservations are one, as its share sees them
+		return ctx, h, nil
+	}
+	n = min(n, w.size)
+	if !h.share.take(n, 0) {
+		return nil, nil, &BusyError{Wanted: n, Budget: w.size, Share: h.share.limit}
+	}
+	if err := w.acquire(ctx, n); err != nil {
+		h.share.give(n)
+		return nil, nil, err
+	}
+	h.n = n
+	return ctx, h, nil
+}
+
+// give gives n bytes back to the budget and to share.
+func (w *workBudget) give(n int64, share *Share) {
+	w.reserved.Add(-n)
+	w.sem.Release(n)
+	share.give(n)
+}
+
+// acquire waits for n bytes of the budget, up to the budget's wait, and
+// counts them reserved.
+func (w *workBudget) acquire(ctx context.Context, n int64) error {
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, w.wait)
 	defer cancel()
 	if err := w.sem.Acquire(wctx, n); err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("wait for planning memory: %w", ctx.Err())
+			return fmt.Errorf("wait for planning memory: %w", ctx.Err())
 		}
-		return nil, &BusyError{Wanted: n, Budget: w.size, Waited: time.Since(start)}
+		return &BusyError{Wanted: n, Budget: w.size, Waited: time.Since(start)}
 	}
 	w.reserved.Add(n)
+	return nil
+}
+
+// reserve waits until n bytes (at most the whole budget, less the hold of
+// ctx's request) are free and reserves them, within ctx's share; release
+// gives them back. It fails when ctx ends, the wait passes the budget's
+// limit or the caller's share would be passed (*BusyError).
+func (w *workBudget) reserve(ctx context.Context, n int64) (release func(), err error) {
+	if w.size == 0 {
+		return func() {}, nil
+	}
+	share := shareOf(ctx)
+	h, _ := ctx.Value(holdKey{}).(*Hold)
+	var own, others int64
+	if h != nil {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		own, others = h.n, h.others.Load()
+	}
+	n = min(max(n, 1), w.size-own)
+	if n <= 0 { // the hold has the whole budget: the plan runs alone in it
+		return func() {}, nil
+	}
+	if !share.take(n, own+others) {
+		return nil, &BusyError{Wanted: n, Budget: w.size, Share: share.limit}
+	}
+	switch {
+	case own > 0 && w.sem.TryAcquire(n):
+		w.reserved.Add(n)
+	case own > 0:
+		// Wait for the hold and n together, holding nothing meanwhile.
+		w.reserved.Add(-own)
+		w.sem.Release(own)
+		if err := w.acquire(ctx, own+n); err != nil {
+			h.n = 0 // the hold is given back: its release gives nothing
+			share.give(own + n)
+			return nil, err
+		}
+	default:
+		if err := w.acquire(ctx, n); err != nil {
+			share.give(n)
+			return nil, err
+		}
+	}
+	if h != nil {
+		h.others.Add(n)
+	}
 	return sync.OnceFunc(func() {
-		w.reserved.Add(-n)
-		w.sem.Release(n)
+		if h != nil {
+			h.others.Add(-n)
+		}
+		w.give(n, share)
 	}), nil
 }
 

@@ -1,0 +1,136 @@
+package serve
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+
+	"github.com/icebloom/icebloom/index/serve/planning"
+)
+
+// Admission: which plan requests are taken, and by whom.
+//
+// A plan takes one of MaxPlansInFlight slots before its body is read, and
+// holds memory of the work budget from then to its end. First come first
+// served alone let one caller's requests take every slot and the whole work
+// budget (bench --serve-abuse: ordinary plans beside 128 hostile clients got
+// 429 99.4% of the time, p99 166x the p50 without them). So each caller
+// may have at most MaxPlansPerCaller plans being computed (a quarter of the
+// slots by default) and hold at most a quarter of the work budget (more only
+// for one reservation while it holds nothing else: planning.Share); a
+// caller over its share is answered 429 with Retry-After at once, and the
+// others are taken (bench --serve-abuse, hostile clients as one caller:
+// 28.6% of ordinary plans planned, p99 21x the p50 without them; as 128
+// callers, 1.3% and 68x: see docs/benchmarks.md).
+//
+// Who a caller is: the credential it carries (a hash of its Authorization,
+// as plans are owned) where credentials are each caller's own — in proxy
+// mode, where the upstream issues them, and in catalog mode without a
+// token — and its address otherwise: without Authorization, and in catalog
+// mode with --bearer-token-file, whose one token every caller shares. A
+// hostile mix from one caller (a script, a runaway engine, one stolen token)
+// is bounded by its share; one from many callers (many tokens, many hosts)
+// is not told apart from many ordinary callers by any per-caller rule: it
+// is bounded by the slots and the budget, as before, so memory holds, but
+// ordinary plans then compete with it for the slots. In proxy mode a made-up
+// Authorization names a new caller until the upstream refuses it at load.
+
+// callerOf names the caller of r for admission (see above): never the
+// credential itself.
+func (s *Server) callerOf(r *http.Request) string {
+	if r.Header.Get("Authorization") != "" && s.o.BearerToken == "" {
+		return "credential " + ownerOf(r)
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return "address " + host
+}
+
+// admission counts the plans being computed, in all and by caller, and
+// the table loads of polls, plan tasks and cancels likewise, apart: a poll
+// of a plan that is being computed must not wait for a plan slot, which
+// its own plan may hold, and clients poll without expecting 429 (the spec
+// lists none). Each caller has one share of the work budget for both.
+type admission struct {
+	slots, loads chan struct{}
+	perCaller    int
+	workShare    int64
+	mu           sync.Mutex
+	callers      map[string]*callerState
+}
+
+// callerState is what one caller has in flight: its plans, its loads and
+// its share of the work budget, dropped when it has none.
+type callerState struct {
+	plans, loads int
+	share        *planning.Share
+}
+
+func newAdmission(slots, perCaller int, workBudget int64) *admission {
+	if perCaller <= 0 {
+		perCaller = max(1, slots/4)
+	}
+	return &admission{slots: make(chan struct{}, slots), loads: make(chan struct{}, slots), perCaller: perCaller,
+		workShare: workBudget / 4, callers: map[string]*callerState{}}
+}
+
+// refusal is why admission did not take a request: the outcome counted
+// in /metrics (rejected: the slots are taken; rejected_caller: the
+// caller's share of them) and the message of its 429.
+type refusal struct{ outcome, message string }
+
+// admit takes a slot for caller, or says why not (answered 429); free
+// gives the slot back, once, after every reservation made with share was
+// given back.
+func (a *admission) admit(caller string) (free func(), share *planning.Share, refused *refusal) {
+	return a.take(caller, a.slots, func(c *callerState) *int { return &c.plans }, "plans are being computed")
+}
+
+// admitLoad takes a slot for the table load of caller's poll, plan task or
+// cancel, as admit does for plans.
+func (a *admission) admitLoad(caller string) (free func(), share *planning.Share, refused *refusal) {
+	return a.take(caller, a.loads, func(c *callerState) *int { return &c.loads }, "polls and plan tasks are loading their table")
+}
+
+// take takes one of slots for caller, whose count of them is count.
+func (a *admission) take(caller string, slots chan struct{}, count func(*callerState) *int, what string) (func(), *planning.Share, *refusal) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.callers[caller]
+	if c != nil && *count(c) >= a.perCaller {
+		return nil, nil, &refusal{"rejected_caller", fmt.Sprintf(
+			"this caller has %d %s, the most one caller may have at once; retry later", *count(c), what)}
+	}
+	select {
+	case slots <- struct{}{}:
+	default:
+		return nil, nil, &refusal{"rejected", fmt.Sprintf(
+			"%d %s, the most this server takes at once; retry later", cap(slots), what)}
+	}
+	if c == nil {
+		c = &callerState{share: planning.NewShare(a.workShare)}
+		a.callers[caller] = c
+	}
+	*count(c)++
+	return sync.OnceFunc(func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if *count(c)--; c.plans == 0 && c.loads == 0 {
+			delete(a.callers, caller)
+		}
+		<-slots
+	}), c.share, nil
+}
+
+// inFlight is the plans being computed now.
+func (a *admission) inFlight() int { return len(a.slots) }
+
+// refuse answers a request admission refused: 429 with Retry-After.
+func (s *Server) refuse(w http.ResponseWriter, r *refusal) {
+	s.metrics.count(r.outcome)
+	w.Header().Set("Retry-After", "1")
+	writeError(w, http.StatusTooManyRequests, "SlowDownException", r.message)
+}

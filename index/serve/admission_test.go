@@ -1,0 +1,378 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	icecatalog "github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/index/serve/internal/servetest"
+	"github.com/icebloom/icebloom/index/serve/planning"
+)
+
+// gatedCatalog is a catalog whose table loads for the caller "Bearer held"
+// wait until the test opens its gate (or ends); it counts the loads of
+// each Authorization.
+type gatedCatalog struct {
+	icecatalog.Catalog
+	entered chan struct{} // one value per held load begun
+	gate    chan struct{}
+	opened  sync.Once
+	mu      sync.Mutex
+	loads   map[string]int
+}
+
+func newGatedCatalog(cat icecatalog.Catalog) *gatedCatalog {
+	g := &gatedCatalog{Catalog: cat, entered: make(chan struct{}, 16), gate: make(chan struct{}), loads: map[string]int{}}
+	return g
+}
+
+// open lets every held load go on.
+func (g *gatedCatalog) open() { g.opened.Do(func() { close(g.gate) }) }
+
+func (g *gatedCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	auth := ""
+	if c, _ := ctx.Value(callerKey{}).(*caller); c != nil {
+		auth = c.header.Get("Authorization")
+	}
+	g.mu.Lock()
+	g.loads[auth]++
+	g.mu.Unlock()
+	if auth == "Bearer held" {
+		g.entered <- struct{}{}
+		<-g.gate
+	}
+	return g.Catalog.LoadTable(ctx, ident)
+}
+
+func (g *gatedCatalog) loadsOf(auth string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.loads[auth]
+}
+
+const eventsPlan = "/v1/namespaces/db/tables/events/plan"
+
+// post sends a plan request as auth (none when "") with a client that
+// gives up after 20 s (a request admitted where it should not be waits on
+// the gate), and returns the status, Retry-After and body.
+func post(t *testing.T, url, auth, body string) (int, string, []byte) {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		return -1, "", []byte(err.Error())
+	}
+	return send(t, req, auth)
+}
+
+func send(t *testing.T, req *http.Request, auth string) (int, string, []byte) {
+	t.Helper()
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	if req.Method == "POST" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
+	if err != nil {
+		return -1, "", []byte(err.Error())
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Retry-After"), b
+}
+
+// holdPlan starts a plan of the caller "Bearer held", which waits in its
+// table load with its slot taken, and returns once it is there.
+func holdPlan(t *testing.T, g *gatedCatalog, url, body string) {
+	t.Helper()
+	go post(t, url, "Bearer held", body)
+	select {
+	case <-g.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the held plan did not reach its table load")
+	}
+}
+
+// TestAdmissionPerCaller: a caller with as many plans being computed as
+// one caller may have (a quarter of the slots) gets 429 with Retry-After
+// at once, while another caller's plan is taken and answered, though
+// slots are free; once its plan ends, the first caller plans again.
+// Before, the held caller's second plan was taken (and waited with it).
+func TestAdmissionPerCaller(t *testing.T) {
+	cat := servetest.AddFilesTable(t, 3)
+	g := newGatedCatalog(cat.Catalog)
+	srv, err := New(Options{Catalog: g, MaxPlansInFlight: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hts := httptest.NewServer(specChecked(t, srv))
+	defer hts.Close()
+	defer g.open() // before the server closes: it waits for the held plan
+	url := hts.URL + eventsPlan
+	holdPlan(t, g, url, `{"filter":{"type":"eq","term":"id","value":2}}`)
+	status, retry, body := post(t, url, "Bearer held", `{"filter":{"type":"eq","term":"id","value":4}}`)
+	if status != http.StatusTooManyRequests || retry == "" || !strings.Contains(string(body), "this caller") {
+		t.Errorf("the held caller's second plan beside its first: %d (Retry-After %q) %s, want 429 with Retry-After naming the caller", status, retry, body)
+	}
+	if status, _, body := post(t, url, "Bearer other", `{"filter":{"type":"eq","term":"id","value":4}}`); status != http.StatusOK {
+		t.Errorf("another caller's plan: %d %s, want 200", status, body)
+	}
+	if n := srv.admitter.inFlight(); n != 1 {
+		t.Errorf("%d plans in flight beside the held one's, want 1", n)
+	}
+	g.open()
+	deadline := time.Now().Add(20 * time.Second)
+	for srv.admitter.inFlight() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if status, _, body := post(t, url, "Bearer held", `{"filter":{"type":"eq","term":"id","value":4}}`); status != http.StatusOK {
+		t.Errorf("the caller's plan once its first ended: %d %s, want 200", status, body)
+	}
+}
+
+// TestCallerIdentity: a caller is its credential where callers have
+// credentials of their own, and its address without one or where the
+// server's one bearer token is every caller's.
+func TestCallerIdentity(t *testing.T) {
+	req := httptest.NewRequest("POST", eventsPlan, nil)
+	req.RemoteAddr = "192.0.2.7:40001"
+	other := httptest.NewRequest("POST", eventsPlan, nil)
+	other.RemoteAddr = "192.0.2.7:40002"
+	open := &Server{}
+	if open.callerOf(req) != open.callerOf(other) {
+		t.Errorf("two connections of one address without credentials: %q and %q, want one caller", open.callerOf(req), open.callerOf(other))
+	}
+	req.Header.Set("Authorization", "Bearer a")
+	other.Header.Set("Authorization", "Bearer b")
+	if open.callerOf(req) == open.callerOf(other) || strings.Contains(open.callerOf(req), "Bearer") {
+		t.Errorf("two credentials from one address: %q and %q, want two callers, neither naming its credential", open.callerOf(req), open.callerOf(other))
+	}
+	token := &Server{o: Options{BearerToken: "a"}}
+	other.Header.Set("Authorization", "Bearer a")
+	if token.callerOf(req) != token.callerOf(other) || !strings.Contains(token.callerOf(req), "192.0.2.7") {
+		t.Errorf("catalog mode's one token from one address: %q and %q, want the address", token.callerOf(req), token.callerOf(other))
+	}
+}
+
+// TestOversizedBodyRefusedBeforeASlot: a plan request whose body would
+// hold more than the whole work budget while planned is answered 413 by
+// its Content-Length, before a slot is taken: with the only slot held, it
+// is 413, not 429. Before, it took a slot (or got 429 without one) and
+// reserved the whole budget while its body was read.
+func TestOversizedBodyRefusedBeforeASlot(t *testing.T) {
+	cat := servetest.AddFilesTable(t, 3)
+	g := newGatedCatalog(cat.Catalog)
+	srv, err := New(Options{Catalog: g, MaxPlansInFlight: 1, MemoryBudget: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hts := httptest.NewServer(specChecked(t, srv))
+	defer hts.Close()
+	defer g.open() // before the server closes: it waits for the held plan
+	work := srv.planner.Stats().WorkBudget
+	var values strings.Builder
+	values.WriteString("1")
+	for i := 1; planning.RequestWorkBytes(int64(values.Len())) <= work; i++ {
+		values.WriteString("," + strconv.Itoa(2*i+1))
+	}
+	big := `{"filter":{"type":"in","term":"id","values":[` + values.String() + `]}}`
+	holdPlan(t, g, hts.URL+eventsPlan, `{}`)
+	if status, _, body := post(t, hts.URL+eventsPlan, "Bearer other", big); status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body of %d bytes (%d of work budget) with the only slot held: %d %.200s, want 413", len(big), work, status, body)
+	}
+	if status, retry, _ := post(t, hts.URL+eventsPlan, "Bearer other", `{}`); status != http.StatusTooManyRequests || retry == "" {
+		t.Errorf("a small plan with the only slot held: %d, want 429 with Retry-After", status)
+	}
+}
+
+// countingReader counts the bytes read from it.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// TestINPastTheLimitRefusedEarly: a body whose IN passes MaxFilterValues
+// is refused 400 naming the limit as soon as its values pass it, not after
+// the whole body is read: of a 48 MiB body (an IN of 100,001 values, then
+// blanks), serve reads less than an eighth. Before, it read all of it,
+// decoded it, and refused it when parsing the filter.
+func TestINPastTheLimitRefusedEarly(t *testing.T) {
+	cat := servetest.AddFilesTable(t, 3)
+	const size = 48 << 20
+	srv, err := New(Options{Catalog: cat.Catalog, MaxRequestBytes: size + 1<<10, MemoryBudget: 4 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read atomic.Int64 // of the body, by serve
+	hts := httptest.NewServer(specChecked(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := &countingReader{r: r.Body}
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{body, r.Body}
+		srv.ServeHTTP(w, r)
+		read.Store(body.n.Load())
+	})))
+	defer hts.Close()
+	var head bytes.Buffer
+	head.WriteString(`{"filter":{"type":"in","term":"id","values":[1`)
+	for range planning.MaxFilterValues {
+		head.WriteString(",1")
+	}
+	tail := `]}}`
+	body := io.MultiReader(&head, io.LimitReader(blanks{}, int64(size-head.Len()-len(tail))), strings.NewReader(tail))
+	req, err := http.NewRequest("POST", hts.URL+eventsPlan, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = size
+	status, _, answer := send(t, req, "")
+	if status != http.StatusBadRequest || !strings.Contains(string(answer), "more than 100000 values") {
+		t.Errorf("an IN of %d values in %d bytes: %d %.300s, want 400 naming the limit", planning.MaxFilterValues+1, size, status, answer)
+	}
+	if n := read.Load(); n > size/8 {
+		t.Errorf("serve read %d of the body's %d bytes, want the body refused once its values passed the limit", n, size)
+	}
+}
+
+// blanks reads as endless spaces.
+type blanks struct{}
+
+func (blanks) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
+}
+
+// TestFilterHeldForThePlan: while a plan is made (here: waiting in its
+// table load), the work budget holds what its decoded filter holds
+// (planning.RequestWorkBytes), not only while its body is read; it is all
+// given back when the plan ends. Before, the body's reservation was given
+// back once decoded, and the filter was held outside the budget.
+func TestFilterHeldForThePlan(t *testing.T) {
+	cat := servetest.AddFilesTable(t, 3)
+	g := newGatedCatalog(cat.Catalog)
+	srv, err := New(Options{Catalog: g, MemoryBudget: 256 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hts := httptest.NewServer(specChecked(t, srv))
+	defer hts.Close()
+	defer g.open() // before the server closes: it waits for the held plan
+	var values []string
+	for i := range 20_000 {
+		values = append(values, strconv.Itoa(2*i+1))
+	}
+	filter := `{"type":"in","term":"id","values":[` + strings.Join(values, ",") + `]}`
+	load, err := http.NewRequest("GET", hts.URL+"/v1/namespaces/db/tables/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, _, body := send(t, load, "Bearer other"); status != http.StatusOK {
+		t.Fatalf("load the table: %d %.200s", status, body)
+	}
+	done := make(chan int)
+	go func() {
+		status, _, _ := post(t, hts.URL+eventsPlan, "Bearer held", `{"filter":`+filter+`}`)
+		done <- status
+	}()
+	<-g.entered
+	want := planning.RequestWorkBytes(int64(len(filter)))
+	if got := srv.planner.Stats().WorkReserved; got < want {
+		t.Errorf("while the plan loads its table: %d bytes of the work budget held, want at least %d (its filter of %d bytes)", got, want, len(filter))
+	}
+	g.open()
+	if status := <-done; status != http.StatusOK {
+		t.Fatalf("the plan: %d", status)
+	}
+	deadline := time.Now().Add(20 * time.Second) // the plan gives back after it answered
+	for srv.planner.Stats().WorkReserved != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := srv.planner.Stats().WorkReserved; got != 0 {
+		t.Errorf("%d bytes of the work budget held 20 s after the plan, want 0", got)
+	}
+}
+
+// TestFetchLoadsAdmitted: the table load of a poll (GET plan) or a page
+// (POST tasks) takes a slot of the loads' own (as many as the plans'): with
+// the only plan slot held a poll is still answered, and with the only load
+// slot held (another caller's poll waiting in its load) a poll and a fetch
+// of tasks get 429 with Retry-After and load nothing; with the slot free
+// they are answered. Before, they loaded the table outside any slot.
+func TestFetchLoadsAdmitted(t *testing.T) {
+	cat := servetest.AddFilesTable(t, 12)
+	g := newGatedCatalog(cat.Catalog)
+	srv, err := New(Options{Catalog: g, MaxPlansInFlight: 1, TasksPerPage: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hts := httptest.NewServer(specChecked(t, srv))
+	defer hts.Close()
+	defer g.open() // before the server closes: it waits for the held requests
+	status, _, body := post(t, hts.URL+eventsPlan, "Bearer a", `{}`)
+	var plan struct {
+		PlanID    string   `json:"plan-id"`
+		PlanTasks []string `json:"plan-tasks"`
+	}
+	if err := json.Unmarshal(body, &plan); status != http.StatusOK || err != nil || plan.PlanID == "" || len(plan.PlanTasks) == 0 {
+		t.Fatalf("a plan of 12 files in pages of 5: %d %v %.300s", status, err, body)
+	}
+	tasks, _ := json.Marshal(map[string]string{"plan-task": plan.PlanTasks[0]})
+	fetches := func() []*http.Request {
+		poll, _ := http.NewRequest("GET", hts.URL+eventsPlan+"/"+plan.PlanID, nil)
+		page, _ := http.NewRequest("POST", hts.URL+"/v1/namespaces/db/tables/events/tasks", bytes.NewReader(tasks))
+		return []*http.Request{poll, page}
+	}
+	holdPlan(t, g, hts.URL+eventsPlan, `{}`) // the only plan slot
+	if status, _, body := send(t, fetches()[0], "Bearer a"); status != http.StatusOK {
+		t.Errorf("a poll with the only plan slot held: %d %.200s, want 200", status, body)
+	}
+	go func() { // the only load slot: a poll waiting in its table load
+		req, _ := http.NewRequest("GET", hts.URL+eventsPlan+"/0123", nil)
+		send(t, req, "Bearer held")
+	}()
+	select {
+	case <-g.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the held poll did not reach its table load")
+	}
+	loads := g.loadsOf("Bearer a")
+	for _, req := range fetches() {
+		if status, retry, body := send(t, req, "Bearer a"); status != http.StatusTooManyRequests || retry == "" {
+			t.Errorf("%s %s with the only load slot held: %d (Retry-After %q) %.200s, want 429 with Retry-After", req.Method, req.URL.Path, status, retry, body)
+		}
+	}
+	if n := g.loadsOf("Bearer a") - loads; n != 0 {
+		t.Errorf("%d table loads for the refused fetches, want none", n)
+	}
+	g.open()
+	deadline := time.Now().Add(20 * time.Second)
+	for (srv.admitter.inFlight() != 0 || len(srv.admitter.loads) != 0) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, req := range fetches() {
+		if status, _, body := send(t, req, "Bearer a"); status != http.StatusOK {
+			t.Errorf("%s %s with the slots free: %d %.200s, want 200", req.Method, req.URL.Path, status, body)
+		}
+	}
+}
