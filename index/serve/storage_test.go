@@ -39,26 +39,7 @@ import (
 // no request: table properties never steer serve's storage client.
 func TestProxyStorageFromItsOwnProperties(t *testing.T) {
 	catalogtest.ForEachS3(t, func(t *testing.T, s3 *catalogtest.S3) {
-		ctx := context.Background()
-		opts := catalog.Options{Type: "sql", URI: t.TempDir() + "/catalog.db", Warehouse: s3.Location("warehouse"), Properties: s3.Properties()}
-		cat, err := catalog.Open(ctx, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ident := table.Identifier{"db", "events"}
-		if err := cat.CreateNamespace(ctx, table.Identifier{"db"}, nil); err != nil {
-			t.Fatal(err)
-		}
-		tbl, err := cat.CreateTable(ctx, ident, catalogtest.IDSchema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for r := range int64(3) {
-			tbl = catalogtest.AppendIDs(t, tbl, r, 10+r, 20+r)
-		}
-		if _, err := indexer.Build(ctx, cat, ident, indexer.Options{Columns: []string{"id"}}); err != nil {
-			t.Fatal(err)
-		}
+		cat, opts := s3Table(t, s3)
 		var decoyHits atomic.Int64 // a host a table property names
 		decoy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			decoyHits.Add(1)
@@ -162,32 +143,16 @@ func vendingCatalog(t *testing.T, load func(context.Context) (*table.Table, erro
 func TestProxyPlansWithTheCallersStorageAccess(t *testing.T) {
 	catalogtest.ForEachS3(t, func(t *testing.T, s3 *catalogtest.S3) {
 		ctx := context.Background()
-		opts := catalog.Options{Type: "sql", URI: t.TempDir() + "/catalog.db", Warehouse: s3.Location("warehouse"), Properties: s3.Properties()}
-		cat, err := catalog.Open(ctx, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cat, opts := s3Table(t, s3)
 		ident := table.Identifier{"db", "events"}
-		if err := cat.CreateNamespace(ctx, table.Identifier{"db"}, nil); err != nil {
-			t.Fatal(err)
-		}
-		tbl, err := cat.CreateTable(ctx, ident, catalogtest.IDSchema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for r := range int64(3) {
-			tbl = catalogtest.AppendIDs(t, tbl, r, 10+r, 20+r)
-		}
-		if _, err := indexer.Build(ctx, cat, ident, indexer.Options{Columns: []string{"id"}}); err != nil {
-			t.Fatal(err)
-		}
 		const keyB = "caller-b-key"
 		vend := map[string]iceberg.Properties{
 			"token-a": {"s3.access-key-id": s3.AccessKeyID, "s3.secret-access-key": s3.SecretAccessKey},
 			"token-b": {"s3.access-key-id": keyB, "s3.secret-access-key": "caller-b-secret"},
 			"token-c": nil,
 		}
-		if tbl, err = cat.LoadTable(ctx, ident); err != nil {
+		tbl, err := cat.LoadTable(ctx, ident)
+		if err != nil {
 			t.Fatal(err)
 		}
 		// The upstream answers with the table as built: its own reads of
@@ -302,25 +267,8 @@ func TestProxyPlansWithTheCallersStorageAccess(t *testing.T) {
 func TestCatalogModeCachedPlanReadsNoStorage(t *testing.T) {
 	catalogtest.ForEachS3(t, func(t *testing.T, s3 *catalogtest.S3) {
 		ctx := context.Background()
-		opts := catalog.Options{Type: "sql", URI: t.TempDir() + "/catalog.db", Warehouse: s3.Location("warehouse"), Properties: s3.Properties()}
-		cat, err := catalog.Open(ctx, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cat, _ := s3Table(t, s3)
 		ident := table.Identifier{"db", "events"}
-		if err := cat.CreateNamespace(ctx, table.Identifier{"db"}, nil); err != nil {
-			t.Fatal(err)
-		}
-		tbl, err := cat.CreateTable(ctx, ident, catalogtest.IDSchema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for r := range int64(3) {
-			tbl = catalogtest.AppendIDs(t, tbl, r, 10+r, 20+r)
-		}
-		if _, err := indexer.Build(ctx, cat, ident, indexer.Options{Columns: []string{"id"}}); err != nil {
-			t.Fatal(err)
-		}
 		srv, err := serve.New(serve.Options{Catalog: cat})
 		if err != nil {
 			t.Fatal(err)
@@ -343,7 +291,7 @@ func TestCatalogModeCachedPlanReadsNoStorage(t *testing.T) {
 			t.Fatalf("a cached plan made storage requests: %v", reqs)
 		}
 
-		tbl, err = cat.LoadTable(ctx, ident)
+		tbl, err := cat.LoadTable(ctx, ident)
 		if err != nil {
 			t.Fatal(err)
 		}
