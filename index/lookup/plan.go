@@ -143,7 +143,13 @@ func Prune(ctx context.Context, tbl *table.Table, tasks []table.FileScanTask, fi
 	}
 	res := &Result{Schema: schema, Bound: bound, AfterStats: tasks, Candidates: tasks}
 	if o.Keep != nil {
-		res.AfterStats = nil
+		kept := 0
+		for _, k := range o.Keep {
+			if k {
+				kept++
+			}
+		}
+		res.AfterStats = make([]table.FileScanTask, 0, kept)
 		for i, t := range tasks {
 			if o.Keep[i] {
 				res.AfterStats = append(res.AfterStats, t)

@@ -546,7 +546,11 @@ func (p *Planner) fastPlan(ctx context.Context, tbl *table.Table, access string,
 	}
 	res.FilesTotal = b.filesTotal
 	files := b.files
-	if o.Keep != nil {
+	switch {
+	case o.Keep == nil:
+	case b.files == len(b.tasks): // a task per file, as iceberg-go plans
+		files = len(res.AfterStats)
+	default:
 		files = distinctFiles(res.AfterStats)
 	}
 	return res, files, nil
