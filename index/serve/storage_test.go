@@ -523,31 +523,7 @@ func TestStorageFailuresLabelled(t *testing.T) {
 // store held it.
 func TestPlanStorageRequestsBounded(t *testing.T) {
 	s3 := catalogtest.NewS3Gateway(t)
-	cat, opts := s3Table(t, s3)
-	props, err := opts.PropertyMap()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := serve.New(serve.Options{Catalog: cat, StorageProperties: props, StorageTimeout: time.Second, PlanTimeout: time.Hour, SubmitAfter: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := newHTTPServer(t, srv).URL
-	s3.SetFault(catalogtest.FaultHang, func(key string) bool { return strings.HasSuffix(key, ".avro") })
-	defer s3.SetFault(catalogtest.NoFault, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "POST", base+tablePath+"/plan", strings.NewReader(`{"filter":{"type":"eq","term":"id","value":11}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("a plan while the manifests hang: %v (no answer within the test's minute)", err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	_, resp, body := planWhileHanging(t, s3, ".avro", nil)
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || errorType(t, body) != "ServiceUnavailableException" ||
 		strings.Contains(string(body), s3.Bucket) {
 		t.Fatalf("a plan while the manifests hang: %d %s, want 503 ServiceUnavailableException with Retry-After naming no bucket", resp.StatusCode, body)
@@ -556,8 +532,9 @@ func TestPlanStorageRequestsBounded(t *testing.T) {
 
 // TestProxyStorageFailuresLabelled: in proxy mode, where the upstream
 // answers loads and serve reads the table's storage with its own
-// configuration (it vends nothing: --plan-with-own-credentials), a store that throttles makes plans 503 with Retry-After
-// and names nothing internal, and /readyz, which reads the metadata file
+// configuration (it vends nothing: --plan-with-own-credentials), a store
+// that throttles makes plans 503 with Retry-After and names nothing
+// internal, and /readyz, which reads the metadata file
 // of the tables served last, turns not ready, and ready again once the
 // store answers (the table is probed once a plan loaded it).
 func TestProxyStorageFailuresLabelled(t *testing.T) {
@@ -610,34 +587,9 @@ func TestProxyStorageFailuresLabelled(t *testing.T) {
 // on the index for the whole plan timeout.
 func TestIndexHangKeepsFiles(t *testing.T) {
 	s3 := catalogtest.NewS3Gateway(t)
-	cat, opts := s3Table(t, s3)
-	props, err := opts.PropertyMap()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var log bytes.Buffer
 	var mu sync.Mutex
-	srv, err := serve.New(serve.Options{Catalog: cat, StorageProperties: props, StorageTimeout: time.Second, PlanTimeout: time.Hour, SubmitAfter: -1,
-		Logger: slog.New(slog.NewTextHandler(&lockedWriter{w: &log, mu: &mu}, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := newHTTPServer(t, srv).URL
-	s3.SetFault(catalogtest.FaultHang, func(key string) bool { return strings.HasSuffix(key, ".puffin") })
-	defer s3.SetFault(catalogtest.NoFault, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "POST", base+tablePath+"/plan", strings.NewReader(`{"filter":{"type":"eq","term":"id","value":11}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("a plan while the index hangs: %v (no answer within the test's minute)", err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	base, resp, body := planWhileHanging(t, s3, ".puffin", slog.New(slog.NewTextHandler(&lockedWriter{w: &log, mu: &mu}, nil)))
 	if resp.StatusCode != 200 || strings.Count(string(body), `"file-path"`) != 3 {
 		t.Fatalf("a plan while the index hangs: %d %s, want the three files the statistics keep", resp.StatusCode, body)
 	}
@@ -650,4 +602,42 @@ func TestIndexHangKeepsFiles(t *testing.T) {
 	if !strings.Contains(log.String(), `level=WARN msg="plan kept files the index could not be read for" table=db.events`) {
 		t.Errorf("no warning naming the table:\n%s", log.String())
 	}
+}
+
+// planWhileHanging serves s3Table's table in catalog mode with a storage
+// timeout of 1 s (logging to logger, if not nil), makes the store hang on
+// the objects whose keys end in suffix, and plans id = 11, within a minute:
+// it returns the server's URL and the answer.
+func planWhileHanging(t *testing.T, s3 *catalogtest.S3, suffix string, logger *slog.Logger) (string, *http.Response, []byte) {
+	t.Helper()
+	cat, opts := s3Table(t, s3)
+	props, err := opts.PropertyMap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := serve.New(serve.Options{Catalog: cat, StorageProperties: props, StorageTimeout: time.Second, PlanTimeout: time.Hour,
+		SubmitAfter: -1, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newHTTPServer(t, srv).URL
+	s3.SetFault(catalogtest.FaultHang, func(key string) bool { return strings.HasSuffix(key, suffix) })
+	t.Cleanup(func() { s3.SetFault(catalogtest.NoFault, nil) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", base+tablePath+"/plan", strings.NewReader(`{"filter":{"type":"eq","term":"id","value":11}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("a plan while the store hangs on *%s: %v (no answer within the test's minute)", suffix, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("a plan while the store hangs on *%s: %v", suffix, err)
+	}
+	return base, resp, body
 }
