@@ -48,15 +48,7 @@ func TestProxyStorageFromItsOwnProperties(t *testing.T) {
 		t.Cleanup(decoy.Close)
 		upstream := httptest.NewServer(loadOnlyCatalog(t, cat, iceberg.Properties{"s3.endpoint": decoy.URL}))
 		t.Cleanup(upstream.Close)
-		props, err := opts.PropertyMap()
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv, err := serve.New(serve.Options{Upstream: mustURL(t, upstream.URL), StorageProperties: props, PlanWithOwnCredentials: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := newHTTPServer(t, srv).URL
+		_, base := ownCredentialsProxy(t, upstream.URL, opts)
 		resp, body := do(t, "POST", base+tablePath+"/plan", "", `{"filter":{"type":"eq","term":"id","value":11}}`)
 		var res rest.PlanTableScanResponse
 		if resp.StatusCode != 200 || json.Unmarshal(body, &res) != nil || len(res.FileScanTasks) != 1 ||
@@ -550,15 +542,7 @@ func TestProxyStorageFailuresLabelled(t *testing.T) {
 	}
 	upstream := httptest.NewServer(loadOnlyCatalog(t, cat, nil))
 	t.Cleanup(upstream.Close)
-	props, err := opts.PropertyMap()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := serve.New(serve.Options{Upstream: mustURL(t, upstream.URL), StorageProperties: props, PlanWithOwnCredentials: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := newHTTPServer(t, srv).URL
+	srv, base := ownCredentialsProxy(t, upstream.URL, opts)
 	s3.SetFault(catalogtest.FaultSlowDown, nil)
 	defer s3.SetFault(catalogtest.NoFault, nil)
 	resp, body := do(t, "POST", base+tablePath+"/plan", "", `{"filter":{"type":"eq","term":"id","value":11}}`)
@@ -640,4 +624,21 @@ func planWhileHanging(t *testing.T, s3 *catalogtest.S3, suffix string, logger *s
 		t.Fatalf("a plan while the store hangs on *%s: %v", suffix, err)
 	}
 	return base, resp, body
+}
+
+// ownCredentialsProxy serves, in proxy mode in front of upstream, a server
+// that reads storage with opts' --property flags and plans with them for
+// callers vended nothing (--plan-with-own-credentials); it returns the
+// server and its URL.
+func ownCredentialsProxy(t *testing.T, upstream string, opts catalog.Options) (*serve.Server, string) {
+	t.Helper()
+	props, err := opts.PropertyMap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := serve.New(serve.Options{Upstream: mustURL(t, upstream), StorageProperties: props, PlanWithOwnCredentials: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, newHTTPServer(t, srv).URL
 }
