@@ -67,6 +67,9 @@ type Result struct {
 	// Candidates is AfterStats without the tasks of files the index proves
 	// cannot match, in the same order.
 	Candidates []table.FileScanTask
+	// Kept is PruneFiles's answer: the indexes in its Files of the files
+	// kept, ascending.
+	Kept []int32
 	// Unindexed lists, once each, the candidate data files that lack an
 	// applicable entry for a column the filter could prune with.
 	Unindexed []string
@@ -188,18 +191,12 @@ func (res *Result) prune(ctx context.Context, tbl *table.Table, tasks []table.Fi
 	if f.root.kind == keepNode || len(res.AfterStats) == 0 {
 		return nil // nothing for the index to do
 	}
-	fsys, err := catalog.TableIO(ctx, tbl)
-	if err != nil {
-		return fmt.Errorf("lookup: table file system: %w", err)
-	}
-	indexStart := time.Now()
-	ix, errs := index.Load(ctx, fsys, tbl.Metadata(), o.Cache)
-	sc := scratchPool.Get().(*scratch)
-	defer sc.release()
-	r := &run{ix: ix, fsys: fsys, blockStats: blockStats{errs: errs}, hashed: make([][]typedHashes, len(f.tests)), scratch: sc}
-	pf, matched := o.Memo.planFiles(ix, tasks, f)
-	files := r.files(f, pf, matched)
-	if o.Keep != nil { // a file none of whose tasks is kept is not looked at
+	var pf *planFiles
+	files, r, err := res.runIndex(ctx, tbl, f, o, func(ix *index.TableIndex) (*planFiles, []*matchedFilters) {
+		var matched []*matchedFilters
+		pf, matched = o.Memo.planFiles(ix, tasks, f)
+		return pf, matched
+	}, func(files []fileCheck) {
 		for i := range files {
 			files[i].pruned = true
 		}
@@ -208,15 +205,11 @@ func (res *Result) prune(ctx context.Context, tbl *table.Table, tasks []table.Fi
 				files[pf.fileOf[ti]].pruned = false
 			}
 		}
-	}
-	var order []int32 // nil for a filter without tests (AlwaysFalse)
-	if len(f.tests) > 0 {
-		order = matched[f.tests[0].idx].order
-	}
-	if err := r.prune(ctx, f, files, order); err != nil {
+	})
+	if err != nil {
 		return err
 	}
-	res.ScratchBytes = sc.heldBytes()
+	defer r.scratch.release()
 	res.Candidates = nil
 	for ti, t := range tasks {
 		fc := &files[pf.fileOf[ti]]
@@ -229,9 +222,101 @@ func (res *Result) prune(ctx context.Context, tbl *table.Table, tasks []table.Fi
 		}
 		fc.listed = true
 	}
+	return nil
+}
+
+// runIndex loads tbl's index and prunes the files planFiles gives for it:
+// it returns their checks, each marked pruned when the index rules it out,
+// and the run, whose scratch the caller releases once done with them. When
+// o.Keep is set, skip marks pruned the files it leaves out beforehand.
+// res gets what reading the index cost.
+func (res *Result) runIndex(ctx context.Context, tbl *table.Table, f *predicate, o Options,
+	planFiles func(*index.TableIndex) (*planFiles, []*matchedFilters), skip func([]fileCheck)) ([]fileCheck, *run, error) {
+	fsys, err := catalog.TableIO(ctx, tbl)
+	if err != nil {
+		return nil, nil, fmt.Errorf("lookup: table file system: %w", err)
+	}
+	indexStart := time.Now()
+	ix, errs := index.Load(ctx, fsys, tbl.Metadata(), o.Cache)
+	sc := scratchPool.Get().(*scratch)
+	r := &run{ix: ix, fsys: fsys, blockStats: blockStats{errs: errs}, hashed: make([][]typedHashes, len(f.tests)), scratch: sc}
+	pf, matched := planFiles(ix)
+	files := r.files(f, pf, matched)
+	if o.Keep != nil { // a file none of whose tasks is kept is not looked at
+		skip(files)
+	}
+	var order []int32 // nil for a filter without tests (AlwaysFalse)
+	if len(f.tests) > 0 {
+		order = matched[f.tests[0].idx].order
+	}
+	if err := r.prune(ctx, f, files, order); err != nil {
+		sc.release()
+		return nil, nil, err
+	}
+	res.ScratchBytes = sc.heldBytes()
 	res.IndexErrors, res.BlocksRead, res.BytesRead, res.Requests = r.errs, r.blocks, r.bytes, r.requests
 	res.IndexTime = time.Since(indexStart)
-	return nil
+	return files, r, nil
+}
+
+// Files are data files a caller holds in columns, one entry each: a
+// server's plan kept in memory for many lookups, in tens of bytes a file
+// rather than a task's kilobyte. PruneFiles prunes them; a Memo kept with
+// them serves every PruneFiles of the same Files.
+type Files struct {
+	Paths []string
+	Sizes []int64
+}
+
+// PruneFiles is Prune over files held in columns: it sets Result.Kept to
+// the indexes in files of those that neither o.Keep (an entry per file)
+// nor the index rules out, ascending, and leaves AfterStats and Candidates
+// nil. Errors are Prune's.
+func PruneFiles(ctx context.Context, tbl *table.Table, files *Files, filter iceberg.BooleanExpression, o Options) (*Result, error) {
+	snap, schema, bound, f, err := prepare(tbl, filter, o)
+	if err != nil {
+		return nil, err
+	}
+	if len(files.Sizes) != len(files.Paths) || o.Keep != nil && len(o.Keep) != len(files.Paths) {
+		return nil, fmt.Errorf("lookup: %d paths, %d sizes and %d entries of Keep", len(files.Paths), len(files.Sizes), len(o.Keep))
+	}
+	res := &Result{Schema: schema, Bound: bound}
+	if snap != nil {
+		res.SnapshotID = snap.SnapshotID
+	}
+	res.Kept = make([]int32, 0, len(files.Paths))
+	for i := range files.Paths {
+		if o.Keep == nil || o.Keep[i] {
+			res.Kept = append(res.Kept, int32(i))
+		}
+	}
+	if f.root.kind == keepNode || len(res.Kept) == 0 {
+		return res, nil // nothing for the index to do
+	}
+	checks, r, err := res.runIndex(ctx, tbl, f, o, func(ix *index.TableIndex) (*planFiles, []*matchedFilters) {
+		return o.Memo.planFilesOf(ix, files, f)
+	}, func(checks []fileCheck) {
+		for i := range checks {
+			checks[i].pruned = !o.Keep[i]
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer r.scratch.release()
+	kept := res.Kept[:0]
+	for _, i := range res.Kept {
+		fc := &checks[i]
+		if fc.pruned {
+			continue
+		}
+		kept = append(kept, i)
+		if !r.indexed(f, fc) {
+			res.Unindexed = append(res.Unindexed, fc.path)
+		}
+	}
+	res.Kept = kept
+	return res, nil
 }
 
 // Snapshot returns the snapshot to plan (nil for a table without
@@ -442,7 +527,7 @@ type planFiles struct {
 	paths  []string
 	sizes  []int64
 	byPath map[string]int
-	fileOf []int                   // by task: its file's index in paths
+	fileOf []int                   // by task: its file's index in paths; nil for Files
 	fields map[int]*matchedFilters // by field id
 }
 
@@ -504,6 +589,16 @@ func newPlanFiles(ix *index.TableIndex, tasks []table.FileScanTask) *planFiles {
 	return pf
 }
 
+// newPlanFilesOf returns the plan files of files: their own columns, each
+// file its own (fileOf nil).
+func newPlanFilesOf(ix *index.TableIndex, files *Files) *planFiles {
+	pf := &planFiles{ix: ix, paths: files.Paths, sizes: files.Sizes, byPath: make(map[string]int, len(files.Paths)), fields: map[int]*matchedFilters{}}
+	for i, path := range files.Paths {
+		pf.byPath[path] = i
+	}
+	return pf
+}
+
 // match finds each file's applicable filter for the fields of f's tests
 // not matched yet, one pass over each segment's files
 // (index.TableIndex.Match), and returns the filters of each test.
@@ -532,16 +627,18 @@ func (pf *planFiles) match(f *predicate) []*matchedFilters {
 	return matched
 }
 
-// Memo keeps, for the tasks of one plan, what Prune derives from them that
-// no filter value changes: their data files and each file's applicable
-// filters (the index's directories matched to the files). A caller that
-// keeps a plan in memory and prunes it for many values (a server) passes
-// one Memo per plan in Options.Memo, so that each later Prune of the same
-// tasks (the same slice) and index only checks the values' blocks. A Memo
-// is safe for concurrent use.
+// Memo keeps, for the tasks of one plan (or the Files of one), what Prune
+// derives from them that no filter value changes: their data files and
+// each file's applicable filters (the index's directories matched to the
+// files). A caller that keeps a plan in memory and prunes it for many
+// values (a server) passes one Memo per plan in Options.Memo, so that each
+// later Prune of the same tasks (the same slice) or PruneFiles of the same
+// Files, and index, only checks the values' blocks. A Memo is safe for
+// concurrent use.
 type Memo struct {
 	mu    sync.Mutex
 	tasks []table.FileScanTask
+	files *Files
 	pf    *planFiles
 }
 
@@ -555,9 +652,23 @@ func (m *Memo) planFiles(ix *index.TableIndex, tasks []table.FileScanTask, f *pr
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	same := m.pf != nil && m.pf.ix == ix && len(m.tasks) == len(tasks) && (len(tasks) == 0 || &m.tasks[0] == &tasks[0])
+	same := m.pf != nil && m.pf.ix == ix && m.files == nil && len(m.tasks) == len(tasks) && (len(tasks) == 0 || &m.tasks[0] == &tasks[0])
 	if !same {
-		m.tasks, m.pf = tasks, newPlanFiles(ix, tasks)
+		m.tasks, m.files, m.pf = tasks, nil, newPlanFiles(ix, tasks)
+	}
+	return m.pf, m.pf.match(f)
+}
+
+// planFilesOf is planFiles for Files.
+func (m *Memo) planFilesOf(ix *index.TableIndex, files *Files, f *predicate) (*planFiles, []*matchedFilters) {
+	if m == nil {
+		pf := newPlanFilesOf(ix, files)
+		return pf, pf.match(f)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pf == nil || m.pf.ix != ix || m.files != files {
+		m.tasks, m.files, m.pf = nil, files, newPlanFilesOf(ix, files)
 	}
 	return m.pf, m.pf.match(f)
 }

@@ -166,3 +166,81 @@ func TestPruneConcurrently(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPruneFiles: PruneFiles over the files of a plan held in columns keeps
+// what Prune keeps of its tasks, with and without Keep, and a Memo of those
+// Files serves every value without being made again.
+func TestPruneFiles(t *testing.T) {
+	fx := eventsFixture(t, 3, rowsPerFile)
+	cache := index.NewFooterCache(4)
+	all, err := fx.tbl.Scan().PlanFiles(fx.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := &Files{}
+	for _, task := range all {
+		files.Paths = append(files.Paths, task.File.FilePath())
+		files.Sizes = append(files.Sizes, task.File.FileSizeBytes())
+	}
+	kept := func(res *Result) []string {
+		var out []string
+		for _, i := range res.Kept {
+			out = append(out, files.Paths[i])
+		}
+		return out
+	}
+	memo := &Memo{}
+	var made *planFiles
+	dropped := 0
+	for c := range fx.cols {
+		for _, v := range []any{fx.files[1].rows[2][c], fx.absent(c)} {
+			filter := fx.where(c, v)
+			want, err := Prune(fx.ctx, fx.tbl, all, filter, Options{Cache: cache})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := PruneFiles(fx.ctx, fx.tbl, files, filter, Options{Cache: cache, Memo: memo})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(kept(got), paths(want.Candidates)) || got.SnapshotID != want.SnapshotID {
+				t.Fatalf("%s: PruneFiles kept %v, Prune %v", filter, kept(got), paths(want.Candidates))
+			}
+			if made == nil {
+				made = memo.pf
+			} else if memo.pf != made {
+				t.Fatalf("%s: the memo of the same Files was made again", filter)
+			}
+			// Every other file left out beforehand (Keep): what Prune keeps
+			// of those.
+			keep := make([]bool, len(all))
+			var some []string
+			for i := range keep {
+				keep[i] = i%2 == 0
+				if keep[i] {
+					some = append(some, files.Paths[i])
+				}
+			}
+			marked, err := PruneFiles(fx.ctx, fx.tbl, files, filter, Options{Cache: cache, Memo: memo, Keep: keep})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wantMarked []string
+			for _, p := range paths(want.Candidates) {
+				if slices.Contains(some, p) {
+					wantMarked = append(wantMarked, p)
+				}
+			}
+			if !slices.Equal(kept(marked), wantMarked) {
+				t.Fatalf("%s: PruneFiles with Keep kept %v, want %v", filter, kept(marked), wantMarked)
+			}
+			dropped += len(all) - len(got.Kept)
+		}
+	}
+	if dropped == 0 {
+		t.Fatal("PruneFiles dropped no file")
+	}
+	if _, err := PruneFiles(fx.ctx, fx.tbl, &Files{Paths: []string{"a"}}, fx.where(0, fx.absent(0)), Options{}); err == nil {
+		t.Fatal("PruneFiles of paths without sizes succeeded")
+	}
+}

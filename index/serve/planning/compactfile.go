@@ -8,14 +8,12 @@ import (
 )
 
 // compactFile is an iceberg.DataFile held in a quarter of the memory of
-// iceberg-go's own: the fast path keeps a base plan of every data file of a
-// table version (100,000 files and more), and iceberg-go's decoded entry
-// keeps each statistic twice, as decoded from Avro and as maps, about 2 KiB
-// a file of one or two columns. compactFile keeps each once, in slices
-// sorted by field id, and makes a map when asked for one: a new map each
-// call, as iceberg-go's own getters return copies. Only the candidates of a
-// plan are asked (for the answer), and each column's statistics once per
-// base (columnStats).
+// iceberg-go's own, which keeps each statistic twice, as decoded from Avro
+// and as maps, about 2 KiB a file of one or two columns. compactFile keeps
+// each once, in slices sorted by field id, and makes a map when asked for
+// one: a new map each call, as iceberg-go's own getters return copies. A
+// base plan (fileSet) keeps its delete files so, and gives its candidate
+// data files back as compactFiles without statistics.
 type compactFile struct {
 	path        string
 	format      iceberg.FileFormat
@@ -189,35 +187,26 @@ func (c *compactFile) Partition() map[int]any {
 	return m
 }
 
-// compactTasks replaces the files of tasks by compactFiles, each delete
-// file once however many tasks it applies to, and returns the bytes they
-// hold.
-func compactTasks(tasks []table.FileScanTask) int64 {
-	deletes := map[iceberg.DataFile]*compactFile{}
-	var size int64
-	for i := range tasks {
-		t := &tasks[i]
-		c := compact(t.File)
-		t.File = c
-		size += 200 + c.bytes() // the task and its file
-		for _, group := range [][]iceberg.DataFile{t.DeleteFiles, t.EqualityDeleteFiles, t.DeletionVectorFiles} {
-			size += 24 + 16*int64(len(group))
-			for j, d := range group {
-				cd, ok := deletes[d]
-				if !ok {
-					cd = compact(d)
-					deletes[d] = cd
-					size += cd.bytes()
-				}
-				group[j] = cd
-			}
-		}
-	}
-	return size
-}
+// NoStatistics is a DataFile without column statistics, as a base plan's
+// candidate data files are, for tests to compare with.
+var NoStatistics iceberg.DataFile = &compactFile{}
 
-// Compact is f as base plans keep it (compactFile): every DataFile method
-// answers as f's does, in about 40% of the memory of iceberg-go's decoded
-// entry. It is exported so that the equivalence can be checked over tables
-// other packages build (a history with every kind of delete).
-func Compact(f iceberg.DataFile) iceberg.DataFile { return compact(f) }
+// HeldTasks returns tasks (iceberg-go's plan, one task per data file) as
+// a base plan holds them (fileSet) and gives its candidates back: every
+// DataFile method of a data file answers as iceberg-go's decoded entry
+// does but the column statistics, which are absent (a request for them
+// takes the usual path), and its delete files answer every method as
+// iceberg-go's (compactFile, in about 40% of the memory). It is exported
+// so that the equivalence can be checked over tables other packages build
+// (a history with every kind of delete).
+func HeldTasks(tasks []table.FileScanTask, schema *iceberg.Schema) ([]table.FileScanTask, error) {
+	set, err := newFileSet(tasks, schema, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]table.FileScanTask, set.len())
+	for i := range out {
+		out[i] = set.task(i)
+	}
+	return out, nil
+}

@@ -3,6 +3,7 @@ package planning
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -120,29 +121,17 @@ func (conjunctVisitor) VisitOr(l, r splitExpr) splitExpr {
 func (conjunctVisitor) VisitUnbound(p iceberg.UnboundPredicate) splitExpr { return one(p) }
 func (conjunctVisitor) VisitBound(p iceberg.BoundPredicate) splitExpr     { return one(p) }
 
-// base is iceberg-go's plan of R for one table version and snapshot, with
-// what the statistics check needs decoded once, on first use.
+// base is iceberg-go's plan of R for one table version and snapshot, held
+// in columns (fileSet) with the statistics of the columns of P it was made
+// for.
 type base struct {
-	tasks      []table.FileScanTask // residuals cleared
-	files      int                  // distinct data files of tasks
+	set        *fileSet
 	filesTotal int
 	size       int64
-	memo       lookup.Memo // the index's matches for tasks, kept for every value
+	memo       lookup.Memo // the index's matches for set, kept for every value
 
-	mu    sync.Mutex
-	stats map[int]*columnStats // by field id
-	parts []iceberg.StructLike // by task, nil until a partition check needs them
-}
-
-// columnStats are one column's statistics of every task's file.
-type columnStats struct {
-	nullsOnly, nansOnly []bool
-	lower, upper        []iceberg.Literal // nil: absent or undecodable
-	// ints says the column's values are integers (int, long, date, time,
-	// timestamps); ilo and ihi are then lower and upper as int64 (where
-	// those are not nil), compared without an interface call per file.
-	ints     bool
-	ilo, ihi []int64
+	mu       sync.Mutex
+	partRecs []iceberg.StructLike // by set.partValues, nil until a partition check needs them
 }
 
 // asInt64 is an integer literal's value.
@@ -171,33 +160,54 @@ func baseKey(tbl *table.Table, access string, snapshot int64, caseSensitive bool
 		tbl.Metadata().TableUUID(), snapshot, caseSensitive, rKey)
 }
 
-// base returns iceberg-go's plan of r for the snapshot, from the cache when
-// it was made before.
-func (p *Planner) base(ctx context.Context, tbl *table.Table, access string, snap *table.Snapshot, caseSensitive bool, r iceberg.BooleanExpression, rKey string) (*base, error) {
+// base returns iceberg-go's plan of r for the snapshot, with the
+// statistics of fields, from the cache when it was made before for them.
+// A base lacking the statistics of one of fields is made again with those
+// of both, and replaces it: a table whose lookups name several columns
+// soon has one base with them all, not one per column.
+func (p *Planner) base(ctx context.Context, tbl *table.Table, access string, snap *table.Snapshot, caseSensitive bool, r iceberg.BooleanExpression, rKey string, schema *iceberg.Schema, fields []int) (*base, error) {
 	key := baseKey(tbl, access, snap.SnapshotID, caseSensitive, rKey)
-	if b, ok := p.bases.get(key); ok {
-		return b, nil
+	old, ok := p.bases.get(key)
+	if ok && old.set.has(fields) {
+		return old, nil
 	}
-	b, err := p.planBase(ctx, tbl, snap, caseSensitive, r)
+	if ok {
+		for id := range old.set.stats {
+			if !slices.Contains(fields, id) {
+				fields = append(fields, id)
+			}
+		}
+	}
+	b, err := p.planBase(ctx, tbl, snap, caseSensitive, r, schema, fields)
 	if err != nil {
 		return nil, err
 	}
-	b.size = 512 + int64(len(key)) + int64(len(b.tasks))*memoBytesPerTask + b.size
+	b.size = 512 + int64(len(key)) + b.set.bytes() + int64(b.set.len())*(memoBytesPerFile+int64(len(b.set.stats))*matchBytesPerFile)
 	if n, ok := summaryFiles(snap); ok {
 		b.filesTotal = n
 	} else if rKey == (iceberg.AlwaysTrue{}).String() {
-		b.filesTotal = b.files
-	} else if all, err := p.base(ctx, tbl, access, snap, caseSensitive, iceberg.AlwaysTrue{}, iceberg.AlwaysTrue{}.String()); err == nil {
+		b.filesTotal = b.set.len()
+	} else if all, err := p.base(ctx, tbl, access, snap, caseSensitive, iceberg.AlwaysTrue{}, iceberg.AlwaysTrue{}.String(), schema, nil); err == nil {
 		b.filesTotal = all.filesTotal
 	}
 	p.bases.add(key, b, b.size)
 	return b, nil
 }
 
-// planBase makes a base plan of r, within the work budget (released before
-// base asks for the plan of all files, which reserves its own); its size is
-// its compacted tasks' alone.
-func (p *Planner) planBase(ctx context.Context, tbl *table.Table, snap *table.Snapshot, caseSensitive bool, r iceberg.BooleanExpression) (*base, error) {
+// has reports whether s holds the statistics of every one of fields.
+func (s *fileSet) has(fields []int) bool {
+	for _, id := range fields {
+		if _, ok := s.stats[id]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// planBase makes a base plan of r with the statistics of fields, within
+// the work budget (released before base asks for the plan of all files,
+// which reserves its own).
+func (p *Planner) planBase(ctx context.Context, tbl *table.Table, snap *table.Snapshot, caseSensitive bool, r iceberg.BooleanExpression, schema *iceberg.Schema, fields []int) (*base, error) {
 	release, err := p.work.reserve(ctx, coldWorkBytes(tbl, snap))
 	if err != nil {
 		return nil, err
@@ -207,21 +217,20 @@ func (p *Planner) planBase(ctx context.Context, tbl *table.Table, snap *table.Sn
 	if err != nil {
 		return nil, fmt.Errorf("plan scan of snapshot %d: %w", snap.SnapshotID, err)
 	}
-	b := &base{tasks: tasks, files: distinctFiles(tasks), stats: map[int]*columnStats{}}
-	for i := range tasks {
-		tasks[i].Residual = nil // R's, not F's: the client applies its filter
+	set, err := newFileSet(tasks, schema, fields)
+	if err != nil {
+		return nil, fmt.Errorf("plan scan of snapshot %d: %w", snap.SnapshotID, err)
 	}
-	b.size = compactTasks(tasks)
-	return b, nil
+	return &base{set: set}, nil
 }
 
-// Estimates of what a base plan holds besides its tasks: per task, the
-// memo's file list and path map (memoBytesPerTask), and per task and
-// column of P, its decoded statistics and its matched index filter
-// (columnBytesPerTask).
+// Estimates of what a base plan's memo holds besides its files: per file,
+// its entry in the path map (memoBytesPerFile), and per file and column
+// the base holds statistics of (the columns of P), its matched index
+// filter (matchBytesPerFile).
 const (
-	memoBytesPerTask   = 96
-	columnBytesPerTask = 56 + 120
+	memoBytesPerFile  = 96
+	matchBytesPerFile = 120
 )
 
 // summaryFiles is the snapshot summary's count of live data files.
@@ -231,47 +240,6 @@ func summaryFiles(snap *table.Snapshot) (int, bool) {
 	}
 	n, err := strconv.Atoi(snap.Summary.Properties["total-data-files"])
 	return n, err == nil
-}
-
-// columnStats returns the statistics of field for every task, decoding
-// them on first use; the bytes they add are charged to the cache.
-func (p *Planner) columnStats(key string, b *base, field iceberg.NestedField) *columnStats {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if s, ok := b.stats[field.ID]; ok {
-		return s
-	}
-	n := len(b.tasks)
-	s := &columnStats{nullsOnly: make([]bool, n), nansOnly: make([]bool, n), lower: make([]iceberg.Literal, n), upper: make([]iceberg.Literal, n)}
-	for i := range b.tasks {
-		f := b.tasks[i].File
-		vc, vok := f.ValueCounts()[field.ID]
-		if nc, ok := f.NullValueCounts()[field.ID]; ok && vok && nc == vc {
-			s.nullsOnly[i] = true
-		}
-		if nc, ok := f.NaNValueCounts()[field.ID]; ok && vok && nc == vc {
-			s.nansOnly[i] = true
-		}
-		s.lower[i] = decodeBound(field.Type, f.LowerBoundValues()[field.ID])
-		s.upper[i] = decodeBound(field.Type, f.UpperBoundValues()[field.ID])
-	}
-	s.ints = true
-	s.ilo, s.ihi = make([]int64, n), make([]int64, n)
-	for i := range n {
-		var okLo, okHi bool
-		if s.ilo[i], okLo = asInt64(s.lower[i]); !okLo && s.lower[i] != nil {
-			s.ints = false
-		}
-		if s.ihi[i], okHi = asInt64(s.upper[i]); !okHi && s.upper[i] != nil {
-			s.ints = false
-		}
-	}
-	if !s.ints {
-		s.ilo, s.ihi = nil, nil
-	}
-	b.stats[field.ID] = s
-	p.bases.grow(key, int64(n)*columnBytesPerTask)
-	return s
 }
 
 // decodeBound decodes a bound, nil when absent or undecodable (then it
@@ -287,31 +255,43 @@ func decodeBound(typ iceberg.Type, raw []byte) iceberg.Literal {
 	return lit
 }
 
-// partitions returns each task's partition as a record of its spec's
-// partition type, made on first use.
+// partitions returns each of b's distinct partitions (set.partValues) as
+// a record of its spec's partition type, made on first use.
 func (p *Planner) partitions(key string, b *base, tbl *table.Table, schema *iceberg.Schema) []iceberg.StructLike {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.parts != nil {
-		return b.parts
+	if b.partRecs != nil {
+		return b.partRecs
 	}
 	types := map[int32]*iceberg.StructType{}
-	b.parts = make([]iceberg.StructLike, len(b.tasks))
-	for i := range b.tasks {
-		f := b.tasks[i].File
-		typ, ok := types[f.SpecID()]
+	recs := make([]iceberg.StructLike, len(b.set.partValues))
+	for i, values := range b.set.partValues {
+		spec := b.set.partSpecs[i]
+		typ, ok := types[spec]
 		if !ok {
-			if spec := tbl.Metadata().PartitionSpecByID(int(f.SpecID())); spec != nil {
-				typ = spec.PartitionType(schema)
+			if ps := tbl.Metadata().PartitionSpecByID(int(spec)); ps != nil {
+				typ = ps.PartitionType(schema)
 			}
-			types[f.SpecID()] = typ
+			types[spec] = typ
 		}
 		if typ != nil {
-			b.parts[i] = table.GetPartitionRecord(f, typ)
+			recs[i] = table.GetPartitionRecord(&compactFile{partition: sortedValues(values)}, typ)
 		}
 	}
-	p.bases.grow(key, int64(len(b.tasks))*96) // a record of a few values each
-	return b.parts
+	b.partRecs = recs
+	p.bases.grow(key, int64(len(recs))*96) // a record of a few values each
+	return recs
+}
+
+// sortedValues is a partition's values by field id, as compactFile holds
+// them.
+func sortedValues(values map[int]any) []fieldValue {
+	out := make([]fieldValue, 0, len(values))
+	for id, v := range values {
+		out = append(out, fieldValue{id, v})
+	}
+	slices.SortFunc(out, func(a, b fieldValue) int { return a.id - b.id })
+	return out
 }
 
 // partitionCheck is a conjunct of P projected to the partitions of one
@@ -345,48 +325,56 @@ func partitionChecks(tbl *table.Table, schema *iceberg.Schema, c conjuncts) map[
 	return checks
 }
 
-// statsKeep marks the tasks of b whose partition and statistics do not rule
-// out P (steps 1 and 2 of the fast path); nil when they rule out none. The
-// index then looks at the marked tasks of b.tasks (lookup.Options.Keep),
-// so its matches kept for b.tasks serve a value that statistics prune
-// some files for (one near either end of the key range) as they serve any
-// other: before, those values pruned a new slice, and the memo was made
-// again for it and for the next ordinary value.
+// statsKeep marks the files of b whose partition and statistics do not
+// rule out P (steps 1 and 2 of the fast path); nil when they rule out none.
+// The index then looks at the marked files of b.set
+// (lookup.Options.Keep), so its matches kept for b.set serve a value that
+// statistics prune some files for (one near either end of the key range)
+// as they serve any other. A partition is checked once, however many
+// files share it.
 func (p *Planner) statsKeep(key string, b *base, tbl *table.Table, c conjuncts) []bool {
-	checks := make([]valueCheck, len(c.bound))
-	for i, pred := range c.bound {
-		field := pred.Term().Ref().Field()
-		checks[i].stats = p.columnStats(key, b, field)
+	set := b.set
+	checks := make([]valueCheck, 0, len(c.bound))
+	for _, pred := range c.bound {
+		vc := valueCheck{stats: set.stats[pred.Term().Ref().Field().ID]}
+		if vc.stats == nil {
+			continue // not made for it (base makes it so): rules nothing out
+		}
 		switch pred := pred.(type) {
 		case iceberg.BoundLiteralPredicate:
-			checks[i].values = []iceberg.Literal{pred.Literal()}
+			vc.values = []iceberg.Literal{pred.Literal()}
 		case iceberg.BoundSetPredicate:
 			if pred.Literals().Len() <= inPredicateLimit {
-				checks[i].values = pred.Literals().Members()
+				vc.values = pred.Literals().Members()
 			}
 		}
-		if checks[i].stats.ints && checks[i].values != nil {
-			ints := make([]int64, 0, len(checks[i].values))
-			for _, v := range checks[i].values {
-				if n, ok := asInt64(v); ok {
-					ints = append(ints, n)
-				}
-			}
-			if len(ints) == len(checks[i].values) {
-				checks[i].ints = ints
-			}
+		if vc.values != nil && !vc.prepare() {
+			vc.values = nil // a value the held bounds cannot compare: they rule nothing out
 		}
+		checks = append(checks, vc)
 	}
 	partChecks := partitionChecks(tbl, c.schema, c)
-	var parts []iceberg.StructLike
+	var partKeep []bool // by set.partValues
 	if len(partChecks) > 0 {
-		parts = p.partitions(key, b, tbl, c.schema)
+		recs := p.partitions(key, b, tbl, c.schema)
+		partKeep = make([]bool, len(recs))
+		for pi, rec := range recs {
+			partKeep[pi] = true
+			if fns := partChecks[set.partSpecs[pi]]; len(fns) > 0 && rec != nil {
+				for _, fn := range fns {
+					if ok, err := fn(rec); err == nil && !ok {
+						partKeep[pi] = false
+						break
+					}
+				}
+			}
+		}
 	}
-	var keep []bool // nil until a task is dropped
-	for i := range b.tasks {
-		if !keepTask(i, b, checks, partChecks, parts) {
+	var keep []bool // nil until a file is dropped
+	for i := range set.len() {
+		if !keepFile(i, set, checks, partKeep) {
 			if keep == nil {
-				keep = make([]bool, len(b.tasks))
+				keep = make([]bool, set.len())
 				for j := range i {
 					keep[j] = true
 				}
@@ -398,51 +386,50 @@ func (p *Planner) statsKeep(key string, b *base, tbl *table.Table, c conjuncts) 
 	return keep
 }
 
-// keepTask reports whether task i's partition and statistics do not rule
+// keepFile reports whether file i's partition and statistics do not rule
 // out P.
-func keepTask(i int, b *base, checks []valueCheck, partChecks map[int32][]partitionCheck, parts []iceberg.StructLike) bool {
+func keepFile(i int, set *fileSet, checks []valueCheck, partKeep []bool) bool {
 	for _, vc := range checks {
 		s := vc.stats
 		if s.nullsOnly[i] || s.nansOnly[i] {
 			return false
 		}
-		if vc.values != nil && !vc.within(i) {
+		if vc.values != nil && !s.within(i, vc.values, vc.ints, vc.raw) {
 			return false
 		}
 	}
-	if len(partChecks) == 0 {
-		return true
-	}
-	if fns := partChecks[b.tasks[i].File.SpecID()]; len(fns) > 0 && parts[i] != nil {
-		for _, fn := range fns {
-			if ok, err := fn(parts[i]); err == nil && !ok {
-				return false
-			}
-		}
-	}
-	return true
+	return partKeep == nil || partKeep[set.parts[i]]
 }
 
 // valueCheck is a conjunct of P against one column's statistics.
 type valueCheck struct {
 	stats  *columnStats
 	values []iceberg.Literal // nil: more than iceberg-go compares (IN of over 200)
-	ints   []int64           // values as int64, when stats.ints
+	ints   []int64           // values as int64, for intBounds
+	raw    [][]byte          // values' bytes, for bytesBounds
 }
 
-// within is anyWithin for task i, by int64 when the column is of integers.
-func (vc *valueCheck) within(i int) bool {
-	s := vc.stats
-	if vc.ints == nil {
-		return anyWithin(vc.values, s.lower[i], s.upper[i])
-	}
-	for _, v := range vc.ints {
-		if s.lower[i] != nil && s.ilo[i] > v || s.upper[i] != nil && s.ihi[i] < v {
-			continue
+// prepare converts the values to the form the column's bounds are held
+// in; false when one does not convert.
+func (vc *valueCheck) prepare() bool {
+	for _, v := range vc.values {
+		switch vc.stats.kind {
+		case intBounds:
+			n, ok := asInt64(v)
+			if !ok {
+				return false
+			}
+			vc.ints = append(vc.ints, n)
+		case bytesBounds:
+			switch v.(type) {
+			case iceberg.TypedLiteral[string], iceberg.TypedLiteral[[]byte]:
+				vc.raw = append(vc.raw, literalBytes(v))
+			default:
+				return false
+			}
 		}
-		return true
 	}
-	return false
+	return true
 }
 
 // inPredicateLimit is the size of an IN list beyond which iceberg-go's
@@ -516,9 +503,13 @@ func cmpTyped[T iceberg.LiteralType](bound iceberg.TypedLiteral[T], v iceberg.Li
 }
 
 // fastPlan plans filter by the fast path: nil when it does not apply (no
-// conjunct for the index, or a table without the snapshot). It returns
-// the number of distinct data files the statistics left too.
-func (p *Planner) fastPlan(ctx context.Context, tbl *table.Table, access string, filter iceberg.BooleanExpression, o lookup.Options) (*lookup.Result, int, error) {
+// conjunct for the index, a table without the snapshot, or a request for
+// column statistics, which a base does not hold). It returns the number of
+// distinct data files the statistics left too.
+func (p *Planner) fastPlan(ctx context.Context, tbl *table.Table, access string, filter iceberg.BooleanExpression, o lookup.Options, statsFields map[int]bool) (*lookup.Result, int, error) {
+	if len(statsFields) > 0 {
+		return nil, 0, nil
+	}
 	snap, schema, err := lookup.Snapshot(tbl, o.SnapshotID)
 	if err != nil || snap == nil {
 		return nil, 0, nil
@@ -527,7 +518,13 @@ func (p *Planner) fastPlan(ctx context.Context, tbl *table.Table, access string,
 	if !ok {
 		return nil, 0, nil
 	}
-	b, err := p.base(ctx, tbl, access, snap, o.CaseSensitive, c.r, c.rKey)
+	fields := make([]int, 0, len(c.bound))
+	for _, pred := range c.bound {
+		if id := pred.Term().Ref().Field().ID; !slices.Contains(fields, id) {
+			fields = append(fields, id)
+		}
+	}
+	b, err := p.base(ctx, tbl, access, snap, o.CaseSensitive, c.r, c.rKey, schema, fields)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -535,23 +532,28 @@ func (p *Planner) fastPlan(ctx context.Context, tbl *table.Table, access string,
 	o.Memo, o.Keep = &b.memo, p.statsKeep(key, b, tbl, c)
 	// The index's scratch is sized by all of b's files, whatever
 	// statistics keep.
-	release, err := p.work.reserve(ctx, lookup.WorkBytes(b.files, c.bound))
+	release, err := p.work.reserve(ctx, lookup.WorkBytes(b.set.len(), c.bound))
 	if err != nil {
 		return nil, 0, err
 	}
 	defer release()
-	res, err := lookup.Prune(ctx, tbl, b.tasks, c.p, o)
+	res, err := lookup.PruneFiles(ctx, tbl, &b.set.files, c.p, o)
 	if err != nil {
 		return nil, 0, err
 	}
 	res.FilesTotal = b.filesTotal
-	files := b.files
-	switch {
-	case o.Keep == nil:
-	case b.files == len(b.tasks): // a task per file, as iceberg-go plans
-		files = len(res.AfterStats)
-	default:
-		files = distinctFiles(res.AfterStats)
+	afterStats := b.set.len()
+	if o.Keep != nil {
+		afterStats = 0
+		for _, k := range o.Keep {
+			if k {
+				afterStats++
+			}
+		}
 	}
-	return res, files, nil
+	res.Candidates = make([]table.FileScanTask, len(res.Kept))
+	for j, i := range res.Kept {
+		res.Candidates[j] = b.set.task(int(i))
+	}
+	return res, afterStats, nil
 }

@@ -338,7 +338,7 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, access string, req
 	}
 
 	o := lookup.Options{SnapshotID: req.SnapshotID, CaseSensitive: caseSensitive, Cache: p.footers.Scoped(access)}
-	planned, afterStats, err := p.fastPlan(ctx, tbl, access, filter, o)
+	planned, afterStats, err := p.fastPlan(ctx, tbl, access, filter, o, statsFields)
 	fast := planned != nil && err == nil
 	if !fast && !isBusy(err) { // not for the fast path, or it failed: the usual path reports why
 		planned, err = p.coldPlan(ctx, tbl, filter, o)
