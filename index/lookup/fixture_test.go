@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,7 +34,9 @@ import (
 
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/hashing"
+	"github.com/icebloom/icebloom/index/indexfile"
 	"github.com/icebloom/icebloom/index/sbbf"
+	"github.com/icebloom/icebloom/index/segment"
 	"github.com/icebloom/icebloom/index/where"
 	"github.com/icebloom/icebloom/puffin"
 )
@@ -142,6 +145,12 @@ type fixture struct {
 	rand    *rand.Rand
 	files   []dataFile
 	present []map[any]bool // by column
+	// columnar counts the plans the columnar prober checked (plan);
+	// uncrossed turns the check off, for a test counting the I/O of Plan.
+	columnar  atomic.Int64
+	uncrossed bool
+	// grouped makes index write version 2 segments.
+	grouped bool
 }
 
 func newFixture(t testing.TB, cols []column, props iceberg.Properties) *fixture {
@@ -428,8 +437,42 @@ func (fx *fixture) reload() {
 	}
 }
 
-// index indexes files as one new segment of the current snapshot.
+// index indexes files as one new segment of the current snapshot: of
+// version 2 (groups, as the indexer writes them) when fx.grouped, else of
+// version 1 (a blob per entry).
 func (fx *fixture) index(files ...dataFile) {
 	fx.t.Helper()
+	if fx.grouped {
+		fx.register(fx.writeGroups(fx.entries(files...)))
+		return
+	}
 	fx.register(fx.writeSegment(fx.entries(files...)))
+}
+
+// writeGroups writes blobs as a version 2 segment of the current
+// snapshot, with indexfile's writer, and returns its statistics entry.
+func (fx *fixture) writeGroups(blobs []indexBlob) table.StatisticsFile {
+	fx.t.Helper()
+	fsys, err := fx.tbl.FS(fx.ctx)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	snap := fx.tbl.CurrentSnapshot()
+	path := fmt.Sprintf("%s/metadata/icebloom-%d-%d.puffin", fx.tbl.Location(), snap.SnapshotID, fx.rand.Uint32())
+	w, err := indexfile.Create(fsys.(icebergio.WriteFileIO), path, segment.WriterOptions{SnapshotID: snap.SnapshotID, SequenceNumber: snap.SequenceNumber}, time.Now)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	for _, b := range blobs {
+		e := b.entry
+		if err := w.Add(segment.FilterInput{File: segment.File{Path: e.DataFile, Size: e.DataFileSize}, FieldID: e.FieldID,
+			ValueType: e.ValueType, FPP: e.FPP, NDV: e.NDV, Bits: b.bits}); err != nil {
+			fx.t.Fatal(err)
+		}
+	}
+	f, err := w.Finish()
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	return f.StatisticsFile(snap, nil)
 }

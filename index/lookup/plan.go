@@ -293,6 +293,44 @@ func PruneFiles(ctx context.Context, tbl *table.Table, files *Files, filter iceb
 	if f.root.kind == keepNode || len(res.Kept) == 0 {
 		return res, nil // nothing for the index to do
 	}
+	if tests, ok := conjunction(f); ok {
+		fsys, err := catalog.TableIO(ctx, tbl)
+		if err != nil {
+			return nil, fmt.Errorf("lookup: table file system: %w", err)
+		}
+		indexStart := time.Now()
+		ix, errs := index.Load(ctx, fsys, tbl.Metadata(), o.Cache)
+		fields := make([]int, len(tests))
+		for i, t := range tests {
+			fields[i] = t.fieldID
+		}
+		cols := o.Memo.columns(ix, files, fields)
+		if !readsV1(cols, fields) {
+			alive, stats, err := pruneColumns(ctx, fsys, len(files.Paths), o.Keep, tests, cols)
+			if err != nil {
+				return nil, err
+			}
+			kept := res.Kept[:0]
+			for _, i := range res.Kept {
+				if !alive[i] {
+					continue
+				}
+				kept = append(kept, i)
+				for _, id := range fields {
+					if !cols[id].indexed[i] {
+						res.Unindexed = append(res.Unindexed, files.Paths[i])
+						break
+					}
+				}
+			}
+			res.Kept = kept
+			res.IndexErrors = append(errs, stats.errs...)
+			res.BlocksRead, res.BytesRead, res.Requests = stats.blocks, stats.bytes, stats.requests
+			res.ScratchBytes = 2 * int64(len(files.Paths))
+			res.IndexTime = time.Since(indexStart)
+			return res, nil
+		}
+	}
 	checks, r, err := res.runIndex(ctx, tbl, f, o, func(ix *index.TableIndex) (*planFiles, []*matchedFilters) {
 		return o.Memo.planFilesOf(ix, files, f)
 	}, func(checks []fileCheck) {
@@ -317,6 +355,17 @@ func PruneFiles(ctx context.Context, tbl *table.Table, files *Files, filter iceb
 	}
 	res.Kept = kept
 	return res, nil
+}
+
+// readsV1 reports whether the applicable filter of some file for one of
+// fields is a version 1 entry, which the columnar prober does not read.
+func readsV1(cols map[int]*columnIndex, fields []int) bool {
+	for _, id := range fields {
+		if cols[id].v1 {
+			return true
+		}
+	}
+	return false
 }
 
 // Snapshot returns the snapshot to plan (nil for a table without
@@ -640,6 +689,11 @@ type Memo struct {
 	tasks []table.FileScanTask
 	files *Files
 	pf    *planFiles
+	// cols are the column indexes of colsFiles for colsIx, by field id:
+	// the columnar prober's (columnar.go).
+	cols      map[int]*columnIndex
+	colsIx    *index.TableIndex
+	colsFiles *Files
 }
 
 // planFiles returns the plan files of tasks for ix and the filters matched

@@ -33,7 +33,18 @@ const rowsPerFile = 24
 // eventsFixture is a table of 2n data files of the given number of rows,
 // indexed in two segments of n files each.
 func eventsFixture(t testing.TB, n, rows int) *fixture {
+	return indexedFixture(t, n, rows, false)
+}
+
+// groupedFixture is eventsFixture with version 2 segments (groups), as
+// the indexer writes them.
+func groupedFixture(t testing.TB, n, rows int) *fixture {
+	return indexedFixture(t, n, rows, true)
+}
+
+func indexedFixture(t testing.TB, n, rows int, grouped bool) *fixture {
 	fx := newFixture(t, columns, mergeManifests)
+	fx.grouped = grouped
 	for range n {
 		fx.appendFile(rows)
 	}
@@ -51,7 +62,44 @@ func (fx *fixture) plan(filter iceberg.BooleanExpression, o Options) *Result {
 	if err != nil {
 		fx.t.Fatalf("Plan(%s): %v", filter, err)
 	}
+	if !fx.uncrossed {
+		fx.sameByPruneFiles(filter, o, res)
+	}
 	return res
+}
+
+// sameByPruneFiles checks that PruneFiles over Plan's AfterStats, held in
+// columns, keeps Plan's candidates and reports the same unindexed files,
+// and errors when Plan does: every plan of the package's tests checks the
+// columnar prober (columnar.go) against the general evaluation, over every
+// index problem and predicate they make. The memo says which way it went.
+func (fx *fixture) sameByPruneFiles(filter iceberg.BooleanExpression, o Options, res *Result) {
+	fx.t.Helper()
+	files := &Files{}
+	for _, task := range res.AfterStats {
+		files.Paths = append(files.Paths, task.File.FilePath())
+		files.Sizes = append(files.Sizes, task.File.FileSizeBytes())
+	}
+	memo := &Memo{}
+	o.Memo, o.Keep = memo, nil
+	got, err := PruneFiles(fx.ctx, fx.tbl, files, filter, o)
+	if err != nil {
+		fx.t.Fatalf("PruneFiles(%s): %v", filter, err)
+	}
+	var kept []string
+	for _, i := range got.Kept {
+		kept = append(kept, files.Paths[i])
+	}
+	way := "the general evaluation"
+	if memo.cols != nil && memo.pf == nil {
+		way = "the columnar prober"
+		fx.columnar.Add(1)
+	}
+	if !slices.Equal(kept, paths(res.Candidates)) || !sameSet(got.Unindexed, res.Unindexed) ||
+		(len(got.IndexErrors) > 0) != (len(res.IndexErrors) > 0) {
+		fx.t.Fatalf("%s: PruneFiles by %s kept %v (unindexed %v, errors %v), Plan %v (unindexed %v, errors %v)", filter, way,
+			kept, got.Unindexed, got.IndexErrors, paths(res.Candidates), res.Unindexed, res.IndexErrors)
+	}
 }
 
 func paths(tasks []table.FileScanTask) []string {
@@ -77,7 +125,7 @@ func (fx *fixture) kept(res *Result) []int {
 // written as the lookup command's filter, from several goroutines at once:
 // each lookup must keep the file holding the value.
 func TestNoFalseNegatives(t *testing.T) {
-	fx := eventsFixture(t, 3, rowsPerFile)
+	fx := groupedFixture(t, 3, rowsPerFile)
 	cache := index.NewFooterCache(4)
 	type lookup struct{ file, row, col int }
 	work := make(chan lookup)
@@ -120,7 +168,7 @@ func TestNoFalseNegatives(t *testing.T) {
 // TestAbsentValues looks up values no file holds: statistics keep almost
 // every file, and the index drops all but about its false-positive rate.
 func TestAbsentValues(t *testing.T) {
-	fx := eventsFixture(t, 3, rowsPerFile)
+	fx := groupedFixture(t, 3, rowsPerFile)
 	cache := index.NewFooterCache(4)
 	const perColumn = 60
 	for c, col := range fx.cols {
@@ -147,7 +195,7 @@ func TestAbsentValues(t *testing.T) {
 // TestPredicates checks which predicates prune: =, IN, AND of either, OR of
 // both; NOT, !=, NOT IN, ranges, IS NULL and starts-with never do.
 func TestPredicates(t *testing.T) {
-	fx := eventsFixture(t, 3, rowsPerFile)
+	fx := groupedFixture(t, 3, rowsPerFile)
 	// Values whose own lookup keeps exactly their file (no false positive
 	// elsewhere), so that what a combination keeps follows from set logic.
 	sole := func(c, f int) string {
@@ -217,6 +265,9 @@ func TestPredicates(t *testing.T) {
 		if !c.prunes && !slices.Equal(paths(res.Candidates), paths(res.AfterStats)) {
 			t.Errorf("%s: the index pruned (%d of %d left)", c.filter, len(res.Candidates), len(res.AfterStats))
 		}
+	}
+	if fx.columnar.Load() == 0 {
+		t.Error("no filter was checked against the columnar prober")
 	}
 }
 
@@ -474,6 +525,7 @@ func (c *countingIO) take() []readAt {
 // apart while the blocks of several values in one entry are near.
 func TestBlockReads(t *testing.T) {
 	fx := eventsFixture(t, 2, 1500)
+	fx.uncrossed = true // PruneFiles would read too
 	fsys, err := fx.tbl.FS(fx.ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -182,7 +182,7 @@ func (p *Planner) base(ctx context.Context, tbl *table.Table, access string, sna
 	if err != nil {
 		return nil, err
 	}
-	b.size = 512 + int64(len(key)) + b.set.bytes() + int64(b.set.len())*(memoBytesPerFile+int64(len(b.set.stats))*matchBytesPerFile)
+	b.size = 512 + int64(len(key)) + b.set.bytes() + int64(b.set.len())*int64(len(b.set.stats))*matchBytesPerFile
 	if n, ok := summaryFiles(snap); ok {
 		b.filesTotal = n
 	} else if rKey == (iceberg.AlwaysTrue{}).String() {
@@ -224,14 +224,11 @@ func (p *Planner) planBase(ctx context.Context, tbl *table.Table, snap *table.Sn
 	return &base{set: set}, nil
 }
 
-// Estimates of what a base plan's memo holds besides its files: per file,
-// its entry in the path map (memoBytesPerFile), and per file and column
-// the base holds statistics of (the columns of P), its matched index
-// filter (matchBytesPerFile).
-const (
-	memoBytesPerFile  = 96
-	matchBytesPerFile = 120
-)
+// matchBytesPerFile estimates what a base plan's memo holds per file and
+// column the base holds statistics of (the columns of P): the file's place
+// in the index's groups (lookup's columnar prober: 9 bytes), with room
+// for what the match leaves behind.
+const matchBytesPerFile = 32
 
 // summaryFiles is the snapshot summary's count of live data files.
 func summaryFiles(snap *table.Snapshot) (int, bool) {

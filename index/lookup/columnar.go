@@ -1,0 +1,382 @@
+package lookup
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	icebergio "github.com/apache/iceberg-go/io"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/hashing"
+	"github.com/icebloom/icebloom/index/sbbf"
+	"github.com/icebloom/icebloom/index/segment"
+)
+
+// The columnar prober is PruneFiles's way through the index for the
+// filters a server's fast path sends it: an AND of tests (col = v, col IN
+// (…)) over files held in columns, all of whose filters are in version 2
+// groups. The general evaluation (eval.go, blocks.go) makes a check and a
+// probe per file and value, about 200 ns a file; a lookup of a new value
+// over 100,000 files and more spends most of its time there. Here the
+// memo keeps, per field, each group's files by member (8 bytes a file, not
+// a 120-byte StoredFilter), and a lookup walks each group once per value:
+// the value's block is the same for every member of a group, its members'
+// blocks lie side by side in one run, so each chunk of the run that holds
+// a live file is read and verified once, and each file costs one bit test.
+
+// columnIndex is one field's filters for the files of a Files.
+type columnIndex struct {
+	groups []columnGroup
+	// indexed says which files have a filter of the field (in a group);
+	// v1 is set when some file's applicable filter is a version 1 entry,
+	// which the columnar prober does not read.
+	indexed []bool
+	v1      bool
+}
+
+// columnGroup is a v2 group holding filters of the files, and those files
+// by member.
+type columnGroup struct {
+	g     *segment.Group
+	path  string // of the statistics file
+	files []memberFile
+}
+
+// memberFile is a member of a group and the file (index in Files) it is
+// the filter of.
+type memberFile struct{ member, file int32 }
+
+// bytes is the memory c holds.
+func (c *columnIndex) bytes() int64 {
+	n := int64(len(c.indexed)) + 64*int64(len(c.groups))
+	for _, g := range c.groups {
+		n += 8 * int64(cap(g.files))
+	}
+	return n
+}
+
+// columns returns the column indexes of fields for files, matching the
+// index once for the fields not matched yet (its first applicable filter
+// for a file and field wins, as Lookup's does).
+func (m *Memo) columns(ix *index.TableIndex, files *Files, fields []int) map[int]*columnIndex {
+	if m == nil {
+		return matchColumns(ix, files, fields)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cols == nil || m.colsIx != ix || m.colsFiles != files {
+		m.cols, m.colsIx, m.colsFiles = map[int]*columnIndex{}, ix, files
+	}
+	var missing []int
+	for _, id := range fields {
+		if m.cols[id] == nil && !slices.Contains(missing, id) {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		for id, c := range matchColumns(ix, files, missing) {
+			m.cols[id] = c
+		}
+	}
+	return m.cols
+}
+
+// matchColumns matches the index's filters of fields to files.
+func matchColumns(ix *index.TableIndex, files *Files, fields []int) map[int]*columnIndex {
+	byPath := make(map[string]int, len(files.Paths)) // for the match alone
+	for i, p := range files.Paths {
+		byPath[p] = i
+	}
+	cols := map[int]*columnIndex{}
+	seen := map[int][]bool{}
+	groupOf := map[*segment.Group]int{}
+	for _, id := range fields {
+		cols[id] = &columnIndex{indexed: make([]bool, len(files.Paths))}
+		seen[id] = make([]bool, len(files.Paths))
+	}
+	ix.Match(byPath, files.Sizes, fields, func(i int, flt index.StoredFilter) {
+		c := cols[flt.FieldID]
+		if seen[flt.FieldID][i] {
+			return // the first segment's wins
+		}
+		seen[flt.FieldID][i] = true
+		g, member := flt.Group()
+		if g == nil {
+			c.v1 = true
+			return
+		}
+		gi, ok := groupOf[g]
+		if !ok {
+			gi = len(c.groups)
+			groupOf[g] = gi
+			c.groups = append(c.groups, columnGroup{g: g, path: flt.Path})
+		}
+		c.groups[gi].files = append(c.groups[gi].files, memberFile{int32(member), int32(i)})
+		c.indexed[i] = true
+	})
+	for _, c := range cols {
+		for gi := range c.groups {
+			fs := c.groups[gi].files
+			slices.SortFunc(fs, func(a, b memberFile) int { return cmp.Compare(a.member, b.member) })
+			c.groups[gi].files = slices.Clone(fs) // exactly sized: appending left up to twice the room
+		}
+	}
+	return cols
+}
+
+// conjunction returns the tests of f when its root is one test or an AND
+// of tests, the shape the columnar prober evaluates; ok is false else.
+func conjunction(f *predicate) (tests []*test, ok bool) {
+	switch f.root.kind {
+	case testNode:
+		return []*test{f.root.test}, true
+	case andNode:
+		for _, kid := range f.root.kids {
+			if kid.kind != testNode {
+				return nil, false
+			}
+			tests = append(tests, kid.test)
+		}
+		return tests, true
+	}
+	return nil, false
+}
+
+// columnar is one lookup of the columnar prober.
+type columnar struct {
+	fsys      icebergio.IO
+	alive     []bool // files not ruled out so far
+	hit       []bool // files the current test keeps: a value may be present
+	units     []chunkUnit
+	unitBytes int64
+	blockStats
+}
+
+// chunkUnit is one chunk to read and verify, the hash to check in it, and
+// the group files (columnGroup.files[first:end]) whose blocks it holds.
+type chunkUnit struct {
+	path       string
+	chunk      segment.Chunk
+	hash       uint64
+	group      *columnGroup
+	first, end int32
+}
+
+// columnarBatchBytes bounds the chunks a lookup reads before it checks
+// them: an IN of many values over many files reads in batches, so its
+// buffers do not grow with files × values.
+var columnarBatchBytes int64 = 8 << 20 // a variable for tests
+
+// pruneColumns evaluates the conjunction tests for the files alive marks
+// (all of them when nil), with the column indexes cols, and returns which
+// survive. Problems are reported in the returned stats, and keep the files
+// they concern.
+func pruneColumns(ctx context.Context, fsys icebergio.IO, n int, alive []bool, tests []*test, cols map[int]*columnIndex) ([]bool, blockStats, error) {
+	c := &columnar{fsys: fsys, alive: make([]bool, n), hit: make([]bool, n)}
+	if alive == nil {
+		for i := range c.alive {
+			c.alive[i] = true
+		}
+	} else {
+		copy(c.alive, alive)
+	}
+	// The test of fewest values first: it reads least, and the others
+	// read only for the files it keeps.
+	tests = slices.Clone(tests)
+	slices.SortStableFunc(tests, func(a, b *test) int { return cmp.Compare(len(a.values), len(b.values)) })
+	for _, t := range tests {
+		col := cols[t.fieldID]
+		clear(c.hit)
+		for i, ok := range col.indexed {
+			if !ok {
+				c.hit[i] = true // no filter: the file is kept
+			}
+		}
+		for gi := range col.groups {
+			if err := c.group(ctx, t, &col.groups[gi]); err != nil {
+				return nil, c.blockStats, err
+			}
+		}
+		if err := c.flush(ctx); err != nil {
+			return nil, c.blockStats, err
+		}
+		for i := range c.alive {
+			c.alive[i] = c.alive[i] && c.hit[i]
+		}
+	}
+	return c.alive, c.blockStats, nil
+}
+
+// group queues the chunks of one group that t's values need: for each
+// value, the chunks of its block's run that hold a live file.
+func (c *columnar) group(ctx context.Context, t *test, g *columnGroup) error {
+	var hashes []uint64
+	for _, v := range t.values {
+		h, outcome, err := hashing.Literal(g.g.ValueType, v)
+		if err != nil {
+			c.errs = append(c.errs, fmt.Errorf("lookup: %s = %s (filters in %s): %w", t.column, v, g.path, err))
+		}
+		switch outcome {
+		case hashing.NeverPresent:
+			continue
+		case hashing.CannotPrune:
+			for _, mf := range g.files {
+				c.hit[mf.file] = true
+			}
+			return nil
+		}
+		hashes = append(hashes, h)
+	}
+	for _, h := range hashes {
+		b := sbbf.BlockIndex(h, g.g.Blocks)
+		for start := 0; start < len(g.files); {
+			k := g.files[start].member / segment.ChunkMembers
+			end, live := start, false
+			for end < len(g.files) && g.files[end].member/segment.ChunkMembers == k {
+				f := g.files[end].file
+				live = live || c.alive[f] && !c.hit[f]
+				end++
+			}
+			if live {
+				ch := g.g.ChunkOf(b, int(k)*segment.ChunkMembers)
+				c.units = append(c.units, chunkUnit{path: g.path, chunk: ch, hash: h, group: g, first: int32(start), end: int32(end)})
+				c.unitBytes += ch.Length + segment.ChecksumBytes
+				if c.unitBytes >= columnarBatchBytes {
+					if err := c.flush(ctx); err != nil {
+						return err
+					}
+				}
+			}
+			start = end
+		}
+	}
+	return nil
+}
+
+// columnSpan is one read of the columnar prober: units of one statistics
+// file, sorted by offset, lying in [start, end).
+type columnSpan struct {
+	file       icebergio.File
+	path       string
+	start, end int64
+	units      []chunkUnit
+	buf        []byte
+	err        error
+}
+
+// flush reads the queued chunks (coalesced as readBlocks coalesces, all
+// reads at once) and checks their files' blocks.
+func (c *columnar) flush(ctx context.Context) error {
+	if len(c.units) == 0 {
+		return nil
+	}
+	defer func() { c.units, c.unitBytes = c.units[:0], 0 }()
+	slices.SortFunc(c.units, func(a, b chunkUnit) int {
+		return cmp.Or(cmp.Compare(a.path, b.path), cmp.Compare(a.chunk.Offset, b.chunk.Offset))
+	})
+	var spans []columnSpan
+	units := c.units
+	for len(units) > 0 {
+		path, n := units[0].path, 1
+		for n < len(units) && units[n].path == path {
+			n++
+		}
+		us := units[:n]
+		units = units[n:]
+		f, err := c.fsys.Open(path)
+		if err != nil {
+			c.unread(us)
+			c.errs = append(c.errs, fmt.Errorf("lookup: open statistics file %s: %w", path, err))
+			continue
+		}
+		defer f.Close()
+		for len(us) > 0 {
+			start := us[0].chunk.Offset
+			end := start + us[0].chunk.Length + segment.ChecksumBytes
+			k := 1
+			for ; k < len(us); k++ {
+				off, length := us[k].chunk.Offset, us[k].chunk.Length+segment.ChecksumBytes
+				if off >= end && (off-end >= maxGap || off+length-start > maxRead) {
+					break
+				}
+				end = max(end, off+length)
+			}
+			spans = append(spans, columnSpan{file: f, path: path, start: start, end: end, units: us[:k]})
+			us = us[k:]
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("lookup: %w", err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(readConcurrency)
+	var mu sync.Mutex
+	for i := range spans {
+		g.Go(func() error {
+			sp := &spans[i]
+			sp.buf = make([]byte, sp.end-sp.start)
+			err := readSection(gctx, sp.file, sp.start, sp.buf)
+			mu.Lock()
+			defer mu.Unlock()
+			c.requests++
+			c.bytes += sp.end - sp.start
+			if err != nil {
+				sp.err = fmt.Errorf("lookup: read index blocks of %s at offset %d (%d bytes): %w", sp.path, sp.start, len(sp.buf), err)
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	for i := range spans {
+		sp := &spans[i]
+		if sp.err != nil {
+			c.unread(sp.units)
+			c.errs = append(c.errs, sp.err)
+			continue
+		}
+		for _, u := range sp.units {
+			data := sp.buf[u.chunk.Offset-sp.start:][:u.chunk.Length+segment.ChecksumBytes]
+			if !u.chunk.Verify(data) {
+				c.unread([]chunkUnit{u})
+				c.errs = append(c.errs, fmt.Errorf("lookup: index chunk of %d bytes at offset %d of %s: %w", u.chunk.Length, u.chunk.Offset, sp.path, segment.ErrChecksum))
+				continue
+			}
+			base := u.group.files[u.first].member / segment.ChunkMembers * segment.ChunkMembers
+			for _, mf := range u.group.files[u.first:u.end] {
+				if !c.alive[mf.file] || c.hit[mf.file] {
+					continue
+				}
+				c.blocks++
+				at := int(mf.member-base) * sbbf.BlockBytes
+				if sbbf.CheckBlock(data[at:at+sbbf.BlockBytes], u.hash) {
+					c.hit[mf.file] = true
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// unread answers units whose chunks could not be read or verified: their
+// files are kept.
+func (c *columnar) unread(units []chunkUnit) {
+	for _, u := range units {
+		for _, mf := range u.group.files[u.first:u.end] {
+			c.hit[mf.file] = true
+		}
+	}
+}
+
+// readSection reads len(buf) bytes at off of f, or the context's error.
+func readSection(ctx context.Context, f icebergio.File, off int64, buf []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	_, err := io.ReadFull(io.NewSectionReader(f, off, int64(len(buf))), buf)
+	return err
+}

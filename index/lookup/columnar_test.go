@@ -1,0 +1,128 @@
+package lookup
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/segment"
+)
+
+// TestColumnarINInBatches: an IN of many values read in batches of a few
+// chunks (columnarBatchBytes) keeps what the general evaluation keeps,
+// with and without ANDs of the other column (fx.plan checks PruneFiles
+// against Plan).
+func TestColumnarINInBatches(t *testing.T) {
+	fx := groupedFixture(t, 3, rowsPerFile)
+	defer func(b int64) { columnarBatchBytes = b }(columnarBatchBytes)
+	columnarBatchBytes = 64 // a chunk or two a batch
+	for c := range fx.cols {
+		var values []any
+		for i, f := range fx.files {
+			values = append(values, f.rows[i%len(f.rows)][c], fx.absent(c))
+		}
+		for range 30 {
+			values = append(values, fx.absent(c))
+		}
+		lits := make([]string, len(values))
+		for i, v := range values {
+			lits[i] = fx.cols[c].literal(v)
+		}
+		in := mustParse(t, fx.cols[c].name+" IN ("+strings.Join(lits, ", ")+")")
+		res := fx.plan(in, Options{})
+		if len(res.Candidates) != len(fx.files) {
+			t.Errorf("%s IN (…%d values): kept %d of %d files, each holding one", fx.cols[c].name, len(values), len(res.Candidates), len(fx.files))
+		}
+		other := (c + 1) % len(fx.cols)
+		fx.plan(iceberg.NewAnd(in, fx.where(other, fx.absent(other))), Options{})
+		fx.plan(iceberg.NewAnd(fx.where(other, fx.files[2].rows[0][other]), in), Options{})
+	}
+	if fx.columnar.Load() == 0 {
+		t.Fatal("no lookup went through the columnar prober")
+	}
+}
+
+// TestColumnarIndexProblems: a chunk that fails its checksum and a
+// statistics file gone after its directory was cached keep the files
+// concerned, report an error naming the problem, and leave the others
+// pruned.
+func TestColumnarIndexProblems(t *testing.T) {
+	fx := groupedFixture(t, 2, rowsPerFile)
+	fsys, err := fx.tbl.FS(fx.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, errs := index.Load(fx.ctx, fsys, fx.tbl.Metadata(), nil)
+	if len(errs) > 0 || len(ix.Segments()) != 2 {
+		t.Fatalf("Load: %d segments, errors %v", len(ix.Segments()), errs)
+	}
+	// The first segment holds files 0 and 1: flip a byte of each of its
+	// groups' runs.
+	seg := ix.Segments()[0]
+	f, err := fsys.Open(seg.File.StatisticsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range seg.Dir.Groups {
+		for b := range g.Blocks {
+			data[g.ChunkOf(b, 0).Offset] ^= 0x40
+		}
+	}
+	fx.upload(seg.File.StatisticsPath, data)
+
+	files := &Files{}
+	for _, df := range fx.files {
+		files.Paths = append(files.Paths, df.path)
+		files.Sizes = append(files.Sizes, df.size)
+	}
+	check := func(what string, o Options) {
+		t.Helper()
+		for c := range fx.cols {
+			filter := fx.where(c, fx.absent(c))
+			o.Memo = &Memo{}
+			res, err := PruneFiles(fx.ctx, fx.tbl, files, filter, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Memo.cols == nil || o.Memo.pf != nil {
+				t.Fatalf("%s, %s: not by the columnar prober", what, filter)
+			}
+			for i := range 2 {
+				if !slices.Contains(res.Kept, int32(i)) {
+					t.Errorf("%s, %s: dropped file %d, whose filters cannot be read", what, filter, i)
+				}
+			}
+			if len(res.IndexErrors) == 0 || !strings.Contains(fmt.Sprint(res.IndexErrors), seg.File.StatisticsPath) {
+				t.Errorf("%s, %s: errors %v, want one naming %s", what, filter, res.IndexErrors, seg.File.StatisticsPath)
+			}
+			if what == "corrupt chunks" && !errors.Is(res.IndexErrors[0], segment.ErrChecksum) {
+				t.Errorf("%s, %s: error %v, want a checksum error", what, filter, res.IndexErrors[0])
+			}
+			if len(res.Kept) == len(files.Paths) {
+				t.Errorf("%s, %s: every file kept, the good segment's too", what, filter)
+			}
+		}
+	}
+	check("corrupt chunks", Options{})
+
+	// The directory cached, the file gone: its chunks cannot be read.
+	cache := index.NewFooterCache(8)
+	if _, err := PruneFiles(fx.ctx, fx.tbl, files, fx.where(0, fx.absent(0)), Options{Cache: cache}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Remove(seg.File.StatisticsPath); err != nil {
+		t.Fatal(err)
+	}
+	check("statistics file gone", Options{Cache: cache})
+}
