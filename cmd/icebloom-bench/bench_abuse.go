@@ -297,7 +297,7 @@ func (ab *abuser) run(ctx context.Context) error {
 		return err
 	}
 	ab.buildBodies()
-	if ab.srv, err = startServer(ctx, bin, ab.dir, ab.c.AbuseBudgetMiB, serveYAMLGoMemLimit); err != nil {
+	if ab.srv, err = startServer(ctx, serverConfig{bin: bin, dir: ab.dir, budgetMiB: ab.c.AbuseBudgetMiB, goMemLimit: serveYAMLGoMemLimit}); err != nil {
 		return err
 	}
 	defer ab.srv.stop()

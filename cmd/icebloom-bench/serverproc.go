@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,18 +71,33 @@ type serverProcess struct {
 	started time.Time
 }
 
+// serverConfig is how startServer runs icebloom serve.
+type serverConfig struct {
+	bin string
+	// dir is where it runs: the embedded catalog is dir/warehouse.
+	dir string
+	// log is the name of its log in dir (its stderr: log records and the
+	// gctrace); "" is serve.log.
+	log       string
+	budgetMiB int64
+	// goMemLimit is its GOMEMLIMIT; "" sets none.
+	goMemLimit string
+	// extra are more flags of serve.
+	extra []string
+}
+
 // startServer starts `icebloom serve` in catalog mode over the embedded
-// catalog in dir/warehouse, on a loopback port, with --memory-budget-mib
-// budgetMiB and GOMEMLIMIT goMemLimit (none when ""), and starts sampling
-// its RSS.
-func startServer(ctx context.Context, bin, dir string, budgetMiB int64, goMemLimit string) (*serverProcess, error) {
-	logPath := filepath.Join(dir, "serve.log")
+// catalog in cfg.dir/warehouse, on a loopback port, as cfg says, with
+// GODEBUG=gctrace=1, and starts sampling its RSS.
+func startServer(ctx context.Context, cfg serverConfig) (*serverProcess, error) {
+	bin, dir := cfg.bin, cfg.dir
+	logPath := filepath.Join(dir, cmp.Or(cfg.log, "serve.log"))
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("server log: %w", err)
 	}
-	cmd := exec.Command(bin, "--log-level", "warn", "serve", "--listen", "127.0.0.1:0",
-		"--memory-budget-mib", strconv.FormatInt(budgetMiB, 10))
+	cmd := exec.Command(bin, append([]string{"--log-level", "warn", "serve", "--listen", "127.0.0.1:0",
+		"--memory-budget-mib", strconv.FormatInt(cfg.budgetMiB, 10)}, cfg.extra...)...)
 	cmd.Dir = dir // the embedded catalog is ./warehouse
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "ICEBLOOM_") && !strings.HasPrefix(kv, "GOMEMLIMIT=") && !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "GOGC=") && !strings.HasPrefix(kv, "GODEBUG=") {
@@ -92,8 +108,8 @@ func startServer(ctx context.Context, bin, dir string, budgetMiB int64, goMemLim
 	// heap it marked, to the server's stderr (its log), which the report
 	// reads (serverProcess.gcs).
 	cmd.Env = append(cmd.Env, "HOME="+dir, "GODEBUG=gctrace=1") // HOME: no ~/.iceberg-go.yaml
-	if goMemLimit != "" {
-		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+goMemLimit)
+	if cfg.goMemLimit != "" {
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+cfg.goMemLimit)
 	}
 	cmd.Stderr = logFile
 	stdout, err := cmd.StdoutPipe()

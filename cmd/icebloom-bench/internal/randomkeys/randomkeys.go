@@ -278,8 +278,8 @@ type Value struct {
 	Edge   bool
 }
 
-// Literal is the value as iceberg-go's expressions take it.
-func (v Value) Literal() iceberg.BooleanExpression {
+// Filter is the point lookup of v: its column equal to it.
+func (v Value) Filter() iceberg.BooleanExpression {
 	if v.Column == EmailCol {
 		return iceberg.EqualTo(iceberg.Reference(EmailCol), v.Email)
 	}
@@ -403,8 +403,10 @@ type Record struct {
 	SnapshotID int64  `json:"snapshot_id"`
 	// Statistics are the statistics files of the table version the index
 	// was built on.
-	Statistics []string  `json:"statistics"`
-	Made       time.Time `json:"made"`
+	Statistics []string `json:"statistics"`
+	// FPP is the false-positive rate the index was built with.
+	FPP  float64   `json:"fpp"`
+	Made time.Time `json:"made"`
 	// WriteS, AddS and IndexS are the seconds making it took: writing
 	// the files, their add_files commits, and the index's build.
 	WriteS    float64 `json:"write_s"`
