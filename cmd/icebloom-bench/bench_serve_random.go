@@ -186,14 +186,18 @@ func (c *BenchCmd) runServeRandom(ctx context.Context, e *env) error {
 	}
 	for _, n := range sizes {
 		run := RandomRun{Files: n, Measurements: []BenchLine{}, Failures: []string{}}
-		err := rb.size(ctx, &run)
+		// A size that cannot go on is a failure of the run, listed with the
+		// others; the next size runs all the same.
+		if err := rb.size(ctx, &run); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("serve %d (random): %w", n, err)
+			}
+			run.Failures = append(run.Failures, "stopped: "+err.Error())
+		}
 		for _, f := range run.Failures {
 			out.Failures = append(out.Failures, fmt.Sprintf("%d files: %s", n, f))
 		}
 		out.Runs = append(out.Runs, run)
-		if err != nil {
-			return fmt.Errorf("serve %d (random): %w", n, err)
-		}
 	}
 	out.LoadAfter = procstat.LoadAvg()
 	if e.json {
@@ -243,6 +247,11 @@ type randomSize struct {
 	// local is the table the client plans locally.
 	local   *table.Table
 	dropped atomic.Int64
+	// refused counts the plans the server did not make for want of room
+	// (refusal), failed those that failed otherwise; refusals are the first
+	// few refused.
+	refused, failed atomic.Int64
+	refusals        []string
 	// callers numbers the clients' bearer tokens.
 	callers atomic.Int64
 	mu      sync.Mutex // guards run.Failures
@@ -263,6 +272,7 @@ func (rb *randomBench) size(ctx context.Context, run *RandomRun) error {
 	if err := rs.table(ctx); err != nil {
 		return err
 	}
+	defer rs.outcomes() // last, also when a phase stops the size
 	rs.vals = randomkeys.NewDrawer(rs.rec.Spec, rs.rec.Location, uint64(time.Now().UnixNano()))
 	var err error
 	if rs.srv, err = rs.start(ctx, "serve.log"); err != nil {
@@ -449,6 +459,50 @@ func (rs *randomSize) plan(ctx context.Context, tbl *table.Table, mode table.Sca
 	return len(files), d, nil
 }
 
+// try plans v as plan does; the measurement goes on without a plan that
+// was not made (false): one the server refused for want of room is counted
+// (refusal; the first few kept as examples), any other is a failure of the
+// run, listed as what.
+func (rs *randomSize) try(ctx context.Context, tbl *table.Table, mode table.ScanPlanningMode, v randomkeys.Value, what string) (int, time.Duration, bool) {
+	f, d, err := rs.plan(ctx, tbl, mode, v)
+	switch {
+	case err == nil:
+		return f, d, true
+	case refusal(err):
+		if rs.refused.Add(1) <= 3 {
+			rs.mu.Lock()
+			rs.refusals = append(rs.refusals, fmt.Sprintf("%s: %v", what, err))
+			rs.mu.Unlock()
+		}
+	case ctx.Err() == nil:
+		rs.failed.Add(1)
+		rs.fail("%s: %v", what, err)
+	}
+	return 0, d, false
+}
+
+// median is the median of ds, 0 for none.
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	return report.Median(ds)
+}
+
+// ratio adds the median of num over that of den as key, held to target;
+// when either has no plan (each failed), it says so without a verdict.
+func (rs *randomSize) ratio(key string, num, den []time.Duration, target func(float64) (string, *bool), detail func(n, d time.Duration) string) {
+	if len(num) == 0 || len(den) == 0 {
+		rs.run.add(BenchLine{Key: key, Value: 0, Unit: "x", Target: "none (nothing to compare)",
+			Detail: "every plan of one side failed: see the failures"})
+		return
+	}
+	n, d := report.Median(num), report.Median(den)
+	r := report.Ratio(n, d)
+	t, pass := target(r)
+	rs.run.add(BenchLine{Key: key, Value: r, Unit: "x", Target: t, Pass: pass, Detail: detail(n, d)})
+}
+
 // next is the k-th value of a sequence that alternates the columns, and
 // within each alternates a value some file holds with one drawn afresh.
 func (rs *randomSize) next(k int, edge bool) randomkeys.Value {
@@ -471,68 +525,70 @@ func (rs *randomSize) sideBySide(ctx context.Context) error {
 	var middle, edge, local []time.Duration
 	var middleFiles, edgeFiles, localFiles []int
 	k, e := 0, 0
-	steps := []func(r int) error{
-		func(int) error {
+	steps := []func(r int){
+		func(int) {
 			for range randomWarmPerRound {
 				v := rs.next(k, false)
 				k++
-				f, d, err := rs.plan(ctx, tbl, table.ScanPlanningRemote, v)
-				if err != nil {
-					return err
+				if f, d, ok := rs.try(ctx, tbl, table.ScanPlanningRemote, v, "warm"); ok {
+					middle, middleFiles, warm[v.Column] = append(middle, d), append(middleFiles, f), append(warm[v.Column], d)
 				}
-				middle, middleFiles, warm[v.Column] = append(middle, d), append(middleFiles, f), append(warm[v.Column], d)
 			}
 			for range randomColumns {
 				v := rs.next(e, true)
 				e++
-				f, d, err := rs.plan(ctx, tbl, table.ScanPlanningRemote, v)
-				if err != nil {
-					return err
+				if f, d, ok := rs.try(ctx, tbl, table.ScanPlanningRemote, v, "warm, edge"); ok {
+					edge, edgeFiles = append(edge, d), append(edgeFiles, f)
 				}
-				edge, edgeFiles = append(edge, d), append(edgeFiles, f)
 			}
-			return nil
 		},
-		func(r int) error {
+		func(r int) {
 			v := rs.vals.Present(randomColumns[r%len(randomColumns)], false)
-			f, d, err := rs.plan(ctx, rs.local, table.ScanPlanningLocal, v)
-			local, localFiles = append(local, d), append(localFiles, f)
-			return err
+			if f, d, ok := rs.try(ctx, rs.local, table.ScanPlanningLocal, v, "local"); ok {
+				local, localFiles = append(local, d), append(localFiles, f)
+			}
 		},
 	}
 	for r := range rounds {
 		for i := range steps { // rotated, so neither kind always runs first
-			if err := steps[(i+r)%len(steps)](r); err != nil {
-				return err
-			}
+			steps[(i+r)%len(steps)](r)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 	}
 	run := rs.run
 	spread := func(fs []int) string {
+		if len(fs) == 0 {
+			return "none planned"
+		}
 		s := slices.Sorted(slices.Values(fs))
 		return fmt.Sprintf("median %d, %d to %d", s[len(s)/2], s[0], s[len(s)-1])
 	}
-	mid, edg, loc := report.Median(middle), report.Median(edge), report.Median(local)
-	run.add(BenchLine{Key: "serve_files_planned", Value: float64(slices.Sorted(slices.Values(middleFiles))[len(middleFiles)/2]), Unit: "files", Target: "none (reported)",
+	mid, edg, loc := median(middle), median(edge), median(local)
+	files := 0
+	if len(middleFiles) > 0 {
+		files = slices.Sorted(slices.Values(middleFiles))[len(middleFiles)/2]
+	}
+	run.add(BenchLine{Key: "serve_files_planned", Value: float64(files), Unit: "files", Target: "none (reported)",
 		Detail: fmt.Sprintf("data files of a point lookup planned by the warm server: middle values %s; edge values %s; by the client locally (min/max statistics alone) %s",
 			spread(middleFiles), spread(edgeFiles), spread(localFiles))})
 	run.add(report.ReportedMS("serve_warm_ms", mid, fmt.Sprintf("the client's PlanFiles, server planning warm, a new value from the middle of its column each time, id and email alternating, half held by a file: median of %d", len(middle))))
 	for _, col := range randomColumns {
-		run.add(report.ReportedMS("serve_warm_"+col+"_ms", report.Median(warm[col]), fmt.Sprintf("the same, the plans of %s alone: median of %d", col, len(warm[col]))))
+		run.add(report.ReportedMS("serve_warm_"+col+"_ms", median(warm[col]), fmt.Sprintf("the same, the plans of %s alone: median of %d", col, len(warm[col]))))
 	}
 	run.add(report.ReportedMS("serve_warm_edge_ms", edg, fmt.Sprintf("the same for new values from either edge of their column (the lowest or highest %d%% of ids, emails starting with 0 or z), where min/max statistics drop some files: median of %d",
 		randomkeys.EdgePercent, len(edge))))
 	run.add(report.ReportedMS("local_plan_ms", loc, fmt.Sprintf("the client's own PlanFiles (table.ScanPlanningLocal, the table loaded once, so its manifest list is cached) of a middle value, id and email alternating: median of %d", len(local))))
 	for _, l := range []struct {
 		key  string
-		warm time.Duration
+		warm []time.Duration
 		what string
-	}{{"serve_warm_vs_local", mid, "middle values"}, {"serve_warm_edge_vs_local", edg, "edge values"}} {
-		r := report.Ratio(l.warm, loc)
-		target, pass := randomWarmTarget(rs.n, r)
-		run.add(BenchLine{Key: l.key, Value: r, Unit: "x", Target: target, Pass: pass,
-			Detail: fmt.Sprintf("server planning warm, %s of id and email alternating, %s vs the client's local planning %s, interleaved",
-				l.what, cli.DurationText(l.warm), cli.DurationText(loc))})
+	}{{"serve_warm_vs_local", middle, "middle values"}, {"serve_warm_edge_vs_local", edge, "edge values"}} {
+		rs.ratio(l.key, l.warm, local, func(r float64) (string, *bool) { return randomWarmTarget(rs.n, r) }, func(w, loc time.Duration) string {
+			return fmt.Sprintf("server planning warm, %s of id and email alternating, %s vs the client's local planning %s, interleaved",
+				l.what, cli.DurationText(w), cli.DurationText(loc))
+		})
 	}
 	return nil
 }
@@ -552,10 +608,9 @@ func randomWarmTarget(files int, r float64) (string, *bool) {
 
 // planners has clients plan new values until stop is closed: id and email
 // alternating, half held by a file, one in randomEdgeEvery from an edge.
-// It returns the latencies of the plans that were answered; a plan refused
-// with 429 after iceberg-go's retries is counted in refused, any other
-// error is a failure of the run.
-func (rs *randomSize) planners(ctx context.Context, clients []*table.Table, stop <-chan struct{}, refused *atomic.Int64) func() []time.Duration {
+// It returns the latencies of the plans that were answered; a plan that
+// was not is counted as try does.
+func (rs *randomSize) planners(ctx context.Context, clients []*table.Table, stop <-chan struct{}) func() []time.Duration {
 	lat := make([][]time.Duration, len(clients))
 	var wg sync.WaitGroup
 	for i, tbl := range clients {
@@ -568,16 +623,14 @@ func (rs *randomSize) planners(ctx context.Context, clients []*table.Table, stop
 					return
 				default:
 				}
-				_, d, err := rs.plan(ctx, tbl, table.ScanPlanningRemote, rs.next(k, k%randomEdgeEvery == randomEdgeEvery-1))
+				v := rs.next(k, k%randomEdgeEvery == randomEdgeEvery-1)
+				_, d, ok := rs.try(ctx, tbl, table.ScanPlanningRemote, v, fmt.Sprintf("client %d", i))
 				switch {
-				case err == nil:
+				case ok:
 					lat[i] = append(lat[i], d)
-				case slowDown(err):
-					refused.Add(1)
 				case ctx.Err() != nil:
 					return
 				default:
-					rs.fail("client %d: %v", i, err)
 					time.Sleep(100 * time.Millisecond) // no busy loop against a dead server
 				}
 			}
@@ -589,9 +642,15 @@ func (rs *randomSize) planners(ctx context.Context, clients []*table.Table, stop
 	}
 }
 
-// slowDown reports whether err is iceberg-go's REST client's error of
-// serve's 429 (SlowDownException: no room to plan now).
-func slowDown(err error) bool { return strings.Contains(err.Error(), "SlowDownException") }
+// refusal reports whether err, of iceberg-go's REST client, is a plan the
+// server did not make for want of room: its 429 (SlowDownException) that
+// outlived iceberg-go's retries, a submitted plan that failed waiting for
+// room in the work budget or over its caller's share (both say "retry
+// later"), or one iceberg-go stopped polling for before it was done.
+func refusal(err error) bool {
+	m := err.Error()
+	return strings.Contains(m, "SlowDownException") || strings.Contains(m, "retry later") || strings.Contains(m, "polling exhausted")
+}
 
 // concurrent has the clients but the first plan at once for
 // --serve-duration, and adds their p50, p99 and its ratio and the 429s
@@ -600,12 +659,11 @@ func (rs *randomSize) concurrent(ctx context.Context) ([2]time.Duration, error) 
 	c := rs.rb.c
 	clients := rs.clients[1:]
 	rs.rb.progress("serve %d (random): %d clients planning at once for %s", rs.n, len(clients), c.ServeDuration)
-	before := rs.statuses.snapshot()
-	var refused atomic.Int64
+	before, refusedBefore := rs.statuses.snapshot(), rs.refused.Load()
 	rs.srv.rss.restart()
 	stop := make(chan struct{})
 	window := [2]time.Duration{time.Since(rs.srv.started)}
-	wait := rs.planners(ctx, clients, stop, &refused)
+	wait := rs.planners(ctx, clients, stop)
 	select {
 	case <-time.After(c.ServeDuration):
 	case <-ctx.Done():
@@ -617,7 +675,7 @@ func (rs *randomSize) concurrent(ctx context.Context) ([2]time.Duration, error) 
 		return window, err
 	}
 	rssWindow := rs.srv.rss.restart()
-	after := rs.statuses.snapshot()
+	after, refused := rs.statuses.snapshot(), rs.refused.Load()-refusedBefore
 	run := rs.run
 	if len(lat) == 0 {
 		return window, errors.New("the concurrent clients planned nothing")
@@ -632,9 +690,9 @@ func (rs *randomSize) concurrent(ctx context.Context) ([2]time.Duration, error) 
 	run.add(BenchLine{Key: "serve_concurrent_p99_vs_p50", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("p99 %s vs p50 %s of %d clients' warm plans", cli.DurationText(p99), cli.DurationText(p50), len(clients))})
 	n429 := after.codes[http.StatusTooManyRequests] - before.codes[http.StatusTooManyRequests]
-	run.add(BenchLine{Key: "serve_concurrent_429", Value: float64(n429), Unit: "requests", Target: "0", Pass: ptr(n429 == 0),
-		Detail: fmt.Sprintf("answers 429 the clients got (iceberg-go retries them; %d plans still refused after its retries), --max-plans-in-flight %d",
-			refused.Load(), max(c.ServeClients+1, 16))})
+	run.add(BenchLine{Key: "serve_concurrent_refused", Value: float64(n429 + refused), Unit: "requests", Target: "0", Pass: ptr(n429+refused == 0),
+		Detail: fmt.Sprintf("answers 429 the clients got (%d; iceberg-go retries them) and plans the server did not make for want of room (%d: a 429 after iceberg-go's retries, a submitted plan failed 'retry later', or one iceberg-go stopped polling for); --max-plans-in-flight %d",
+			n429, refused, max(c.ServeClients+1, 16))})
 	run.add(BenchLine{Key: "rss_concurrent_mib", Value: float64(rssWindow) / (1 << 20), Unit: "MiB", Target: "none (reported)",
 		Detail: fmt.Sprintf("icebloom serve's VmRSS sampled every %s during the %d clients, peak", rssPeriod, len(clients))})
 	return window, nil
@@ -651,9 +709,9 @@ func (rs *randomSize) appends(ctx context.Context) error {
 	c, rb := rs.rb.c, rs.rb
 	bg := rs.clients[1 : 1+min(randomAppendClients, len(rs.clients)-1)]
 	rb.progress("serve %d (random): a file appended every %s for %s while %d clients plan", rs.n, c.ServeAppendEvery, c.ServeAppendDuration, len(bg))
-	var refused atomic.Int64
+	refusedBefore := rs.refused.Load()
 	stop := make(chan struct{})
-	wait := rs.planners(ctx, bg, stop, &refused)
+	wait := rs.planners(ctx, bg, stop)
 	tbl := rs.clients[0]
 	rng := rs.vals.Rand()
 	var afterAppend, afterSync, warm, commitT, syncT []time.Duration
@@ -679,11 +737,9 @@ func (rs *randomSize) appends(ctx context.Context) error {
 				rs.vals.Take(v)
 				return v
 			}
-			_, d, err := rs.plan(ctx, tbl, table.ScanPlanningRemote, of(randomColumns[k%2]))
-			if err != nil {
-				return fmt.Errorf("the first plan after appending %s: %w", path, err)
+			if _, d, ok := rs.try(ctx, tbl, table.ScanPlanningRemote, of(randomColumns[k%2]), "the first plan after appending "+path); ok {
+				afterAppend = append(afterAppend, d)
 			}
-			afterAppend = append(afterAppend, d)
 			start = time.Now()
 			synced, err := indexer.Sync(ctx, rb.cat, rs.ident, indexer.Options{FailFast: true, CompactAbove: -1})
 			if err != nil {
@@ -693,15 +749,13 @@ func (rs *randomSize) appends(ctx context.Context) error {
 			if synced.FilesIndexed != 1 {
 				return fmt.Errorf("sync after appending %s indexed %d files, want 1", path, synced.FilesIndexed)
 			}
-			if _, d, err = rs.plan(ctx, tbl, table.ScanPlanningRemote, of(randomColumns[(k+1)%2])); err != nil {
-				return fmt.Errorf("the first plan after syncing %s: %w", path, err)
+			if _, d, ok := rs.try(ctx, tbl, table.ScanPlanningRemote, of(randomColumns[(k+1)%2]), "the first plan after syncing "+path); ok {
+				afterSync = append(afterSync, d)
 			}
-			afterSync = append(afterSync, d)
 			for w := 0; w == 0 || time.Since(tick) < c.ServeAppendEvery && time.Now().Before(deadline); w++ {
-				if _, d, err = rs.plan(ctx, tbl, table.ScanPlanningRemote, rs.next(w, false)); err != nil {
-					return err
+				if _, d, ok := rs.try(ctx, tbl, table.ScanPlanningRemote, rs.next(w, false), "warm, between appends"); ok {
+					warm = append(warm, d)
 				}
-				warm = append(warm, d)
 			}
 			return nil
 		}()
@@ -718,11 +772,11 @@ func (rs *randomSize) appends(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if len(afterSync) == 0 {
+	if len(commitT) == 0 {
 		return errors.New("no append completed within --serve-append-duration")
 	}
 	run := rs.run
-	w := report.Median(warm)
+	w := median(warm)
 	run.add(report.ReportedMS("append_warm_ms", w, fmt.Sprintf("the measuring client's warm plans between appends (new middle values, id and email alternating), while %d clients plan: median of %d",
 		len(bg), len(warm))))
 	for _, l := range []struct {
@@ -732,19 +786,18 @@ func (rs *randomSize) appends(ctx context.Context) error {
 		{"after_append_vs_warm", "after an add_files commit of one file (one manifest more; a value of that file, which the index does not cover yet)", afterAppend},
 		{"after_sync_vs_warm", "after the sync that indexes it (indexer.Sync: a statistics commit; a value of that file)", afterSync},
 	} {
-		first := report.Median(l.lat)
-		r := report.Ratio(first, w)
-		target, pass := report.AtMost(r, randomAfterCommitVsWarm, "x")
-		run.add(BenchLine{Key: l.key, Value: r, Unit: "x", Target: target, Pass: pass,
-			Detail: fmt.Sprintf("the measuring client's first plan %s: median %s of %d, worst %s, vs its warm plans %s", l.what,
-				cli.DurationText(first), len(l.lat), cli.DurationText(slices.Max(l.lat)), cli.DurationText(w))})
+		rs.ratio(l.key, l.lat, warm, func(r float64) (string, *bool) { return report.AtMost(r, randomAfterCommitVsWarm, "x") },
+			func(first, w time.Duration) string {
+				return fmt.Sprintf("the measuring client's first plan %s: median %s of %d, worst %s, vs its warm plans %s", l.what,
+					cli.DurationText(first), len(l.lat), cli.DurationText(slices.Max(l.lat)), cli.DurationText(w))
+			})
 	}
 	bgDetail := "no plan answered"
 	if len(bgLat) > 0 {
 		bgDetail = fmt.Sprintf("p50 %s, p99 %s of %d plans", cli.DurationText(report.Percentile(bgLat, 0.5)), cli.DurationText(report.Percentile(bgLat, 0.99)), len(bgLat))
 	}
-	run.add(report.ReportedMS("append_commit_ms", report.Median(commitT), fmt.Sprintf("%d appends: the add_files commit of one file, median (the sync after it: median %s); the %d clients planning meanwhile: %s; %d refused with 429",
-		len(commitT), cli.DurationText(report.Median(syncT)), len(bg), bgDetail, refused.Load())))
+	run.add(report.ReportedMS("append_commit_ms", median(commitT), fmt.Sprintf("%d appends: the add_files commit of one file, median (the sync after it: median %s); the %d clients planning meanwhile: %s; %d plans refused for want of room",
+		len(commitT), cli.DurationText(median(syncT)), len(bg), bgDetail, rs.refused.Load()-refusedBefore)))
 	return nil
 }
 
@@ -843,11 +896,9 @@ func (rs *randomSize) cold(ctx context.Context) error {
 				if err != nil {
 					return err
 				}
-				_, d, err := rs.plan(ctx, tbl, table.ScanPlanningRemote, rs.vals.Present(col, false))
-				if err != nil {
-					return fmt.Errorf("cold: %w", err)
+				if _, d, ok := rs.try(ctx, tbl, table.ScanPlanningRemote, rs.vals.Present(col, false), "cold"); ok {
+					cold = append(cold, d)
 				}
-				cold = append(cold, d)
 				rss = max(rss, procstat.StatusOf(sp.cmd.Process.Pid, "VmHWM"), sp.rss.peak.Load())
 				if exited := sp.exited(); exited != nil {
 					rs.fail("a fresh server exited: %v; its log: %s", exited, sp.logTail())
@@ -855,9 +906,10 @@ func (rs *randomSize) cold(ctx context.Context) error {
 				return nil
 			},
 			func() error {
-				_, d, err := rs.plan(ctx, rs.local, table.ScanPlanningLocal, rs.vals.Present(col, false))
-				local = append(local, d)
-				return err
+				if _, d, ok := rs.try(ctx, rs.local, table.ScanPlanningLocal, rs.vals.Present(col, false), "local, cold phase"); ok {
+					local = append(local, d)
+				}
+				return ctx.Err()
 			},
 		}
 		for i := range steps {
@@ -866,17 +918,36 @@ func (rs *randomSize) cold(ctx context.Context) error {
 			}
 		}
 	}
-	cm, lm := report.Median(cold), report.Median(local)
+	cm, lm := median(cold), median(local)
 	run.add(report.ReportedMS("serve_cold_ms", cm, fmt.Sprintf("the first plan of a fresh icebloom serve process (after the client loaded the table through it; the OS page cache stays warm), a middle value, id and email alternating: median of %d; peak RSS of those processes %s",
 		len(cold), cli.BytesText(rss))))
 	run.add(report.ReportedMS("local_plan_cold_ms", lm, fmt.Sprintf("the client's local planning interleaved with them: median of %d", len(local))))
-	r := report.Ratio(cm, lm)
-	target, pass := report.TargetFrom(rs.n, randomColdFrom, r, randomColdVsLocal)
-	run.add(BenchLine{Key: "serve_cold_vs_local", Value: r, Unit: "x", Target: target, Pass: pass,
-		Detail: fmt.Sprintf("a fresh server's first plan %s vs the client's local planning %s, interleaved", cli.DurationText(cm), cli.DurationText(lm))})
+	rs.ratio("serve_cold_vs_local", cold, local, func(r float64) (string, *bool) { return report.TargetFrom(rs.n, randomColdFrom, r, randomColdVsLocal) },
+		func(cm, lm time.Duration) string {
+			return fmt.Sprintf("a fresh server's first plan %s vs the client's local planning %s, interleaved", cli.DurationText(cm), cli.DurationText(lm))
+		})
+	return nil
+}
+
+// outcomes adds the counts that fail the run: plans that dropped the file
+// holding their value, plans that failed, 5xx answers and requests that got
+// none.
+func (rs *randomSize) outcomes() {
+	run := rs.run
 	n := rs.dropped.Load()
 	run.add(BenchLine{Key: "files_dropped", Value: float64(n), Unit: "requests", Target: "0", Pass: ptr(n == 0),
 		Detail: "plans (warm, concurrent, after commits, cold, local) of a value a file holds that did not keep that file"})
+	r := rs.refused.Load()
+	detail := "plans the server did not make for want of room, in every step (a 429 after iceberg-go's retries, a submitted plan failed 'retry later', one iceberg-go stopped polling for)"
+	rs.mu.Lock()
+	if len(rs.refusals) > 0 {
+		detail += "; the first: " + strings.Join(rs.refusals, "; ")
+	}
+	rs.mu.Unlock()
+	run.add(BenchLine{Key: "plans_refused", Value: float64(r), Unit: "requests", Target: "0", Pass: ptr(r == 0), Detail: detail})
+	f := rs.failed.Load()
+	run.add(BenchLine{Key: "plans_failed", Value: float64(f), Unit: "requests", Target: "0", Pass: ptr(f == 0),
+		Detail: "plans that failed otherwise (answered status failed for another reason, or another error), each a failure of the run"})
 	st := rs.statuses.snapshot()
 	var fivexx int64
 	for code, k := range st.codes {
@@ -892,7 +963,6 @@ func (rs *randomSize) cold(ctx context.Context) error {
 	if st.errs > 0 {
 		rs.fail("%d requests got no answer", st.errs)
 	}
-	return nil
 }
 
 // statusCounter counts the HTTP answers of the REST clients by status,

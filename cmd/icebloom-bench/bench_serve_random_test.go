@@ -45,13 +45,13 @@ func TestBenchServeRandomJSON(t *testing.T) {
 		"make_write_ms_per_1000", "make_add_files_ms_per_1000", "make_index_ms_per_1000",
 		"serve_files_planned", "serve_warm_ms", "serve_warm_id_ms", "serve_warm_email_ms", "serve_warm_edge_ms", "local_plan_ms",
 		"serve_warm_vs_local", "serve_warm_edge_vs_local",
-		"serve_concurrent_p50_ms", "serve_concurrent_p99_ms", "serve_concurrent_p99_vs_p50", "serve_concurrent_429", "rss_concurrent_mib",
+		"serve_concurrent_p50_ms", "serve_concurrent_p99_ms", "serve_concurrent_p99_vs_p50", "serve_concurrent_refused", "rss_concurrent_mib",
 		"append_warm_ms", "after_append_vs_warm", "after_sync_vs_warm", "append_commit_ms",
 		"server_peak_rss_mib", "live_heap_concurrent_mib", "live_heap_life_mib",
-		"serve_cold_ms", "local_plan_cold_ms", "serve_cold_vs_local", "files_dropped", "server_5xx",
-	}, map[string]bool{"serve_concurrent_p99_vs_p50": true, "serve_concurrent_429": true, "after_append_vs_warm": true,
-		"after_sync_vs_warm": true, "server_peak_rss_mib": true, "live_heap_concurrent_mib": true, "files_dropped": true, "server_5xx": true},
-		map[string]bool{"serve_concurrent_429": true, "files_dropped": true, "server_5xx": true})
+		"serve_cold_ms", "local_plan_cold_ms", "serve_cold_vs_local", "files_dropped", "plans_refused", "plans_failed", "server_5xx",
+	}, map[string]bool{"serve_concurrent_p99_vs_p50": true, "serve_concurrent_refused": true, "after_append_vs_warm": true,
+		"after_sync_vs_warm": true, "server_peak_rss_mib": true, "live_heap_concurrent_mib": true, "files_dropped": true, "plans_refused": true, "plans_failed": true, "server_5xx": true},
+		map[string]bool{"serve_concurrent_refused": true, "files_dropped": true, "plans_refused": true, "plans_failed": true, "server_5xx": true})
 	// A warm plan of a middle value keeps a few of the 200 files; local
 	// planning, with min/max statistics alone, nearly all.
 	if l := got["serve_files_planned"]; l.Value > 20 || !strings.Contains(l.Detail, "locally") {
