@@ -490,11 +490,12 @@ func median(ds []time.Duration) time.Duration {
 }
 
 // ratio adds the median of num over that of den as key, held to target;
-// when either has no plan (each failed), it says so without a verdict.
+// when either has no plan (each refused or failed), it says so without a
+// verdict.
 func (rs *randomSize) ratio(key string, num, den []time.Duration, target func(float64) (string, *bool), detail func(n, d time.Duration) string) {
 	if len(num) == 0 || len(den) == 0 {
 		rs.run.add(BenchLine{Key: key, Value: 0, Unit: "x", Target: "none (nothing to compare)",
-			Detail: "every plan of one side failed: see the failures"})
+			Detail: "no plan of one side was made: each was refused (plans_refused) or failed (the failures)"})
 		return
 	}
 	n, d := report.Median(num), report.Median(den)
