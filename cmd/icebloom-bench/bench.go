@@ -67,6 +67,16 @@ type BenchCmd struct {
 	ServeClients    int    `arg:"--serve-clients" default:"16" help:"with --serve: clients planning at once"`
 	ServePlans      int    `arg:"--serve-plans" default:"8" help:"with --serve: plans of each concurrent client"`
 	MemoryBudgetMiB int64  `arg:"--memory-budget-mib" default:"256" help:"with --serve: the server's memory budget (icebloom serve --memory-budget-mib), MiB"`
+	// ServeKind and the flags after it select the table of --serve and
+	// how its server runs: the best case in-process (bench_serve.go), or
+	// issue 35's table of random keys with the server as a process of its
+	// own (bench_serve_random.go).
+	ServeKind           string        `arg:"--serve-kind" default:"best-case" help:"with --serve: best-case (every file holds the smallest and largest id, so min/max keep every file; id indexed; icebloom serve in-process) or random (uniformly random ids and emails, 100 rows a file, both indexed, made once in --dir and reused; icebloom serve a process of its own; docs/benchmarks.md)"`
+	ServeDuration       time.Duration `arg:"--serve-duration" default:"30s" help:"with --serve-kind random: how long --serve-clients clients plan at once"`
+	ServeAppendDuration time.Duration `arg:"--serve-append-duration" default:"30s" help:"with --serve-kind random: how long files are appended while clients plan (0: no appends)"`
+	ServeAppendEvery    time.Duration `arg:"--serve-append-every" default:"5s" help:"with --serve-kind random: how often a file is appended"`
+	ServeColdRounds     int           `arg:"--serve-cold-rounds" default:"3" help:"with --serve-kind random: fresh server processes whose first plan is timed"`
+	ServeBin            string        `arg:"--serve-bin" placeholder:"PATH" help:"with --serve-kind random: the icebloom binary to run [default: built from ./cmd/icebloom of the module]"`
 	// ServeAbuse and the flags after it select the benchmark of icebloom
 	// serve under hostile clients (bench_abuse.go) instead.
 	ServeAbuse          bool          `arg:"--serve-abuse" help:"run icebloom serve as a process of its own and drive it with ordinary plans beside hostile requests, measuring its RSS, the plans' latency and the answers' statuses, instead"`
@@ -111,6 +121,9 @@ func (c *BenchCmd) run(ctx context.Context, e *env) error {
 	}
 	if c.S3Floor != 0 {
 		return c.runS3Floor(ctx, e)
+	}
+	if c.Serve != "" && c.ServeKind == serveKindRandom {
+		return c.runServeRandom(ctx, e)
 	}
 	if c.Serve != "" {
 		return c.runServe(ctx, e)

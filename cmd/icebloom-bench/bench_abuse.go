@@ -7,15 +7,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -23,7 +20,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -78,8 +74,6 @@ const (
 	// abuseHostileGrace is how long a hostile request may run past the
 	// end of the run before it is cut.
 	abuseHostileGrace = 10 * time.Second
-	// abuseRSSPeriod is how often the server's VmRSS is sampled.
-	abuseRSSPeriod = 100 * time.Millisecond
 	// abuseFloodBytes bounds what one never-ending header sends.
 	abuseFloodBytes = 2 << 20
 )
@@ -303,7 +297,7 @@ func (ab *abuser) run(ctx context.Context) error {
 		return err
 	}
 	ab.buildBodies()
-	if ab.srv, err = startServer(ctx, bin, ab.dir, ab.c.AbuseBudgetMiB); err != nil {
+	if ab.srv, err = startServer(ctx, serverConfig{bin: bin, dir: ab.dir, budgetMiB: ab.c.AbuseBudgetMiB, goMemLimit: serveYAMLGoMemLimit}); err != nil {
 		return err
 	}
 	defer ab.srv.stop()
@@ -354,29 +348,9 @@ func (ab *abuser) run(ctx context.Context) error {
 // binary is the icebloom binary the server runs: --serve-abuse-bin, or one
 // built from the module's ./cmd/icebloom into the run's directory.
 func (ab *abuser) binary(ctx context.Context) (string, error) {
-	if ab.c.AbuseBin != "" {
-		return filepath.Abs(ab.c.AbuseBin)
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	gomod, err := exec.CommandContext(ctx, goTool, "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	root := filepath.Dir(strings.TrimSpace(string(gomod)))
-	if strings.TrimSpace(string(gomod)) == "" || strings.TrimSpace(string(gomod)) == os.DevNull {
-		return "", errors.New("not within icebloom's module: run from its checkout, or give --serve-abuse-bin")
-	}
-	bin := filepath.Join(ab.dir, "bin", "icebloom")
-	ab.progress("serve-abuse: building %s from %s/cmd/icebloom", bin, root)
-	build := exec.CommandContext(ctx, goTool, "build", "-o", bin, "./cmd/icebloom")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/icebloom in %s: %w\n%s", root, err, out)
-	}
-	return bin, nil
+	return serveBinary(ctx, ab.c.AbuseBin, "--serve-abuse-bin", ab.dir, func(format string, args ...any) {
+		ab.progress("serve-abuse: "+format, args...)
+	})
 }
 
 // makeTable makes db.events of --serve-abuse-files tiny data files in an
@@ -763,7 +737,7 @@ func (ab *abuser) measure(baseLat, abuseLat []time.Duration, afterLat time.Durat
 	target, pass := report.AtMost(mib(peak), serveYAMLMemLimitMiB, " MiB")
 	add(BenchLine{Key: "server_peak_rss_mib", Value: mib(peak), Unit: "MiB", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("icebloom serve's peak RSS: VmHWM %s at the end, VmRSS sampled every %s peaked at %s; GOMEMLIMIT %s, --memory-budget-mib %d, the container limit of docs/kubernetes/serve.yaml",
-			cli.BytesText(hwm), abuseRSSPeriod, cli.BytesText(rssPeak), serveYAMLGoMemLimit, out.MemoryBudgetMiB)})
+			cli.BytesText(hwm), rssPeriod, cli.BytesText(rssPeak), serveYAMLGoMemLimit, out.MemoryBudgetMiB)})
 	if !*pass {
 		ab.fail("the server's peak RSS %s passed the container limit of %d MiB", cli.BytesText(peak), serveYAMLMemLimitMiB)
 	}
@@ -900,153 +874,5 @@ func printAbuse(w io.Writer, out *AbuseOutput) {
 	fmt.Fprintln(w, "\nresult: FAILED")
 	for _, f := range out.Failures {
 		fmt.Fprintf(w, "  - %s\n", f)
-	}
-}
-
-// serverProcess is icebloom serve running as a process of its own.
-type serverProcess struct {
-	cmd     *exec.Cmd
-	addr    string
-	logPath string
-	done    chan struct{}
-	waitErr error
-	rss     rssSampler
-	once    sync.Once
-	// started is when the process was started: its gctrace's times are
-	// since about then.
-	started time.Time
-}
-
-// startServer starts `icebloom serve` in catalog mode over the embedded
-// catalog in dir/warehouse, on a loopback port, with GOMEMLIMIT as
-// serve.yaml sets it, and starts sampling its RSS.
-func startServer(ctx context.Context, bin, dir string, budgetMiB int64) (*serverProcess, error) {
-	logPath := filepath.Join(dir, "serve.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, fmt.Errorf("server log: %w", err)
-	}
-	cmd := exec.Command(bin, "--log-level", "warn", "serve", "--listen", "127.0.0.1:0",
-		"--memory-budget-mib", strconv.FormatInt(budgetMiB, 10))
-	cmd.Dir = dir // the embedded catalog is ./warehouse
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ICEBLOOM_") && !strings.HasPrefix(kv, "GOMEMLIMIT=") && !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "GOGC=") && !strings.HasPrefix(kv, "GODEBUG=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	// GODEBUG=gctrace=1: the runtime writes each collection, with the live
-	// heap it marked, to the server's stderr (its log), which the report
-	// reads (serverProcess.gcs).
-	cmd.Env = append(cmd.Env, "GOMEMLIMIT="+serveYAMLGoMemLimit, "HOME="+dir, "GODEBUG=gctrace=1") // HOME: no ~/.iceberg-go.yaml
-	cmd.Stderr = logFile
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		logFile.Close()
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("start %s serve: %w", bin, err)
-	}
-	sp := &serverProcess{cmd: cmd, logPath: logPath, done: make(chan struct{}), started: time.Now()}
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			default:
-			}
-		}
-	}()
-	go func() {
-		sp.waitErr = cmd.Wait()
-		logFile.Close()
-		close(sp.done)
-	}()
-	select {
-	case line := <-lines:
-		addr, ok := strings.CutPrefix(line, "serving on http://")
-		if !ok {
-			sp.stop()
-			return nil, fmt.Errorf("icebloom serve said %q, want serving on http://ADDR", line)
-		}
-		sp.addr = addr
-	case <-sp.done:
-		return nil, fmt.Errorf("icebloom serve exited at start: %v; its log: %s", sp.waitErr, sp.logTail())
-	case <-time.After(2 * time.Minute):
-		sp.stop()
-		return nil, errors.New("icebloom serve did not say where it listens within 2 minutes")
-	case <-ctx.Done():
-		sp.stop()
-		return nil, ctx.Err()
-	}
-	go sp.rss.sample(cmd.Process.Pid, sp.done)
-	return sp, nil
-}
-
-// exited is the server's exit, nil while it runs.
-func (sp *serverProcess) exited() error {
-	select {
-	case <-sp.done:
-		return fmt.Errorf("exit: %v", sp.waitErr)
-	default:
-		return nil
-	}
-}
-
-// stop sends SIGTERM and waits for the server to finish (SIGKILL after
-// 40 s: serve lets plans in flight finish, and none should be).
-func (sp *serverProcess) stop() {
-	sp.once.Do(func() {
-		sp.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-sp.done:
-		case <-time.After(40 * time.Second):
-			sp.cmd.Process.Kill()
-			<-sp.done
-		}
-	})
-}
-
-// gcs are the server's collections, read from its log once it ended.
-func (sp *serverProcess) gcs() ([]procstat.GC, error) {
-	f, err := os.Open(sp.logPath)
-	if err != nil {
-		return nil, fmt.Errorf("the server's gctrace: %w", err)
-	}
-	defer f.Close()
-	gcs, err := procstat.GCTrace(f)
-	if err != nil {
-		return nil, fmt.Errorf("the server's gctrace in %s: %w", sp.logPath, err)
-	}
-	return gcs, nil
-}
-
-// logTail is the end of the server's log.
-func (sp *serverProcess) logTail() string {
-	b, err := os.ReadFile(sp.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	return string(b[max(0, len(b)-2000):])
-}
-
-// rssSampler keeps the peak of a process's VmRSS, sampled every
-// abuseRSSPeriod.
-type rssSampler struct{ peak atomic.Int64 }
-
-func (r *rssSampler) sample(pid int, done <-chan struct{}) {
-	tick := time.NewTicker(abuseRSSPeriod)
-	defer tick.Stop()
-	for {
-		if v := procstat.StatusOf(pid, "VmRSS"); v > r.peak.Load() {
-			r.peak.Store(v)
-		}
-		select {
-		case <-done:
-			return
-		case <-tick.C:
-		}
 	}
 }

@@ -6,8 +6,9 @@
 // rate, lookups and scans with and without the index; with --scale, index
 // format v2 on tables of many tiny data files; with --s3-floor, reading
 // ahead on object storage; with --serve, icebloom serve's scan planning
-// (warm, cold, 16 clients at once, its memory) against a client's own; with
-// --serve-abuse, icebloom serve as a process of its own under hostile
+// (warm, cold, 16 clients at once, its memory) against a client's own, on
+// the best case or (--serve-kind random) on tables of random keys with the
+// server a process of its own; with --serve-abuse, icebloom serve as a process of its own under hostile
 // clients (its RSS, ordinary plans' latency, the answers' statuses). It
 // is a command of its own so that the shipped icebloom binary carries
 // neither the bench nor the in-process S3 server and test catalog it runs
@@ -136,6 +137,13 @@ func (c *BenchCmd) checkValues() error {
 		errs = append(errs, cli.CheckAtLeast("--serve-clients", c.ServeClients, 1, "client"),
 			cli.CheckAtLeast("--serve-plans", c.ServePlans, 1, "plan"),
 			cli.CheckAtLeast("--memory-budget-mib", int(c.MemoryBudgetMiB), 0, "MiB"))
+		switch c.ServeKind {
+		case serveKindBestCase:
+		case serveKindRandom:
+			errs = append(errs, c.checkRandomValues()...)
+		default:
+			errs = append(errs, fmt.Errorf("--serve-kind %q: want %s or %s", c.ServeKind, serveKindBestCase, serveKindRandom))
+		}
 	}
 	if c.ServeAbuse {
 		errs = append(errs, c.checkAbuseValues()...)

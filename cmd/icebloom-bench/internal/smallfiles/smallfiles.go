@@ -173,11 +173,17 @@ func RandomRows(rng *rand.Rand, n int) ([]int64, []string) {
 // file from outside Iceberg would be; add_files gives the table a name
 // mapping for it.
 func WriteFile(w io.Writer, ids []int64, names []string) error {
-	idNode, err := schema.NewPrimitiveNode(IDCol, parquet.Repetitions.Required, parquet.Types.Int64, -1, -1)
+	return WriteColumns(w, IDCol, ids, NameCol, names)
+}
+
+// WriteColumns writes a Parquet file as WriteFile does, of a required
+// INT64 column named longCol and a required string column named strCol.
+func WriteColumns(w io.Writer, longCol string, ids []int64, strCol string, names []string) error {
+	idNode, err := schema.NewPrimitiveNode(longCol, parquet.Repetitions.Required, parquet.Types.Int64, -1, -1)
 	if err != nil {
 		return err
 	}
-	nameNode, err := schema.NewPrimitiveNodeLogical(NameCol, parquet.Repetitions.Required, schema.StringLogicalType{},
+	nameNode, err := schema.NewPrimitiveNodeLogical(strCol, parquet.Repetitions.Required, schema.StringLogicalType{},
 		parquet.Types.ByteArray, -1, -1)
 	if err != nil {
 		return err
