@@ -125,7 +125,10 @@ func (conjunctVisitor) VisitBound(p iceberg.BoundPredicate) splitExpr     { retu
 // in columns (fileSet) with the statistics of the columns of P it was made
 // for.
 type base struct {
-	set        *fileSet
+	set *fileSet
+	// manifests are the rows of each manifest in set, when it was made
+	// manifest by manifest (bymanifest.go); nil else.
+	manifests  []manifestRows
 	filesTotal int
 	size       int64
 	memo       lookup.Memo // the index's matches for set, kept for every value
@@ -178,7 +181,7 @@ func (p *Planner) base(ctx context.Context, tbl *table.Table, access string, sna
 			}
 		}
 	}
-	b, err := p.planBase(ctx, tbl, snap, caseSensitive, r, schema, fields)
+	b, err := p.planBase(ctx, tbl, access, snap, caseSensitive, r, rKey, schema, fields)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +210,18 @@ func (s *fileSet) has(fields []int) bool {
 // planBase makes a base plan of r with the statistics of fields, within
 // the work budget (released before base asks for the plan of all files,
 // which reserves its own).
-func (p *Planner) planBase(ctx context.Context, tbl *table.Table, snap *table.Snapshot, caseSensitive bool, r iceberg.BooleanExpression, schema *iceberg.Schema, fields []int) (*base, error) {
+func (p *Planner) planBase(ctx context.Context, tbl *table.Table, access string, snap *table.Snapshot, caseSensitive bool, r iceberg.BooleanExpression, rKey string, schema *iceberg.Schema, fields []int) (*base, error) {
+	if rKey == (iceberg.AlwaysTrue{}).String() {
+		release, err := p.work.reserve(ctx, byManifestWorkBytes(snap))
+		if err != nil {
+			return nil, err
+		}
+		b, ok, err := p.planByManifest(ctx, tbl, access, snap, caseSensitive, schema, fields)
+		release()
+		if ok {
+			return b, err
+		}
+	}
 	release, err := p.work.reserve(ctx, coldWorkBytes(tbl, snap))
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -241,4 +242,104 @@ func TestFastPathConcurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestCommitDecodesTheNewManifestAlone: after a commit that adds a
+// manifest, the fast path's next plan decodes the manifest list and the new
+// manifest, nothing of the manifests the last version kept, and plans what
+// local planning plans; a base made manifest by manifest holds what
+// iceberg-go's plan of the table holds.
+func TestCommitDecodesTheNewManifestAlone(t *testing.T) {
+	cat, load, _ := idTable(t, 6)
+	p := NewPlanner(load, PlannerOptions{MemoryBudget: 64 << 20})
+	ident := table.Identifier{"db", "events"}
+	if _, res := planFiles(t, p, `{"type":"eq","term":"id","value":3}`); !res.FastPath {
+		t.Fatal("the first plan did not take the fast path")
+	}
+	tbl, err := cat.LoadTable(context.Background(), ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := tbl.FS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := tbl.CurrentSnapshot().Manifests(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl = catalogtest.AppendIDs(t, tbl, 100, 101)
+	after, err := tbl.CurrentSnapshot().Manifests(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := 0
+	for _, m := range after {
+		if !slices.ContainsFunc(before, func(b iceberg.ManifestFile) bool { return b.FilePath() == m.FilePath() }) {
+			added++
+		}
+	}
+	if added != 1 || len(after) < 2 {
+		t.Fatalf("the append left %d manifests, %d of them new; want one new beside kept ones", len(after), added)
+	}
+	for _, f := range []string{`{"type":"eq","term":"id","value":101}`, `{"type":"eq","term":"id","value":5}`} {
+		opens := p.manifestOpens.Load()
+		got, res := planFiles(t, p, f)
+		if !res.FastPath || res.Cached {
+			t.Fatalf("%s: fast path %v, cached %v", f, res.FastPath, res.Cached)
+		}
+		if want := localFiles(t, cat, f); !slices.Equal(got, want) {
+			t.Fatalf("%s: the fast path plans %v, local planning %v", f, got, want)
+		}
+		if n := p.manifestOpens.Load() - opens; f == `{"type":"eq","term":"id","value":101}` && n != 2 {
+			t.Fatalf("the first plan after the commit opened %d manifest files, want 2: the list and the new manifest", n)
+		}
+	}
+	// The base, made manifest by manifest, holds iceberg-go's plan.
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := newFileSet(tasks, tbl.Schema(), []int{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b *base
+	for _, key := range p.bases.keys() {
+		if strings.Contains(key, tbl.MetadataLocation()) {
+			b, _ = p.bases.get(key)
+		}
+	}
+	if b == nil || b.manifests == nil {
+		t.Fatalf("no base made manifest by manifest for %s", tbl.MetadataLocation())
+	}
+	if !sameFiles(b.set, want) {
+		t.Fatal("the base made manifest by manifest differs from iceberg-go's plan")
+	}
+}
+
+// sameFiles reports whether two sets hold the same files with the same
+// columns and statistics, in any order.
+func sameFiles(a, b *fileSet) bool {
+	if a.len() != b.len() {
+		return false
+	}
+	row := func(s *fileSet, i int) string {
+		t := s.task(i)
+		st := s.stats[1]
+		return fmt.Sprintf("%v|%v|%v|%v|%v|%v", getters(t.File), t.Length, st.nullsOnly[i], st.hasLower[i], st.ilo[i], st.ihi[i])
+	}
+	var ra, rb []string
+	for i := range a.len() {
+		ra, rb = append(ra, row(a, i)), append(rb, row(b, i))
+	}
+	slices.Sort(ra)
+	slices.Sort(rb)
+	return slices.Equal(ra, rb)
+}
+
+// getters are a DataFile's answers.
+func getters(f iceberg.DataFile) []any {
+	return []any{f.ContentType(), f.FilePath(), f.FileFormat(), f.Partition(), f.Count(), f.FileSizeBytes(),
+		f.KeyMetadata(), f.SplitOffsets(), f.SortOrderID(), f.SpecID(), f.FirstRowID()}
 }

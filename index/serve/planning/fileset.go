@@ -74,90 +74,172 @@ type deleteRef struct {
 // returns an error for a plan with several tasks of one file, which it
 // does not hold.
 func newFileSet(tasks []table.FileScanTask, schema *iceberg.Schema, fieldIDs []int) (*fileSet, error) {
-	n := len(tasks)
-	s := &fileSet{
-		files:   lookup.Files{Paths: make([]string, n), Sizes: make([]int64, n)},
-		records: make([]int64, n), specs: make([]int32, n), formats: make([]uint8, n), parts: make([]int32, n), extras: make([]int32, n),
-		stats: map[int]*columnStats{},
-	}
-	formatIdx := map[iceberg.FileFormat]uint8{}
-	partIdx := map[string]int32{}
-	extraIdx := map[string]int32{}
-	deleteIdx := map[iceberg.DataFile]int32{}
-	seen := make(map[string]struct{}, n)
-	var key []byte
+	b := newSetBuilder(schema, fieldIDs, len(tasks))
 	for i := range tasks {
-		t := &tasks[i]
-		f := t.File
-		path := f.FilePath()
-		if _, dup := seen[path]; dup {
-			return nil, fmt.Errorf("%s: several tasks of one data file", path)
+		if err := b.add(&tasks[i]); err != nil {
+			return nil, err
 		}
-		seen[path] = struct{}{}
-		s.files.Paths[i], s.files.Sizes[i] = path, f.FileSizeBytes()
-		s.records[i], s.specs[i] = f.Count(), f.SpecID()
-		fi, ok := formatIdx[f.FileFormat()]
-		if !ok {
-			fi = uint8(len(s.formatNames))
-			formatIdx[f.FileFormat()] = fi
-			s.formatNames = append(s.formatNames, f.FileFormat())
-		}
-		s.formats[i] = fi
+	}
+	return b.finish(), nil
+}
 
-		part := f.Partition()
-		key = partitionKey(key[:0], f.SpecID(), part)
-		pi, ok := partIdx[string(key)]
-		if !ok {
-			pi = int32(len(s.partValues))
-			partIdx[string(key)] = pi
-			s.partValues = append(s.partValues, part)
-			s.partSpecs = append(s.partSpecs, f.SpecID())
-		}
-		s.parts[i] = pi
+// setBuilder makes a fileSet a file at a time, or a range of another
+// set's files at a time (reused when a table version keeps a manifest of
+// the last one), keeping what files share once.
+type setBuilder struct {
+	s         *fileSet
+	fields    []iceberg.NestedField
+	stats     []*statsBuilder // by fields
+	formatIdx map[iceberg.FileFormat]uint8
+	partIdx   map[string]int32
+	extraIdx  map[string]int32
+	deleteIdx map[iceberg.DataFile]int32
+	seen      map[string]struct{}
+	key       []byte
+}
 
-		extra := fileExtra{keyMetadata: f.KeyMetadata(), splits: f.SplitOffsets(), sortOrder: copied(f.SortOrderID())}
-		key = extra.key(key[:0])
-		ei, ok := extraIdx[string(key)]
-		if !ok {
-			ei = int32(len(s.extraValues))
-			extraIdx[string(key)] = ei
-			s.extraValues = append(s.extraValues, extra)
-		}
-		s.extras[i] = ei
-
-		if id := f.FirstRowID(); id != nil {
-			if s.firstRowIDs == nil {
-				s.firstRowIDs = make([]int64, n)
-				for j := range i {
-					s.firstRowIDs[j] = noRowID
-				}
-			}
-			s.firstRowIDs[i] = *id
-		} else if s.firstRowIDs != nil {
-			s.firstRowIDs[i] = noRowID
-		}
-
-		for kind, group := range [][]iceberg.DataFile{t.DeleteFiles, t.EqualityDeleteFiles, t.DeletionVectorFiles} {
-			for _, d := range group {
-				di, ok := deleteIdx[d]
-				if !ok {
-					di = int32(len(s.deletes))
-					deleteIdx[d] = di
-					s.deletes = append(s.deletes, compact(d))
-				}
-				if s.deleteRefs == nil {
-					s.deleteRefs = make([][]deleteRef, n)
-				}
-				s.deleteRefs[i] = append(s.deleteRefs[i], deleteRef{uint8(kind), di})
-			}
-		}
+func newSetBuilder(schema *iceberg.Schema, fieldIDs []int, capacity int) *setBuilder {
+	b := &setBuilder{
+		s: &fileSet{
+			files:   lookup.Files{Paths: make([]string, 0, capacity), Sizes: make([]int64, 0, capacity)},
+			records: make([]int64, 0, capacity), specs: make([]int32, 0, capacity), formats: make([]uint8, 0, capacity),
+			parts: make([]int32, 0, capacity), extras: make([]int32, 0, capacity), stats: map[int]*columnStats{},
+		},
+		formatIdx: map[iceberg.FileFormat]uint8{}, partIdx: map[string]int32{}, extraIdx: map[string]int32{},
+		deleteIdx: map[iceberg.DataFile]int32{}, seen: make(map[string]struct{}, capacity),
 	}
 	for _, id := range fieldIDs {
 		if field, ok := schema.FindFieldByID(id); ok {
-			s.stats[id] = newColumnStats(tasks, field)
+			b.fields = append(b.fields, field)
+			b.stats = append(b.stats, newStatsBuilder(field, capacity))
 		}
 	}
-	return s, nil
+	return b
+}
+
+// add adds the data file of task t, with its delete files.
+func (b *setBuilder) add(t *table.FileScanTask) error {
+	f := t.File
+	i, err := b.row(f.FilePath(), f.FileSizeBytes(), f.Count(), f.SpecID(), f.FileFormat(), f.Partition(),
+		fileExtra{keyMetadata: f.KeyMetadata(), splits: f.SplitOffsets(), sortOrder: copied(f.SortOrderID())}, f.FirstRowID())
+	if err != nil {
+		return err
+	}
+	for kind, group := range [][]iceberg.DataFile{t.DeleteFiles, t.EqualityDeleteFiles, t.DeletionVectorFiles} {
+		for _, d := range group {
+			b.addDelete(i, uint8(kind), d, func() *compactFile { return compact(d) })
+		}
+	}
+	for _, sb := range b.stats {
+		sb.add(f)
+	}
+	return nil
+}
+
+// addRows adds files [start, end) of src, whose statistics hold every
+// field of b's.
+func (b *setBuilder) addRows(src *fileSet, start, end int) error {
+	for i := start; i < end; i++ {
+		var firstRowID *int64
+		if src.firstRowIDs != nil && src.firstRowIDs[i] != noRowID {
+			firstRowID = &src.firstRowIDs[i]
+		}
+		row, err := b.row(src.files.Paths[i], src.files.Sizes[i], src.records[i], src.specs[i], src.formatNames[src.formats[i]],
+			src.partValues[src.parts[i]], src.extraValues[src.extras[i]], firstRowID)
+		if err != nil {
+			return err
+		}
+		if src.deleteRefs != nil {
+			for _, ref := range src.deleteRefs[i] {
+				d := src.deletes[ref.index]
+				b.addDelete(row, ref.kind, d, func() *compactFile { return d })
+			}
+		}
+	}
+	for k, field := range b.fields {
+		b.stats[k].addRows(src.stats[field.ID], start, end)
+	}
+	return nil
+}
+
+// row adds one data file's columns and returns its index.
+func (b *setBuilder) row(path string, size, records int64, spec int32, format iceberg.FileFormat, part map[int]any, extra fileExtra, firstRowID *int64) (int, error) {
+	s := b.s
+	if _, dup := b.seen[path]; dup {
+		return 0, fmt.Errorf("%s: several tasks of one data file", path)
+	}
+	b.seen[path] = struct{}{}
+	i := len(s.files.Paths)
+	s.files.Paths, s.files.Sizes = append(s.files.Paths, path), append(s.files.Sizes, size)
+	s.records, s.specs = append(s.records, records), append(s.specs, spec)
+	fi, ok := b.formatIdx[format]
+	if !ok {
+		fi = uint8(len(s.formatNames))
+		b.formatIdx[format] = fi
+		s.formatNames = append(s.formatNames, format)
+	}
+	s.formats = append(s.formats, fi)
+
+	b.key = partitionKey(b.key[:0], spec, part)
+	pi, ok := b.partIdx[string(b.key)]
+	if !ok {
+		pi = int32(len(s.partValues))
+		b.partIdx[string(b.key)] = pi
+		s.partValues = append(s.partValues, part)
+		s.partSpecs = append(s.partSpecs, spec)
+	}
+	s.parts = append(s.parts, pi)
+
+	b.key = extra.key(b.key[:0])
+	ei, ok := b.extraIdx[string(b.key)]
+	if !ok {
+		ei = int32(len(s.extraValues))
+		b.extraIdx[string(b.key)] = ei
+		s.extraValues = append(s.extraValues, extra)
+	}
+	s.extras = append(s.extras, ei)
+
+	if firstRowID != nil && s.firstRowIDs == nil {
+		s.firstRowIDs = make([]int64, i, cap(s.files.Paths))
+		for j := range s.firstRowIDs {
+			s.firstRowIDs[j] = noRowID
+		}
+	}
+	if s.firstRowIDs != nil {
+		id := int64(noRowID)
+		if firstRowID != nil {
+			id = *firstRowID
+		}
+		s.firstRowIDs = append(s.firstRowIDs, id)
+	}
+	if s.deleteRefs != nil {
+		s.deleteRefs = append(s.deleteRefs, nil)
+	}
+	return i, nil
+}
+
+// addDelete adds a delete file of kind to file i, made by held the first
+// time it is met.
+func (b *setBuilder) addDelete(i int, kind uint8, d iceberg.DataFile, held func() *compactFile) {
+	s := b.s
+	di, ok := b.deleteIdx[d]
+	if !ok {
+		di = int32(len(s.deletes))
+		b.deleteIdx[d] = di
+		s.deletes = append(s.deletes, held())
+	}
+	if s.deleteRefs == nil {
+		s.deleteRefs = make([][]deleteRef, len(s.files.Paths), cap(s.files.Paths))
+	}
+	s.deleteRefs[i] = append(s.deleteRefs[i], deleteRef{kind, di})
+}
+
+// finish returns the set made.
+func (b *setBuilder) finish() *fileSet {
+	for k, field := range b.fields {
+		b.s.stats[field.ID] = b.stats[k].finish()
+	}
+	return b.s
 }
 
 // partitionKey appends to b what tells a file's partition apart from
@@ -293,64 +375,108 @@ func boundKindOf(typ iceberg.Type) boundKind {
 	return literalBounds
 }
 
-// newColumnStats decodes the statistics of field from every task's file.
-func newColumnStats(tasks []table.FileScanTask, field iceberg.NestedField) *columnStats {
-	n := len(tasks)
-	s := &columnStats{nullsOnly: make([]bool, n), nansOnly: make([]bool, n), kind: boundKindOf(field.Type),
-		hasLower: make([]bool, n), hasUpper: make([]bool, n)}
+// statsBuilder makes the columnStats of one field a file at a time.
+type statsBuilder struct {
+	field    iceberg.NestedField
+	s        *columnStats
+	los, his [][]byte // bytesBounds: gathered, laid out in one slab at the end
+}
+
+func newStatsBuilder(field iceberg.NestedField, capacity int) *statsBuilder {
+	sb := &statsBuilder{field: field, s: &columnStats{kind: boundKindOf(field.Type), nullsOnly: make([]bool, 0, capacity),
+		nansOnly: make([]bool, 0, capacity), hasLower: make([]bool, 0, capacity), hasUpper: make([]bool, 0, capacity)}}
+	switch sb.s.kind {
+	case intBounds:
+		sb.s.ilo, sb.s.ihi = make([]int64, 0, capacity), make([]int64, 0, capacity)
+	case bytesBounds:
+		sb.los, sb.his = make([][]byte, 0, capacity), make([][]byte, 0, capacity)
+	}
+	return sb
+}
+
+// add adds the statistics of the field in f.
+func (sb *statsBuilder) add(f iceberg.DataFile) {
+	s, id := sb.s, sb.field.ID
+	vc, vok := f.ValueCounts()[id]
+	nc, nok := f.NullValueCounts()[id]
+	s.nullsOnly = append(s.nullsOnly, nok && vok && nc == vc)
+	nan, nanok := f.NaNValueCounts()[id]
+	s.nansOnly = append(s.nansOnly, nanok && vok && nan == vc)
+	lo := decodeBound(sb.field.Type, f.LowerBoundValues()[id])
+	hi := decodeBound(sb.field.Type, f.UpperBoundValues()[id])
+	s.hasLower, s.hasUpper = append(s.hasLower, lo != nil), append(s.hasUpper, hi != nil)
 	switch s.kind {
 	case intBounds:
-		s.ilo, s.ihi = make([]int64, n), make([]int64, n)
+		l, _ := asInt64(lo)
+		h, _ := asInt64(hi)
+		s.ilo, s.ihi = append(s.ilo, l), append(s.ihi, h)
 	case bytesBounds:
-		s.blo, s.bhi = make([]uint32, n+1), make([]uint32, n+1)
+		sb.los, sb.his = append(sb.los, literalBytes(lo)), append(sb.his, literalBytes(hi))
 	default:
-		s.lower, s.upper = make([]iceberg.Literal, n), make([]iceberg.Literal, n)
+		s.lower, s.upper = append(s.lower, lo), append(s.upper, hi)
 	}
-	var los, his [][]byte // bytesBounds: gathered, then laid out in one slab
-	if s.kind == bytesBounds {
-		los, his = make([][]byte, n), make([][]byte, n)
+}
+
+// addRows adds files [start, end) of src, statistics of the same field.
+func (sb *statsBuilder) addRows(src *columnStats, start, end int) {
+	s := sb.s
+	s.nullsOnly = append(s.nullsOnly, src.nullsOnly[start:end]...)
+	s.nansOnly = append(s.nansOnly, src.nansOnly[start:end]...)
+	s.hasLower = append(s.hasLower, src.hasLower[start:end]...)
+	s.hasUpper = append(s.hasUpper, src.hasUpper[start:end]...)
+	switch {
+	case s.kind == intBounds:
+		s.ilo, s.ihi = append(s.ilo, src.ilo[start:end]...), append(s.ihi, src.ihi[start:end]...)
+	case s.kind == bytesBounds && src.kind == bytesBounds:
+		for i := start; i < end; i++ {
+			sb.los = append(sb.los, src.slab[src.blo[i]:src.blo[i+1]])
+			sb.his = append(sb.his, src.slab[src.bhi[i]:src.bhi[i+1]])
+		}
+	case s.kind == bytesBounds: // src fell back to literals
+		for i := start; i < end; i++ {
+			sb.los, sb.his = append(sb.los, literalBytes(src.lower[i])), append(sb.his, literalBytes(src.upper[i]))
+		}
+	default:
+		s.lower, s.upper = append(s.lower, src.lower[start:end]...), append(s.upper, src.upper[start:end]...)
 	}
-	for i := range tasks {
-		f := tasks[i].File
-		vc, vok := f.ValueCounts()[field.ID]
-		if nc, ok := f.NullValueCounts()[field.ID]; ok && vok && nc == vc {
-			s.nullsOnly[i] = true
-		}
-		if nc, ok := f.NaNValueCounts()[field.ID]; ok && vok && nc == vc {
-			s.nansOnly[i] = true
-		}
-		lo := decodeBound(field.Type, f.LowerBoundValues()[field.ID])
-		hi := decodeBound(field.Type, f.UpperBoundValues()[field.ID])
-		s.hasLower[i], s.hasUpper[i] = lo != nil, hi != nil
-		switch s.kind {
-		case intBounds:
-			s.ilo[i], _ = asInt64(lo)
-			s.ihi[i], _ = asInt64(hi)
-		case bytesBounds:
-			los[i], his[i] = literalBytes(lo), literalBytes(hi)
-		default:
-			s.lower[i], s.upper[i] = lo, hi
-		}
+}
+
+// finish returns the statistics made: bytes bounds laid out in one slab,
+// or as literals where offsets of 32 bits would not hold them.
+func (sb *statsBuilder) finish() *columnStats {
+	s := sb.s
+	if s.kind != bytesBounds {
+		return s
 	}
-	if s.kind == bytesBounds {
+	total := 0
+	for i := range sb.los {
+		total += len(sb.los[i]) + len(sb.his[i])
+	}
+	n := len(sb.los)
+	if total > math.MaxUint32/2 {
+		s.kind, s.lower, s.upper = literalBounds, make([]iceberg.Literal, n), make([]iceberg.Literal, n)
 		for i := range n {
-			s.blo[i] = uint32(len(s.slab))
-			s.slab = append(s.slab, los[i]...)
-		}
-		s.blo[n] = uint32(len(s.slab))
-		for i := range n {
-			s.bhi[i] = uint32(len(s.slab))
-			s.slab = append(s.slab, his[i]...)
-		}
-		s.bhi[n] = uint32(len(s.slab))
-		if len(s.slab) > math.MaxUint32/2 { // offsets would not hold
-			s.kind, s.lower, s.upper = literalBounds, make([]iceberg.Literal, n), make([]iceberg.Literal, n)
-			for i := range n {
-				s.lower[i], s.upper[i] = decodeBound(field.Type, los[i]), decodeBound(field.Type, his[i])
+			if s.hasLower[i] {
+				s.lower[i] = decodeBound(sb.field.Type, sb.los[i])
 			}
-			s.blo, s.bhi, s.slab = nil, nil, nil
+			if s.hasUpper[i] {
+				s.upper[i] = decodeBound(sb.field.Type, sb.his[i])
+			}
 		}
+		return s
 	}
+	s.slab = make([]byte, 0, total)
+	s.blo, s.bhi = make([]uint32, n+1), make([]uint32, n+1)
+	for i := range n {
+		s.blo[i] = uint32(len(s.slab))
+		s.slab = append(s.slab, sb.los[i]...)
+	}
+	s.blo[n] = uint32(len(s.slab))
+	for i := range n {
+		s.bhi[i] = uint32(len(s.slab))
+		s.slab = append(s.slab, sb.his[i]...)
+	}
+	s.bhi[n] = uint32(len(s.slab))
 	return s
 }
 

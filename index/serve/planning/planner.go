@@ -63,6 +63,7 @@ type Planner struct {
 	bases        *lruCache[*base]
 	tables       *lruCache[*table.Table]
 	manifests    *lruCache[[]byte]
+	lastBases    lastBases
 	work         *workBudget
 	tasksPerPage int
 	// manifestOpens counts the manifest files the planner's tables opened

@@ -1,0 +1,178 @@
+package planning
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"weak"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/errgroup"
+)
+
+// A base plan of every data file of a table version (R = true, the fast
+// path's point lookups) is made manifest by manifest. Manifests are
+// immutable, each version a file of its own name, so the files a manifest
+// lists are the same in every table version that keeps it: a commit that
+// adds one manifest (an append, a new file and its index) makes the new
+// version's base from the last base's rows of the manifests it kept and
+// decodes only the new one, instead of decoding every manifest again. The
+// manifests are read with iceberg-go's projected decoding (the fields a
+// scan task needs and the pruning statistics), several at once, one at a
+// time in memory each, so making a base never holds iceberg-go's decoded
+// entries of the whole table.
+//
+// A table version with delete manifests is planned by iceberg-go whole
+// (planBase), which matches delete files to data files.
+
+// byManifestBytesPerFile is what making a base manifest by manifest holds
+// per file of the table while it works: the new set (about 180 bytes a
+// file of one column and a path of 60; TestBaseSizeMeasured) and a
+// decoded manifest's own set, with room for their slices' growth.
+// iceberg-go's decoded entries are streamed, one at a time.
+const byManifestBytesPerFile = 512
+
+// byManifestWorkBytes is what making the base of snap manifest by manifest
+// reserves; a snapshot that does not count its files reserves the whole
+// budget.
+func byManifestWorkBytes(snap *table.Snapshot) int64 {
+	files, ok := summaryFiles(snap)
+	if !ok {
+		return 1 << 62 // clamped to the budget by reserve
+	}
+	return int64(files) * byManifestBytesPerFile
+}
+
+// manifestRows are the files of one manifest in a base's set: rows [start,
+// end).
+type manifestRows struct {
+	path       string
+	start, end int
+}
+
+// lastBases keeps, per table and storage access, the last base made
+// manifest by manifest, weakly: the next version's base reuses its rows
+// while the cache still holds it, and holding it here keeps nothing alive.
+type lastBases struct {
+	mu sync.Mutex
+	m  map[string]weak.Pointer[base]
+}
+
+func (l *lastBases) get(key string) *base {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m[key].Value()
+}
+
+func (l *lastBases) put(key string, b *base) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string]weak.Pointer[base]{}
+	}
+	for k, w := range l.m { // drop those collected
+		if w.Value() == nil {
+			delete(l.m, k)
+		}
+	}
+	l.m[key] = weak.Make(b)
+}
+
+// lastKey names a table's last base: its identity, the storage access and
+// case sensitivity (R is true).
+func lastKey(tbl *table.Table, access string, caseSensitive bool) string {
+	return fmt.Sprintf("%s\x00%s\x00%t", access, tbl.Metadata().TableUUID(), caseSensitive)
+}
+
+// planByManifest makes the base of every data file of snap manifest by
+// manifest, reusing the rows of the last base's manifests; ok is false
+// when snap has delete manifests (planBase plans those).
+func (p *Planner) planByManifest(ctx context.Context, tbl *table.Table, access string, snap *table.Snapshot, caseSensitive bool, schema *iceberg.Schema, fields []int) (b *base, ok bool, err error) {
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("table file system: %w", err)
+	}
+	manifests, err := snap.Manifests(fsys)
+	if err != nil {
+		return nil, false, fmt.Errorf("manifest list of snapshot %d: %w", snap.SnapshotID, err)
+	}
+	for _, m := range manifests {
+		if m.ManifestContent() != iceberg.ManifestContentData {
+			return nil, false, nil
+		}
+	}
+	key := lastKey(tbl, access, caseSensitive)
+	last := p.lastBases.get(key)
+	if last != nil && !last.set.has(fields) {
+		last = nil
+	}
+	kept := map[string]manifestRows{}
+	if last != nil {
+		for _, r := range last.manifests {
+			kept[r.path] = r
+		}
+	}
+	// The manifests not kept are decoded, several at once.
+	decoded := make([]*fileSet, len(manifests))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(2, runtime.GOMAXPROCS(0)))
+	for i, m := range manifests {
+		if _, ok := kept[m.FilePath()]; ok {
+			continue
+		}
+		g.Go(func() error {
+			set, err := manifestSet(gctx, fsys, m, schema, fields)
+			decoded[i] = set
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, true, err
+	}
+	files := 0
+	for i, m := range manifests {
+		if r, ok := kept[m.FilePath()]; ok {
+			files += r.end - r.start
+		} else {
+			files += decoded[i].len()
+		}
+	}
+	sb := newSetBuilder(schema, fields, files)
+	b = &base{manifests: make([]manifestRows, len(manifests))}
+	for i, m := range manifests {
+		start := sb.s.len()
+		if r, ok := kept[m.FilePath()]; ok {
+			err = sb.addRows(last.set, r.start, r.end)
+		} else {
+			err = sb.addRows(decoded[i], 0, decoded[i].len())
+		}
+		if err != nil {
+			return nil, true, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
+		}
+		b.manifests[i] = manifestRows{m.FilePath(), start, sb.s.len()}
+	}
+	b.set = sb.finish()
+	p.lastBases.put(key, b)
+	return b, true, nil
+}
+
+// manifestSet decodes the live data files of one data manifest into a
+// set, with iceberg-go's projected decoding (no column sizes).
+func manifestSet(ctx context.Context, fsys icebergio.IO, m iceberg.ManifestFile, schema *iceberg.Schema, fields []int) (*fileSet, error) {
+	sb := newSetBuilder(schema, fields, max(0, int(m.AddedDataFiles())+int(m.ExistingDataFiles())))
+	for entry, err := range iceberg.EntriesWithProjection(fsys, m, true, iceberg.ManifestEntryProjection{IncludePruningStats: true}) {
+		if err != nil {
+			return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := sb.add(&table.FileScanTask{File: entry.DataFile()}); err != nil {
+			return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
+		}
+	}
+	return sb.finish(), nil
+}
