@@ -451,7 +451,14 @@ func (ix *TableIndex) index() {
 // so it costs one map lookup per covered file and segment — far less than
 // a Lookup per file and field on a large index.
 func (ix *TableIndex) Match(files map[string]int, sizes []int64, fields []int, fn func(file int, f StoredFilter)) {
-	for si := range ix.segments {
+	ix.MatchFrom(0, files, sizes, fields, fn)
+}
+
+// MatchFrom is Match over the segments from the first-th on (in Segments'
+// order): with Extends, a caller that matched files to prev matches only
+// the segments ix adds to it.
+func (ix *TableIndex) MatchFrom(first int, files map[string]int, sizes []int64, fields []int, fn func(file int, f StoredFilter)) {
+	for si := first; si < len(ix.segments); si++ {
 		seg := &ix.segments[si]
 		for j, e := range seg.Entries {
 			if i, ok := files[e.DataFile]; ok && sizes[i] == e.DataFileSize && slices.Contains(fields, e.FieldID) {
@@ -479,6 +486,26 @@ func (ix *TableIndex) Match(files map[string]int, sizes []int64, fields []int, f
 			}
 		}
 	}
+}
+
+// Extends reports whether ix holds prev's segments, the same ones read
+// once (a FooterCache's), first and in prev's order, and others after
+// them: a table's index after a segment was added to it. A filter prev's
+// segments give a data file is then the one ix gives it (the first
+// segment's wins), and only a file none of them covers can get one from
+// the segments ix adds (MatchFrom).
+func (ix *TableIndex) Extends(prev *TableIndex) bool {
+	if prev == nil || len(prev.segments) > len(ix.segments) {
+		return false
+	}
+	for i, seg := range prev.segments {
+		cur := ix.segments[i]
+		if cur.File.StatisticsPath != seg.File.StatisticsPath || cur.File.FileSizeInBytes != seg.File.FileSizeInBytes ||
+			cur.Dir != seg.Dir || len(cur.Entries) != len(seg.Entries) || cur.LinkedFrom != seg.LinkedFrom {
+			return false
+		}
+	}
+	return true
 }
 
 // indexKey identifies the index made of the statistics files: their paths

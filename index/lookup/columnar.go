@@ -62,7 +62,8 @@ func (c *columnIndex) bytes() int64 {
 
 // columns returns the column indexes of fields for files, matching the
 // index once for the fields not matched yet (its first applicable filter
-// for a file and field wins, as Lookup's does).
+// for a file and field wins, as Lookup's does), or carrying them over from
+// the memo Carry named.
 func (m *Memo) columns(ix *index.TableIndex, files *Files, fields []int) map[int]*columnIndex {
 	if m == nil {
 		return matchColumns(ix, files, fields)
@@ -71,6 +72,13 @@ func (m *Memo) columns(ix *index.TableIndex, files *Files, fields []int) map[int
 	defer m.mu.Unlock()
 	if m.cols == nil || m.colsIx != ix || m.colsFiles != files {
 		m.cols, m.colsIx, m.colsFiles = map[int]*columnIndex{}, ix, files
+		if c := m.carry; c != nil && c.files == files && ix.Extends(c.ix) {
+			for id, col := range c.cols {
+				m.cols[id] = carryColumn(col, c.moves, len(files.Paths))
+			}
+			extendColumns(ix, len(c.ix.Segments()), files, m.cols)
+		}
+		m.carry = nil
 	}
 	var missing []int
 	for _, id := range fields {
@@ -79,11 +87,121 @@ func (m *Memo) columns(ix *index.TableIndex, files *Files, fields []int) map[int
 		}
 	}
 	if len(missing) > 0 {
+		m.fullMatches++
 		for id, c := range matchColumns(ix, files, missing) {
 			m.cols[id] = c
 		}
 	}
 	return m.cols
+}
+
+// RowMove says that rows [From, From+N) of one Files are rows [To, To+N)
+// of another.
+type RowMove struct{ From, To, N int }
+
+// carried is what a Memo starts from (Memo.Carry).
+type carried struct {
+	cols  map[int]*columnIndex
+	ix    *index.TableIndex
+	files *Files
+	moves []RowMove
+}
+
+// Carry makes m, the memo of files, start from what prev, the memo of
+// prevFiles, matched: the files moves takes from prevFiles keep their
+// filters, and the others are matched against the segments the index
+// gained since, alone, as long as it only gained some (TableIndex.Extends;
+// otherwise m matches the whole index, as a new memo does). A server that
+// makes a table version's plan from the last version's (a commit added a
+// manifest and the index a segment) calls it before the new plan's first
+// lookup: matching 1,000,000 files again costs more than the lookup.
+func (m *Memo) Carry(prev *Memo, prevFiles, files *Files, moves []RowMove) {
+	prev.mu.Lock()
+	c := &carried{cols: prev.cols, ix: prev.colsIx, files: files, moves: moves}
+	ok := prev.colsFiles == prevFiles && prev.cols != nil
+	prev.mu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ok {
+		m.carry = c
+	}
+}
+
+// carryColumn returns col, a column index of other files, for n files
+// of which moves says which were col's.
+func carryColumn(col *columnIndex, moves []RowMove, n int) *columnIndex {
+	to := make([]int32, len(col.indexed))
+	for i := range to {
+		to[i] = -1
+	}
+	for _, mv := range moves {
+		for k := range mv.N {
+			to[mv.From+k] = int32(mv.To + k)
+		}
+	}
+	out := &columnIndex{indexed: make([]bool, n), v1: col.v1}
+	for _, g := range col.groups {
+		files := make([]memberFile, 0, len(g.files))
+		for _, mf := range g.files {
+			if f := to[mf.file]; f >= 0 {
+				files = append(files, memberFile{mf.member, f})
+				out.indexed[f] = true
+			}
+		}
+		if len(files) > 0 {
+			out.groups = append(out.groups, columnGroup{g: g.g, path: g.path, files: slices.Clip(files)})
+		}
+	}
+	return out
+}
+
+// extendColumns matches the files of cols without a filter of some field
+// against the segments of ix from the first-th on.
+func extendColumns(ix *index.TableIndex, first int, files *Files, cols map[int]*columnIndex) {
+	if first >= len(ix.Segments()) || len(cols) == 0 {
+		return
+	}
+	var fields []int
+	byPath := map[string]int{}
+	for id, c := range cols {
+		fields = append(fields, id)
+		for i, ok := range c.indexed {
+			if !ok {
+				byPath[files.Paths[i]] = i
+			}
+		}
+	}
+	seen := map[[2]int]bool{} // field and file: the first filter met wins
+	groupOf := map[*segment.Group]int{}
+	added := map[*columnIndex][]int{} // the groups each column gained
+	ix.MatchFrom(first, byPath, files.Sizes, fields, func(i int, flt index.StoredFilter) {
+		c := cols[flt.FieldID]
+		if c.indexed[i] || seen[[2]int{flt.FieldID, i}] {
+			return
+		}
+		seen[[2]int{flt.FieldID, i}] = true
+		g, member := flt.Group()
+		if g == nil {
+			c.v1 = true
+			return
+		}
+		gi, ok := groupOf[g]
+		if !ok {
+			gi = len(c.groups)
+			groupOf[g] = gi
+			c.groups = append(c.groups, columnGroup{g: g, path: flt.Path})
+			added[c] = append(added[c], gi)
+		}
+		c.groups[gi].files = append(c.groups[gi].files, memberFile{int32(member), int32(i)})
+		c.indexed[i] = true
+	})
+	for c, gis := range added {
+		for _, gi := range gis {
+			fs := c.groups[gi].files
+			slices.SortFunc(fs, func(a, b memberFile) int { return cmp.Compare(a.member, b.member) })
+			c.groups[gi].files = slices.Clone(fs)
+		}
+	}
 }
 
 // matchColumns matches the index's filters of fields to files.
@@ -171,6 +289,19 @@ type chunkUnit struct {
 // them: an IN of many values over many files reads in batches, so its
 // buffers do not grow with files × values.
 var columnarBatchBytes int64 = 8 << 20 // a variable for tests
+
+// columnarWorkBytes is the memory the columnar prober works in for a lookup
+// of files data files: two flags a file, and the chunks one batch reads
+// (columnarBatchBytes, or less for few files and values) with the gaps
+// its reads span.
+func columnarWorkBytes(files int, tests []*test) int64 {
+	values := 0
+	for _, t := range tests {
+		values = max(values, len(t.values))
+	}
+	chunks := int64(files) * int64(values) * (sbbf.BlockBytes + segment.ChecksumBytes)
+	return 2*int64(files) + 2*min(chunks, columnarBatchBytes) + 64<<10
+}
 
 // pruneColumns evaluates the conjunction tests for the files alive marks
 // (all of them when nil), with the column indexes cols, and returns which

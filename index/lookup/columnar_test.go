@@ -126,3 +126,100 @@ func TestColumnarIndexProblems(t *testing.T) {
 	}
 	check("statistics file gone", Options{Cache: cache})
 }
+
+// TestMemoCarry: a memo carried over from the last version's (a file
+// appended, its filters in a new segment) keeps what a new memo keeps,
+// with the kept files' matches carried and only the new file matched; an
+// index that did not only gain segments is matched whole again.
+func TestMemoCarry(t *testing.T) {
+	fx := groupedFixture(t, 2, rowsPerFile) // files 0-3 in two segments
+	cache := index.NewFooterCache(16)
+	filesOf := func(dfs ...dataFile) *Files {
+		f := &Files{}
+		for _, df := range dfs {
+			f.Paths, f.Sizes = append(f.Paths, df.path), append(f.Sizes, df.size)
+		}
+		return f
+	}
+	same := func(what string, files *Files, memo *Memo) {
+		t.Helper()
+		for c := range fx.cols {
+			for _, v := range []any{fx.files[len(fx.files)-1].rows[1][c], fx.files[0].rows[2][c], fx.absent(c)} {
+				filter := fx.where(c, v)
+				want, err := PruneFiles(fx.ctx, fx.tbl, files, filter, Options{Cache: cache, Memo: &Memo{}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := PruneFiles(fx.ctx, fx.tbl, files, filter, Options{Cache: cache, Memo: memo})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got.Kept, want.Kept) || !slices.Equal(got.Unindexed, want.Unindexed) {
+					t.Fatalf("%s, %s: the carried memo keeps %v (unindexed %v), a new one %v (%v)", what, filter, got.Kept, got.Unindexed, want.Kept, want.Unindexed)
+				}
+			}
+		}
+	}
+	old := filesOf(fx.files...)
+	oldMemo := &Memo{}
+	same("before", old, oldMemo)
+
+	fx.appendFile(rowsPerFile)
+	fx.index(fx.files[4]) // a third segment
+	files := filesOf(append([]dataFile{fx.files[4]}, fx.files[:4]...)...)
+	memo := &Memo{}
+	memo.Carry(oldMemo, old, files, []RowMove{{From: 0, To: 1, N: 4}})
+	same("after an append", files, memo)
+	if memo.fullMatches != 0 {
+		t.Fatalf("the carried memo matched every file %d times", memo.fullMatches)
+	}
+
+	// The snapshot's segment replaced by one of other files: the index no
+	// longer extends the last one, and is matched whole.
+	fx.index(fx.files[0], fx.files[1])
+	again := &Memo{}
+	again.Carry(memo, files, files, []RowMove{{From: 0, To: 0, N: len(files.Paths)}})
+	same("after the index changed", files, again)
+	if again.colsIx.Extends(memo.colsIx) {
+		t.Fatal("the replaced segment left an index that extends the last one")
+	}
+	if again.fullMatches == 0 {
+		t.Fatal("an index that did not only gain segments was not matched whole")
+	}
+}
+
+// TestPruneFilesReserves: PruneFiles reserves what its way through the
+// index works in before it works (the columnar prober's few bytes a file,
+// or the general evaluation's check and probes a file for version 1
+// entries), releases it, and fails when the reservation does.
+func TestPruneFilesReserves(t *testing.T) {
+	for _, grouped := range []bool{true, false} {
+		fx := indexedFixture(t, 2, rowsPerFile, grouped)
+		files := &Files{}
+		for _, df := range fx.files {
+			files.Paths, files.Sizes = append(files.Paths, df.path), append(files.Sizes, df.size)
+		}
+		filter := fx.where(0, fx.absent(0))
+		var reserved []int64
+		released := 0
+		o := Options{Reserve: func(n int64) (func(), error) {
+			reserved = append(reserved, n)
+			return func() { released++ }, nil
+		}}
+		if _, err := PruneFiles(fx.ctx, fx.tbl, files, filter, o); err != nil {
+			t.Fatal(err)
+		}
+		want := workBytes(len(files.Paths), []int{1})
+		if grouped {
+			want = columnarWorkBytes(len(files.Paths), []*test{{values: make([]iceberg.Literal, 1)}})
+		}
+		if len(reserved) != 1 || reserved[0] != want || released != 1 {
+			t.Fatalf("grouped %v: reserved %v, released %d times; want %d once, released", grouped, reserved, released, want)
+		}
+		busy := errors.New("no room")
+		o.Reserve = func(int64) (func(), error) { return nil, busy }
+		if _, err := PruneFiles(fx.ctx, fx.tbl, files, filter, o); !errors.Is(err, busy) {
+			t.Fatalf("grouped %v: a refused reservation gave %v", grouped, err)
+		}
+	}
+}

@@ -47,6 +47,14 @@ type Options struct {
 	// caller whose checks drop a different few files for each value does
 	// not derive it again for each. Plan ignores it.
 	Keep []bool
+	// Reserve, when not nil, is called by PruneFiles with the bytes its
+	// lookup will work in, before it allocates them, and the returned
+	// release when it is done; an error fails the call. A server bounding
+	// the memory of its lookups passes its budget's reservation: which way
+	// PruneFiles goes (the columnar prober or the general evaluation,
+	// whose work grows with files and values) is known only once the
+	// index is loaded. Plan and Prune ignore it.
+	Reserve func(bytes int64) (release func(), err error)
 }
 
 // Result is a planned lookup: what statistics left and what the index
@@ -306,7 +314,12 @@ func PruneFiles(ctx context.Context, tbl *table.Table, files *Files, filter iceb
 		}
 		cols := o.Memo.columns(ix, files, fields)
 		if !readsV1(cols, fields) {
+			release, err := o.reserve(columnarWorkBytes(len(files.Paths), tests))
+			if err != nil {
+				return nil, err
+			}
 			alive, stats, err := pruneColumns(ctx, fsys, len(files.Paths), o.Keep, tests, cols)
+			release()
 			if err != nil {
 				return nil, err
 			}
@@ -331,6 +344,15 @@ func PruneFiles(ctx context.Context, tbl *table.Table, files *Files, filter iceb
 			return res, nil
 		}
 	}
+	counts := make([]int, len(f.tests))
+	for i, t := range f.tests {
+		counts[i] = len(t.values)
+	}
+	release, err := o.reserve(workBytes(len(files.Paths), counts))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	checks, r, err := res.runIndex(ctx, tbl, f, o, func(ix *index.TableIndex) (*planFiles, []*matchedFilters) {
 		return o.Memo.planFilesOf(ix, files, f)
 	}, func(checks []fileCheck) {
@@ -355,6 +377,14 @@ func PruneFiles(ctx context.Context, tbl *table.Table, files *Files, filter iceb
 	}
 	res.Kept = kept
 	return res, nil
+}
+
+// reserve is o.Reserve, or nothing reserved without one.
+func (o Options) reserve(n int64) (func(), error) {
+	if o.Reserve == nil {
+		return func() {}, nil
+	}
+	return o.Reserve(n)
 }
 
 // readsV1 reports whether the applicable filter of some file for one of
@@ -446,13 +476,22 @@ func filesPerChunk(values int) int { return max(1, maxRoundProbes/max(values, 1)
 // have grown beyond what the lookup needs. A server running many lookups at
 // once bounds their sum with it.
 func WorkBytes(files int, preds []iceberg.BoundPredicate) int64 {
-	per := unsafe.Sizeof(fileCheck{}) + 2*unsafe.Sizeof(&fileCheck{}) // a check, pending and next
-	values := 0
+	var counts []int
 	for _, p := range preds {
 		if vs, ok := testValues(p); ok {
-			per += unsafe.Sizeof(testCheck{})
-			values += len(vs)
+			counts = append(counts, len(vs))
 		}
+	}
+	return workBytes(files, counts)
+}
+
+// workBytes is WorkBytes for tests of counts values each.
+func workBytes(files int, counts []int) int64 {
+	per := unsafe.Sizeof(fileCheck{}) + 2*unsafe.Sizeof(&fileCheck{}) // a check, pending and next
+	values := 0
+	for _, n := range counts {
+		per += unsafe.Sizeof(testCheck{})
+		values += n
 	}
 	probes := min(files, filesPerChunk(values)) * values
 	return (int64(files)*int64(per) + int64(probes)*int64(unsafe.Sizeof(probe{})+unsafe.Sizeof(&probe{}))) * 3 / 2
@@ -694,6 +733,10 @@ type Memo struct {
 	cols      map[int]*columnIndex
 	colsIx    *index.TableIndex
 	colsFiles *Files
+	carry     *carried // what Carry named, until the first columns
+	// fullMatches counts the times the memo matched every file to the
+	// index, for tests.
+	fullMatches int
 }
 
 // planFiles returns the plan files of tasks for ix and the filters matched

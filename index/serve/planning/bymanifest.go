@@ -11,6 +11,8 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/icebloom/icebloom/index/lookup"
 )
 
 // A base plan of every data file of a table version (R = true, the fast
@@ -19,7 +21,9 @@ import (
 // lists are the same in every table version that keeps it: a commit that
 // adds one manifest (an append, a new file and its index) makes the new
 // version's base from the last base's rows of the manifests it kept and
-// decodes only the new one, instead of decoding every manifest again. The
+// decodes only the new one, instead of decoding every manifest again; the
+// index's matches of the kept files are carried over too
+// (lookup.Memo.Carry), so only the new files are matched. The
 // manifests are read with iceberg-go's projected decoding (the fields a
 // scan task needs and the pruning statistics), several at once, one at a
 // time in memory each, so making a base never holds iceberg-go's decoded
@@ -155,6 +159,15 @@ func (p *Planner) planByManifest(ctx context.Context, tbl *table.Table, access s
 		b.manifests[i] = manifestRows{m.FilePath(), start, sb.s.len()}
 	}
 	b.set = sb.finish()
+	if last != nil { // the index's matches of the kept files are kept too
+		var moves []lookup.RowMove
+		for _, r := range b.manifests {
+			if old, ok := kept[r.path]; ok {
+				moves = append(moves, lookup.RowMove{From: old.start, To: r.start, N: r.end - r.start})
+			}
+		}
+		b.memo.Carry(&last.memo, &last.set.files, &b.set.files, moves)
+	}
 	p.lastBases.put(key, b)
 	return b, true, nil
 }

@@ -541,13 +541,9 @@ func (p *Planner) fastPlan(ctx context.Context, tbl *table.Table, access string,
 	}
 	key := baseKey(tbl, access, snap.SnapshotID, o.CaseSensitive, c.rKey)
 	o.Memo, o.Keep = &b.memo, p.statsKeep(key, b, tbl, c)
-	// The index's scratch is sized by all of b's files, whatever
-	// statistics keep.
-	release, err := p.work.reserve(ctx, lookup.WorkBytes(b.set.len(), c.bound))
-	if err != nil {
-		return nil, 0, err
-	}
-	defer release()
+	// The index's work is sized by all of b's files, whatever statistics
+	// keep, and reserved once PruneFiles knows which way it goes.
+	o.Reserve = func(n int64) (func(), error) { return p.work.reserve(ctx, n) }
 	res, err := lookup.PruneFiles(ctx, tbl, &b.set.files, c.p, o)
 	if err != nil {
 		return nil, 0, err

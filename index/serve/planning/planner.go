@@ -76,7 +76,7 @@ type PlannerOptions struct {
 	// MemoryBudget bounds the memory of planning: a sixteenth for plans
 	// (estimated by their encoded size; the server holds the plans it
 	// answered in another sixteenth), half for the fast path's base
-	// plans (charged what they hold: about 1 KiB per data file), an eighth
+	// plans (charged what they hold: about 200 bytes a data file), an eighth
 	// for the table's metadata files: manifest files, which only planning
 	// other than the fast path's, and making base plans, reads (three
 	// quarters of the eighth), and the table objects kept per metadata
