@@ -475,7 +475,9 @@ func TestMetricsAndCache(t *testing.T) {
 		`icebloom_serve_cache_budget_bytes{cache="bases"} 134217728`, `icebloom_serve_cache_budget_bytes{cache="manifests"} 25165824`,
 		`icebloom_serve_cache_budget_bytes{cache="tables"} 8388608`,
 		`icebloom_serve_cache_budget_bytes{cache="plans"} 16777216`, `icebloom_serve_stored_plan_budget_bytes 16777216`,
-		`icebloom_serve_plan_work_budget_bytes 67108864`} {
+		`icebloom_serve_plan_work_budget_bytes 67108864`, `icebloom_serve_cache_entries{cache="bases"} 2`,
+		`icebloom_serve_warm_path_misses_total{reason="base_made"} 2`, `icebloom_serve_cache_evictions_total{cache="bases"} 0`,
+		`icebloom_serve_cache_lookups_total{cache="bases",result="hit"} `} {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("metrics lack %q:\n%s", want, metrics)
 		}

@@ -379,15 +379,34 @@ func (s *Server) writeMetrics(w io.Writer) {
 	fmt.Fprintln(w, "# HELP icebloom_serve_plan_work_budget_bytes The memory budget's part for the plans being computed.")
 	fmt.Fprintln(w, "# TYPE icebloom_serve_plan_work_budget_bytes gauge")
 	fmt.Fprintf(w, "icebloom_serve_plan_work_budget_bytes %d\n", ps.WorkBudget)
-	fmt.Fprintln(w, "# HELP icebloom_serve_cache_bytes Memory each cache of planning holds, by cache: plans, bases (the fast path's base plans), manifests, tables (the table objects kept per metadata location).")
-	fmt.Fprintln(w, "# TYPE icebloom_serve_cache_bytes gauge")
-	for _, name := range slices.Sorted(maps.Keys(ps.Caches)) {
-		fmt.Fprintf(w, "icebloom_serve_cache_bytes{cache=%q} %d\n", name, ps.Caches[name][0])
+	names := slices.Sorted(maps.Keys(ps.Caches))
+	for _, fam := range []struct {
+		name, typ, help string
+		value           func(planning.CacheStats) int64
+	}{
+		{"icebloom_serve_cache_bytes", "gauge", "Memory each cache of planning holds, by cache: plans, bases (the fast path's base plans), manifests, tables (the table objects kept per metadata location).",
+			func(c planning.CacheStats) int64 { return c.Bytes }},
+		{"icebloom_serve_cache_budget_bytes", "gauge", "Each cache's part of the memory budget.", func(c planning.CacheStats) int64 { return c.Budget }},
+		{"icebloom_serve_cache_entries", "gauge", "Entries each cache holds.", func(c planning.CacheStats) int64 { return c.Entries }},
+		{"icebloom_serve_cache_evictions_total", "counter", "Entries each cache evicted to stay within its part of the budget.", func(c planning.CacheStats) int64 { return c.Evictions }},
+		{"icebloom_serve_cache_unkept_total", "counter", "Entries larger than each cache's whole part of the budget, not kept: for bases, every plan of that table makes its base again (raise --memory-budget-mib).",
+			func(c planning.CacheStats) int64 { return c.Unkept }},
+	} {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", fam.name, fam.help, fam.name, fam.typ)
+		for _, name := range names {
+			fmt.Fprintf(w, "%s{cache=%q} %d\n", fam.name, name, fam.value(ps.Caches[name]))
+		}
 	}
-	fmt.Fprintln(w, "# HELP icebloom_serve_cache_budget_bytes Each cache's part of the memory budget.")
-	fmt.Fprintln(w, "# TYPE icebloom_serve_cache_budget_bytes gauge")
-	for _, name := range slices.Sorted(maps.Keys(ps.Caches)) {
-		fmt.Fprintf(w, "icebloom_serve_cache_budget_bytes{cache=%q} %d\n", name, ps.Caches[name][1])
+	fmt.Fprintln(w, "# HELP icebloom_serve_cache_lookups_total Lookups in each cache, by result.")
+	fmt.Fprintln(w, "# TYPE icebloom_serve_cache_lookups_total counter")
+	for _, name := range names {
+		fmt.Fprintf(w, "icebloom_serve_cache_lookups_total{cache=%q,result=\"hit\"} %d\n", name, ps.Caches[name].Hits)
+		fmt.Fprintf(w, "icebloom_serve_cache_lookups_total{cache=%q,result=\"miss\"} %d\n", name, ps.Caches[name].Misses)
+	}
+	fmt.Fprintln(w, "# HELP icebloom_serve_warm_path_misses_total Plans not made from a kept base plan, by reason: not_a_lookup (no = or IN conjunct), stats_fields (column statistics asked for), base_made (the first plan of a table version, or after an eviction), base_new_column (the base made again for another column), base_not_kept (the base is larger than the budget's part for bases: every plan makes it), busy, error.")
+	fmt.Fprintln(w, "# TYPE icebloom_serve_warm_path_misses_total counter")
+	for _, reason := range slices.Sorted(maps.Keys(ps.WarmMisses)) {
+		fmt.Fprintf(w, "icebloom_serve_warm_path_misses_total{reason=%q} %d\n", reason, ps.WarmMisses[reason])
 	}
 	fmt.Fprintln(w, "# HELP icebloom_serve_stored_plan_bytes Memory held by the plans answered and kept for their plan tasks and polls, of its sixteenth of the memory budget.")
 	fmt.Fprintln(w, "# TYPE icebloom_serve_stored_plan_bytes gauge")

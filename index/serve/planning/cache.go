@@ -16,6 +16,7 @@ type lruCache[V any] struct {
 	evicted int64
 	hits    int64
 	misses  int64
+	unkept  int64 // values too large for the whole budget, not kept
 }
 
 type lruEntry[V any] struct {
@@ -41,12 +42,15 @@ func (c *lruCache[V]) get(key string) (V, bool) {
 	return zero, false
 }
 
-func (c *lruCache[V]) add(key string, val V, size int64) {
+// add keeps val under key, and reports whether it could: a value larger
+// than the whole budget is not kept.
+func (c *lruCache[V]) add(key string, val V, size int64) bool {
 	size += int64(len(key)) // a key can be a whole request (the plan cache's)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if size > c.budget {
-		return
+		c.unkept++
+		return false
 	}
 	if el, ok := c.entries[key]; ok {
 		c.used -= el.Value.(*lruEntry[V]).size
@@ -56,6 +60,7 @@ func (c *lruCache[V]) add(key string, val V, size int64) {
 	c.evict(size)
 	c.entries[key] = c.order.PushFront(&lruEntry[V]{key: key, val: val, size: size})
 	c.used += size
+	return true
 }
 
 // grow charges delta more bytes to the entry of key (what it decoded
@@ -99,6 +104,22 @@ func (c *lruCache[V]) stats() (used int64, n int, hits, misses, evicted int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.used, len(c.entries), c.hits, c.misses, c.evicted
+}
+
+// CacheStats are one cache's figures, for /metrics.
+type CacheStats struct {
+	Bytes, Budget, Entries, Hits, Misses, Evictions int64
+	// Unkept counts values too large for the cache's whole budget, which
+	// it did not keep.
+	Unkept int64
+}
+
+// figures returns c's CacheStats.
+func (c *lruCache[V]) figures() CacheStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return CacheStats{Bytes: c.used, Budget: c.budget, Entries: int64(len(c.entries)), Hits: c.hits, Misses: c.misses,
+		Evictions: c.evicted, Unkept: c.unkept}
 }
 
 // usage is the bytes the cache holds and its budget.

@@ -168,11 +168,11 @@ func baseKey(tbl *table.Table, access string, snapshot int64, caseSensitive bool
 // A base lacking the statistics of one of fields is made again with those
 // of both, and replaces it: a table whose lookups name several columns
 // soon has one base with them all, not one per column.
-func (p *Planner) base(ctx context.Context, tbl *table.Table, access string, snap *table.Snapshot, caseSensitive bool, r iceberg.BooleanExpression, rKey string, schema *iceberg.Schema, fields []int) (*base, error) {
+func (p *Planner) base(ctx context.Context, tbl *table.Table, access string, snap *table.Snapshot, caseSensitive bool, r iceberg.BooleanExpression, rKey string, schema *iceberg.Schema, fields []int) (*base, warmMiss, error) {
 	key := baseKey(tbl, access, snap.SnapshotID, caseSensitive, rKey)
 	old, ok := p.bases.get(key)
 	if ok && old.set.has(fields) {
-		return old, nil
+		return old, "", nil
 	}
 	if ok {
 		for id := range old.set.stats {
@@ -183,19 +183,50 @@ func (p *Planner) base(ctx context.Context, tbl *table.Table, access string, sna
 	}
 	b, err := p.planBase(ctx, tbl, access, snap, caseSensitive, r, rKey, schema, fields)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	b.size = 512 + int64(len(key)) + b.set.bytes() + int64(b.set.len())*int64(len(b.set.stats))*matchBytesPerFile
 	if n, ok := summaryFiles(snap); ok {
 		b.filesTotal = n
 	} else if rKey == (iceberg.AlwaysTrue{}).String() {
 		b.filesTotal = b.set.len()
-	} else if all, err := p.base(ctx, tbl, access, snap, caseSensitive, iceberg.AlwaysTrue{}, iceberg.AlwaysTrue{}.String(), schema, nil); err == nil {
+	} else if all, _, err := p.base(ctx, tbl, access, snap, caseSensitive, iceberg.AlwaysTrue{}, iceberg.AlwaysTrue{}.String(), schema, nil); err == nil {
 		b.filesTotal = all.filesTotal
 	}
-	p.bases.add(key, b, b.size)
-	return b, nil
+	if !p.bases.add(key, b, b.size) {
+		return b, warmBaseNotKept, nil
+	}
+	if ok {
+		return b, warmNewColumn, nil
+	}
+	return b, warmBaseMade, nil
 }
+
+// warmMiss is why a plan was not made from a kept base plan, counted in
+// /metrics (icebloom_serve_warm_path_misses_total).
+type warmMiss string
+
+const (
+	// warmNotLookup: the filter has no = or IN conjunct for the index.
+	warmNotLookup warmMiss = "not_a_lookup"
+	// warmStatsFields: the request asks for column statistics, which
+	// base plans do not hold.
+	warmStatsFields warmMiss = "stats_fields"
+	// warmBaseMade: the base was made for this plan: the first plan of a
+	// table version and filter rest, or one after the base was evicted.
+	warmBaseMade warmMiss = "base_made"
+	// warmNewColumn: the base was made again to hold the statistics of a
+	// column it had not held.
+	warmNewColumn warmMiss = "base_new_column"
+	// warmBaseNotKept: the base was made for this plan and is larger than
+	// the budget's part for bases, so every plan makes it: raise
+	// --memory-budget-mib.
+	warmBaseNotKept warmMiss = "base_not_kept"
+	// warmBusy: the plan found no room in the work budget.
+	warmBusy warmMiss = "busy"
+	// warmError: making the base failed; the usual path planned.
+	warmError warmMiss = "error"
+)
 
 // has reports whether s holds the statistics of every one of fields.
 func (s *fileSet) has(fields []int) bool {
@@ -517,17 +548,17 @@ func cmpTyped[T iceberg.LiteralType](bound iceberg.TypedLiteral[T], v iceberg.Li
 // conjunct for the index, a table without the snapshot, or a request for
 // column statistics, which a base does not hold). It returns the number of
 // distinct data files the statistics left too.
-func (p *Planner) fastPlan(ctx context.Context, tbl *table.Table, access string, filter iceberg.BooleanExpression, o lookup.Options, statsFields map[int]bool) (*lookup.Result, int, error) {
-	if len(statsFields) > 0 {
-		return nil, 0, nil
-	}
+func (p *Planner) fastPlan(ctx context.Context, tbl *table.Table, access string, filter iceberg.BooleanExpression, o lookup.Options, statsFields map[int]bool) (*lookup.Result, int, warmMiss, error) {
 	snap, schema, err := lookup.Snapshot(tbl, o.SnapshotID)
 	if err != nil || snap == nil {
-		return nil, 0, nil
+		return nil, 0, "", nil // no files, or an error the usual path reports
 	}
 	c, ok := split(filter, schema, o.CaseSensitive)
 	if !ok {
-		return nil, 0, nil
+		return nil, 0, warmNotLookup, nil
+	}
+	if len(statsFields) > 0 {
+		return nil, 0, warmStatsFields, nil
 	}
 	fields := make([]int, 0, len(c.bound))
 	for _, pred := range c.bound {
@@ -535,9 +566,9 @@ func (p *Planner) fastPlan(ctx context.Context, tbl *table.Table, access string,
 			fields = append(fields, id)
 		}
 	}
-	b, err := p.base(ctx, tbl, access, snap, o.CaseSensitive, c.r, c.rKey, schema, fields)
+	b, miss, err := p.base(ctx, tbl, access, snap, o.CaseSensitive, c.r, c.rKey, schema, fields)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, "", err
 	}
 	key := baseKey(tbl, access, snap.SnapshotID, o.CaseSensitive, c.rKey)
 	o.Memo, o.Keep = &b.memo, p.statsKeep(key, b, tbl, c)
@@ -546,7 +577,7 @@ func (p *Planner) fastPlan(ctx context.Context, tbl *table.Table, access string,
 	o.Reserve = func(n int64) (func(), error) { return p.work.reserve(ctx, n) }
 	res, err := lookup.PruneFiles(ctx, tbl, &b.set.files, c.p, o)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, "", err
 	}
 	res.FilesTotal = b.filesTotal
 	afterStats := b.set.len()
@@ -562,5 +593,5 @@ func (p *Planner) fastPlan(ctx context.Context, tbl *table.Table, access string,
 	for j, i := range res.Kept {
 		res.Candidates[j] = b.set.task(int(i))
 	}
-	return res, afterStats, nil
+	return res, afterStats, miss, nil
 }

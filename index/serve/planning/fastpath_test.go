@@ -3,6 +3,7 @@ package planning
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -342,4 +343,39 @@ func sameFiles(a, b *fileSet) bool {
 func getters(f iceberg.DataFile) []any {
 	return []any{f.ContentType(), f.FilePath(), f.FileFormat(), f.Partition(), f.Count(), f.FileSizeBytes(),
 		f.KeyMetadata(), f.SplitOffsets(), f.SortOrderID(), f.SpecID(), f.FirstRowID()}
+}
+
+// TestWarmMissesCounted: a plan not made from a kept base is counted by
+// why (Stats.WarmMisses, /metrics' icebloom_serve_warm_path_misses_total):
+// the first lookup makes the base, the next ones do not count, a range is
+// not a lookup, a request for statistics takes the usual path, and a
+// base larger than the bases' part of the budget is made for every plan.
+func TestWarmMissesCounted(t *testing.T) {
+	_, load, _ := idTable(t, 4)
+	p := NewPlanner(load, PlannerOptions{MemoryBudget: 64 << 20})
+	plan := func(p *Planner, req rest.PlanTableScanRequest) {
+		t.Helper()
+		if _, err := p.Plan(context.Background(), table.Identifier{"db", "events"}, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for v := range 3 {
+		plan(p, rest.PlanTableScanRequest{Filter: []byte(`{"type":"eq","term":"id","value":` + itoa(v) + `}`)})
+	}
+	plan(p, rest.PlanTableScanRequest{Filter: []byte(`{"type":"lt","term":"id","value":4}`)})
+	plan(p, rest.PlanTableScanRequest{Filter: []byte(`{"type":"eq","term":"id","value":9}`), StatsFields: []string{"id"}})
+	want := map[string]int64{"base_made": 1, "not_a_lookup": 1, "stats_fields": 1}
+	if got := p.Stats().WarmMisses; !maps.Equal(got, want) {
+		t.Fatalf("warm misses %v, want %v", got, want)
+	}
+	tiny := NewPlanner(load, PlannerOptions{MemoryBudget: 2 << 10}) // bases get 1 KiB: none fits
+	for v := range 2 {
+		plan(tiny, rest.PlanTableScanRequest{Filter: []byte(`{"type":"eq","term":"id","value":` + itoa(v) + `}`)})
+	}
+	if got := tiny.Stats().WarmMisses["base_not_kept"]; got != 2 {
+		t.Fatalf("a base too large to keep counted %d times in 2 plans (%v)", got, tiny.Stats().WarmMisses)
+	}
+	if c := tiny.Stats().Caches["bases"]; c.Unkept != 2 || c.Entries != 0 {
+		t.Fatalf("bases cache: %+v, want 2 unkept, none held", c)
+	}
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -65,6 +67,8 @@ type Planner struct {
 	manifests    *lruCache[[]byte]
 	lastBases    lastBases
 	work         *workBudget
+	warmMu       sync.Mutex
+	warmMisses   map[string]int64
 	tasksPerPage int
 	// manifestOpens counts the manifest files the planner's tables opened
 	// (and so decoded), from memory or storage.
@@ -181,24 +185,25 @@ type Stats struct {
 	// WorkReserved is the memory the plans being computed reserved, of
 	// WorkBudget.
 	WorkReserved, WorkBudget int64
-	// Caches are the bytes each cache holds and its part of the budget, by
-	// name: plans, bases (the fast path's base plans), manifests, tables
-	// (the table objects kept per metadata location).
-	Caches map[string][2]int64
+	// Caches are each cache's figures, by name: plans, bases (the fast
+	// path's base plans), manifests, tables (the table objects kept per
+	// metadata location).
+	Caches map[string]CacheStats
+	// WarmMisses count the plans the fast path did not make from a kept
+	// base plan, by reason (see warmMiss).
+	WarmMisses map[string]int64
 }
 
 // Stats returns the planner's figures now.
 func (p *Planner) Stats() Stats {
 	used, n, hits, misses, evicted := p.results.stats()
-	caches := map[string][2]int64{}
-	for name, held := range map[string]func() (int64, int64){
-		"plans": p.results.usage, "bases": p.bases.usage, "manifests": p.manifests.usage, "tables": p.tables.usage,
-	} {
-		used, budget := held()
-		caches[name] = [2]int64{used, budget}
-	}
+	caches := map[string]CacheStats{"plans": p.results.figures(), "bases": p.bases.figures(), "manifests": p.manifests.figures(),
+		"tables": p.tables.figures()}
+	p.warmMu.Lock()
+	warm := maps.Clone(p.warmMisses)
+	p.warmMu.Unlock()
 	return Stats{ResultBytes: used, Results: int64(n), Hits: hits, Misses: misses, Evictions: evicted,
-		WorkReserved: p.work.reserved.Load(), WorkBudget: p.work.size, Caches: caches}
+		WorkReserved: p.work.reserved.Load(), WorkBudget: p.work.size, Caches: caches, WarmMisses: warm}
 }
 
 // Plan plans the scan req asks for of the table ident.
@@ -339,8 +344,22 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, access string, req
 	}
 
 	o := lookup.Options{SnapshotID: req.SnapshotID, CaseSensitive: caseSensitive, Cache: p.footers.Scoped(access)}
-	planned, afterStats, err := p.fastPlan(ctx, tbl, access, filter, o, statsFields)
+	planned, afterStats, miss, err := p.fastPlan(ctx, tbl, access, filter, o, statsFields)
 	fast := planned != nil && err == nil
+	switch {
+	case isBusy(err):
+		miss = warmBusy
+	case err != nil:
+		miss = warmError
+	}
+	if miss != "" {
+		p.warmMu.Lock()
+		if p.warmMisses == nil {
+			p.warmMisses = map[string]int64{}
+		}
+		p.warmMisses[string(miss)]++
+		p.warmMu.Unlock()
+	}
 	if !fast && !isBusy(err) { // not for the fast path, or it failed: the usual path reports why
 		planned, err = p.coldPlan(ctx, tbl, filter, o)
 		if err == nil {

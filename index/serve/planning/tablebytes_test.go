@@ -49,7 +49,7 @@ func TestKeptTablesChargedBytes(t *testing.T) {
 		if !ok {
 			t.Fatalf("Stats().Caches has no tables: %v", p.Stats().Caches)
 		}
-		return c[0], c[1]
+		return c.Bytes, c.Budget
 	}
 
 	small, n := plan()
