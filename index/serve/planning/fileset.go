@@ -2,8 +2,8 @@ package planning
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 
@@ -23,16 +23,15 @@ import (
 // order) is kept once and referred to by number.
 //
 // Column statistics are kept only for the columns the set was made for
-// (those of the filter that made it, fieldIDs): a lookup of another column
-// makes a new set, as a new base. Statistics of other columns are not
-// kept, so a request that asks for them (stats-fields) takes the usual
+// (those of the filters that made it): a lookup of another column makes
+// the base again with its statistics too. Statistics of other columns are
+// not kept, so a request that asks for them (stats-fields) takes the usual
 // path, which decodes the manifests again.
 type fileSet struct {
 	files   lookup.Files // paths and sizes, for the index
 	records []int64
-	specs   []int32
 	formats []uint8 // index into formatNames
-	parts   []int32 // index into partValues
+	parts   []int32 // index into partValues and partSpecs: a file's spec is its partition's
 	extras  []int32 // index into extraValues
 
 	formatNames []iceberg.FileFormat
@@ -102,7 +101,7 @@ func newSetBuilder(schema *iceberg.Schema, fieldIDs []int, capacity int) *setBui
 	b := &setBuilder{
 		s: &fileSet{
 			files:   lookup.Files{Paths: make([]string, 0, capacity), Sizes: make([]int64, 0, capacity)},
-			records: make([]int64, 0, capacity), specs: make([]int32, 0, capacity), formats: make([]uint8, 0, capacity),
+			records: make([]int64, 0, capacity), formats: make([]uint8, 0, capacity),
 			parts: make([]int32, 0, capacity), extras: make([]int32, 0, capacity), stats: map[int]*columnStats{},
 		},
 		formatIdx: map[iceberg.FileFormat]uint8{}, partIdx: map[string]int32{}, extraIdx: map[string]int32{},
@@ -130,10 +129,19 @@ func (b *setBuilder) add(t *table.FileScanTask) error {
 			b.addDelete(i, uint8(kind), d, func() *compactFile { return compact(d) })
 		}
 	}
-	for _, sb := range b.stats {
-		sb.add(f)
+	if len(b.stats) > 0 { // each getter copies its map: once for all fields
+		m := fileStats{f.ValueCounts(), f.NullValueCounts(), f.NaNValueCounts(), f.LowerBoundValues(), f.UpperBoundValues()}
+		for _, sb := range b.stats {
+			sb.add(&m)
+		}
 	}
 	return nil
+}
+
+// fileStats are a data file's statistics maps, got once.
+type fileStats struct {
+	values, nulls, nans map[int]int64
+	lower, upper        map[int][]byte
 }
 
 // addRows adds files [start, end) of src, whose statistics hold every
@@ -144,7 +152,7 @@ func (b *setBuilder) addRows(src *fileSet, start, end int) error {
 		if src.firstRowIDs != nil && src.firstRowIDs[i] != noRowID {
 			firstRowID = &src.firstRowIDs[i]
 		}
-		row, err := b.row(src.files.Paths[i], src.files.Sizes[i], src.records[i], src.specs[i], src.formatNames[src.formats[i]],
+		row, err := b.row(src.files.Paths[i], src.files.Sizes[i], src.records[i], src.partSpecs[src.parts[i]], src.formatNames[src.formats[i]],
 			src.partValues[src.parts[i]], src.extraValues[src.extras[i]], firstRowID)
 		if err != nil {
 			return err
@@ -171,7 +179,7 @@ func (b *setBuilder) row(path string, size, records int64, spec int32, format ic
 	b.seen[path] = struct{}{}
 	i := len(s.files.Paths)
 	s.files.Paths, s.files.Sizes = append(s.files.Paths, path), append(s.files.Sizes, size)
-	s.records, s.specs = append(s.records, records), append(s.specs, spec)
+	s.records = append(s.records, records)
 	fi, ok := b.formatIdx[format]
 	if !ok {
 		fi = uint8(len(s.formatNames))
@@ -245,23 +253,45 @@ func (b *setBuilder) finish() *fileSet {
 // partitionKey appends to b what tells a file's partition apart from
 // others: its spec and each field's id, type and value.
 func partitionKey(b []byte, spec int32, part map[int]any) []byte {
-	b = fmt.Appendf(b, "%d", spec)
-	for _, id := range slices.Sorted(maps.Keys(part)) {
-		v := part[id]
-		if raw, ok := v.([]byte); ok {
-			b = fmt.Appendf(b, "|%d:%T:%x", id, v, raw)
-			continue
+	b = binary.AppendVarint(b, int64(spec))
+	if len(part) == 0 {
+		return b
+	}
+	ids := make([]int, 0, len(part))
+	for id := range part {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		b = binary.AppendVarint(b, int64(id))
+		switch v := part[id].(type) {
+		case int32:
+			b = binary.AppendVarint(append(b, 'i'), int64(v))
+		case int64:
+			b = binary.AppendVarint(append(b, 'l'), v)
+		case string:
+			b = append(binary.AppendUvarint(append(b, 's'), uint64(len(v))), v...)
+		case []byte:
+			b = append(binary.AppendUvarint(append(b, 'b'), uint64(len(v))), v...)
+		case nil:
+			b = append(b, 'n')
+		default: // the other types, rarer: told apart by their type and text
+			text := fmt.Sprintf("%T:%v", v, v)
+			b = append(binary.AppendUvarint(append(b, 'o'), uint64(len(text))), text...)
 		}
-		b = fmt.Appendf(b, "|%d:%T:%v", id, v, v)
 	}
 	return b
 }
 
 // key appends to b what tells e apart from other extras.
 func (e fileExtra) key(b []byte) []byte {
-	b = fmt.Appendf(b, "%x|%v|%t", e.keyMetadata, e.splits, e.sortOrder != nil)
+	b = append(binary.AppendUvarint(b, uint64(len(e.keyMetadata))), e.keyMetadata...)
+	b = binary.AppendUvarint(b, uint64(len(e.splits)))
+	for _, off := range e.splits {
+		b = binary.AppendVarint(b, off)
+	}
 	if e.sortOrder != nil {
-		b = fmt.Appendf(b, "%d", *e.sortOrder)
+		b = binary.AppendVarint(append(b, 1), int64(*e.sortOrder))
 	}
 	return b
 }
@@ -273,7 +303,7 @@ func (s *fileSet) len() int { return len(s.files.Paths) }
 // the paths' bytes, what is shared, and the statistics.
 func (s *fileSet) bytes() int64 {
 	n := int64(s.len())
-	size := 512 + n*(16+8+8+4+1+4+4) // path header, size, records, spec, format, partition, extra
+	size := 512 + n*(16+8+8+1+4+4) // path header, size, records, format, partition, extra
 	for _, p := range s.files.Paths {
 		size += int64(len(p))
 	}
@@ -302,7 +332,7 @@ func (s *fileSet) bytes() int64 {
 func (s *fileSet) file(i int) *compactFile {
 	e := s.extraValues[s.extras[i]]
 	c := &compactFile{
-		path: s.files.Paths[i], format: s.formatNames[s.formats[i]], content: iceberg.EntryContentData, specID: s.specs[i],
+		path: s.files.Paths[i], format: s.formatNames[s.formats[i]], content: iceberg.EntryContentData, specID: s.partSpecs[s.parts[i]],
 		count: s.records[i], size: s.files.Sizes[i], keyMetadata: e.keyMetadata, splits: e.splits, sortOrder: e.sortOrder,
 	}
 	for id, v := range s.partValues[s.parts[i]] {
@@ -394,16 +424,16 @@ func newStatsBuilder(field iceberg.NestedField, capacity int) *statsBuilder {
 	return sb
 }
 
-// add adds the statistics of the field in f.
-func (sb *statsBuilder) add(f iceberg.DataFile) {
+// add adds the statistics of the field in a file's maps.
+func (sb *statsBuilder) add(f *fileStats) {
 	s, id := sb.s, sb.field.ID
-	vc, vok := f.ValueCounts()[id]
-	nc, nok := f.NullValueCounts()[id]
+	vc, vok := f.values[id]
+	nc, nok := f.nulls[id]
 	s.nullsOnly = append(s.nullsOnly, nok && vok && nc == vc)
-	nan, nanok := f.NaNValueCounts()[id]
+	nan, nanok := f.nans[id]
 	s.nansOnly = append(s.nansOnly, nanok && vok && nan == vc)
-	lo := decodeBound(sb.field.Type, f.LowerBoundValues()[id])
-	hi := decodeBound(sb.field.Type, f.UpperBoundValues()[id])
+	lo := decodeBound(sb.field.Type, f.lower[id])
+	hi := decodeBound(sb.field.Type, f.upper[id])
 	s.hasLower, s.hasUpper = append(s.hasLower, lo != nil), append(s.hasUpper, hi != nil)
 	switch s.kind {
 	case intBounds:
