@@ -155,31 +155,43 @@ func carryColumn(col *columnIndex, moves []RowMove, n int) *columnIndex {
 	return out
 }
 
+// matchColumns matches the index's filters of fields to files.
+func matchColumns(ix *index.TableIndex, files *Files, fields []int) map[int]*columnIndex {
+	cols := map[int]*columnIndex{}
+	for _, id := range fields {
+		cols[id] = &columnIndex{indexed: make([]bool, len(files.Paths))}
+	}
+	extendColumns(ix, 0, files, cols)
+	return cols
+}
+
 // extendColumns matches the files of cols without a filter of some field
-// against the segments of ix from the first-th on.
+// against the segments of ix from the first-th on (the first one met for a
+// file and field wins, as Lookup's does).
 func extendColumns(ix *index.TableIndex, first int, files *Files, cols map[int]*columnIndex) {
 	if first >= len(ix.Segments()) || len(cols) == 0 {
 		return
 	}
 	var fields []int
-	byPath := map[string]int{}
+	byPath := map[string]int{} // for the match alone
+	seen := map[int][]bool{}   // by field, of files
 	for id, c := range cols {
 		fields = append(fields, id)
+		seen[id] = make([]bool, len(files.Paths))
 		for i, ok := range c.indexed {
 			if !ok {
 				byPath[files.Paths[i]] = i
 			}
 		}
 	}
-	seen := map[[2]int]bool{} // field and file: the first filter met wins
 	groupOf := map[*segment.Group]int{}
-	added := map[*columnIndex][]int{} // the groups each column gained
+	gained := map[*columnIndex][]int{} // the groups each column gained
 	ix.MatchFrom(first, byPath, files.Sizes, fields, func(i int, flt index.StoredFilter) {
-		c := cols[flt.FieldID]
-		if c.indexed[i] || seen[[2]int{flt.FieldID, i}] {
+		c, seen := cols[flt.FieldID], seen[flt.FieldID]
+		if c.indexed[i] || seen[i] {
 			return
 		}
-		seen[[2]int{flt.FieldID, i}] = true
+		seen[i] = true
 		g, member := flt.Group()
 		if g == nil {
 			c.v1 = true
@@ -190,61 +202,18 @@ func extendColumns(ix *index.TableIndex, first int, files *Files, cols map[int]*
 			gi = len(c.groups)
 			groupOf[g] = gi
 			c.groups = append(c.groups, columnGroup{g: g, path: flt.Path})
-			added[c] = append(added[c], gi)
+			gained[c] = append(gained[c], gi)
 		}
 		c.groups[gi].files = append(c.groups[gi].files, memberFile{int32(member), int32(i)})
 		c.indexed[i] = true
 	})
-	for c, gis := range added {
+	for c, gis := range gained {
 		for _, gi := range gis {
-			fs := c.groups[gi].files
-			slices.SortFunc(fs, func(a, b memberFile) int { return cmp.Compare(a.member, b.member) })
-			c.groups[gi].files = slices.Clone(fs)
-		}
-	}
-}
-
-// matchColumns matches the index's filters of fields to files.
-func matchColumns(ix *index.TableIndex, files *Files, fields []int) map[int]*columnIndex {
-	byPath := make(map[string]int, len(files.Paths)) // for the match alone
-	for i, p := range files.Paths {
-		byPath[p] = i
-	}
-	cols := map[int]*columnIndex{}
-	seen := map[int][]bool{}
-	groupOf := map[*segment.Group]int{}
-	for _, id := range fields {
-		cols[id] = &columnIndex{indexed: make([]bool, len(files.Paths))}
-		seen[id] = make([]bool, len(files.Paths))
-	}
-	ix.Match(byPath, files.Sizes, fields, func(i int, flt index.StoredFilter) {
-		c := cols[flt.FieldID]
-		if seen[flt.FieldID][i] {
-			return // the first segment's wins
-		}
-		seen[flt.FieldID][i] = true
-		g, member := flt.Group()
-		if g == nil {
-			c.v1 = true
-			return
-		}
-		gi, ok := groupOf[g]
-		if !ok {
-			gi = len(c.groups)
-			groupOf[g] = gi
-			c.groups = append(c.groups, columnGroup{g: g, path: flt.Path})
-		}
-		c.groups[gi].files = append(c.groups[gi].files, memberFile{int32(member), int32(i)})
-		c.indexed[i] = true
-	})
-	for _, c := range cols {
-		for gi := range c.groups {
 			fs := c.groups[gi].files
 			slices.SortFunc(fs, func(a, b memberFile) int { return cmp.Compare(a.member, b.member) })
 			c.groups[gi].files = slices.Clone(fs) // exactly sized: appending left up to twice the room
 		}
 	}
-	return cols
 }
 
 // conjunction returns the tests of f when its root is one test or an AND
