@@ -452,3 +452,51 @@ func TestLargePlansOneAtATime(t *testing.T) {
 		t.Errorf("the second large plan once the first ended: %d %.300s, want 200", status, body)
 	}
 }
+
+// TestDeepFilterRefusedBeforeItsRoom: a body is read under a hold of what
+// its first planning.BodyStep bytes may hold, not what its whole length
+// may: with less room in the work budget than a 10,000-deep filter's
+// 650 KB would hold, the filter is refused 400 for its nesting, at once;
+// a body that does need more room than there is gets 429 with
+// Retry-After once its first step is read. Before, the deep filter waited
+// for room for its whole length, holding its slot, and got 429 after
+// MaxWorkWait (bench --serve-abuse: such filters held 16 of 155 slot-seconds
+// waiting, and the plans queued behind them waited too).
+func TestDeepFilterRefusedBeforeItsRoom(t *testing.T) {
+	cat := servetest.AddFilesTable(t, 3)
+	srv, err := New(Options{Catalog: cat.Catalog, MemoryBudget: 64 << 20, MaxWorkWait: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hts := httptest.NewServer(specChecked(t, srv))
+	defer hts.Close()
+	work := srv.planner.Stats().WorkBudget
+	release, err := srv.planner.ReserveWork(context.Background(), work-1<<20) // 1 MiB left
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	var deep strings.Builder
+	deep.WriteString(`{"filter":`)
+	for range 10_000 {
+		deep.WriteString(`{"type":"and","left":{"type":"eq","term":"id","value":1},"right":`)
+	}
+	deep.WriteString(`{"type":"eq","term":"id","value":1}` + strings.Repeat("}", 10_001))
+	if planning.RequestWorkBytes(int64(deep.Len())) <= 1<<20 {
+		t.Fatalf("a deep filter of %d bytes holds %d, want more than the 1 MiB left", deep.Len(), planning.RequestWorkBytes(int64(deep.Len())))
+	}
+	status, _, body := post(t, hts.URL+eventsPlan, "Bearer a", deep.String())
+	if status != http.StatusBadRequest || !strings.Contains(string(body), "nested deeper") {
+		t.Errorf("a 10,000-deep filter of %d bytes with 1 MiB of room: %d %.300s, want 400 naming the nesting", deep.Len(), status, body)
+	}
+	big := inOfAtLeast(2 << 20)
+	if status, retry, body := post(t, hts.URL+eventsPlan, "Bearer a", big); status != http.StatusTooManyRequests || retry == "" {
+		t.Errorf("a plan of %d bytes (2 MiB of work) with 1 MiB of room: %d (Retry-After %q) %.300s, want 429 with Retry-After", len(big), status, retry, body)
+	}
+	if status, _, body := post(t, hts.URL+eventsPlan, "Bearer a", `{"filter":{"type":"eq","term":"id","value":2}}`); status != http.StatusOK {
+		t.Errorf("a small plan with 1 MiB of room: %d %.300s, want 200", status, body)
+	}
+	if got := srv.planner.Stats().WorkReserved; got != work-1<<20 {
+		t.Errorf("%d bytes of the work budget held after the plans, want only the test's %d", got, work-1<<20)
+	}
+}

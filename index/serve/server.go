@@ -431,10 +431,12 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 	// read for at most MaxPlansInFlight plans at once, and at most
 	// MaxPlansPerCaller of one caller (admission.go). The request holds
 	// memory of the work budget from before its body is read to its plan's
-	// end (planning.Hold): while it is read, what a body of its size may
-	// hold; once decoded, what its filter holds while the plan is made. The
-	// body is looked at as it arrives, and an IN far past the limit refused
-	// before the rest is read.
+	// end (planning.Hold): while it is read, what the part of its body read
+	// may hold (its first planning.BodyStep bytes, then its whole size:
+	// planning.GrowingReader); once decoded, what its filter holds while
+	// the plan is made. The body is looked at as it arrives, and an IN far
+	// past the limit or a filter nested too deep refused before the rest is
+	// read.
 	workBudget := s.planner.Stats().WorkBudget
 	if workBudget > 0 && r.ContentLength > 0 && planning.RequestWorkBytes(r.ContentLength) > workBudget {
 		s.metrics.count("bad_request")
@@ -449,7 +451,7 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 		return
 	}
 	size := r.ContentLength
-	if size < 0 || size > s.o.MaxRequestBytes {
+	if size > s.o.MaxRequestBytes {
 		size = s.o.MaxRequestBytes
 	}
 	// The plan outlives the request when it is submitted: its context is
@@ -459,7 +461,11 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 	// storage timeout.
 	caller := WithHeader(planning.WithShare(context.WithoutCancel(r.Context()), share), r.Header.Clone(), rt.prefix)
 	ctx, cancel := context.WithTimeout(catalog.WithRequestTimeout(caller, s.o.StorageTimeout), s.o.PlanTimeout)
-	ctx, hold, err := s.planner.HoldWork(ctx, planning.RequestWorkBytes(size))
+	first := int64(planning.BodyStep)
+	if size >= 0 {
+		first = min(size, first)
+	}
+	ctx, hold, err := s.planner.HoldWork(ctx, planning.RequestWorkBytes(first))
 	if err != nil {
 		cancel()
 		freeSlot()
@@ -473,8 +479,8 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 	r.Body = struct {
 		io.Reader
 		io.Closer
-	}{planning.CheckFilterReader(r.Body), r.Body}
-	body, ok := readBody(w, r)
+	}{planning.CheckFilterReader(planning.GrowingReader(ctx, hold, r.Body, size)), r.Body}
+	body, ok := s.readBody(w, r)
 	if !ok {
 		cancel()
 		release()
@@ -755,7 +761,7 @@ func (s *Server) fetchTasks(w http.ResponseWriter, r *http.Request, rt route) {
 	if !jsonRequest(w, r) {
 		return
 	}
-	body, ok := readBody(w, r)
+	body, ok := s.readBody(w, r)
 	if !ok {
 		return
 	}
@@ -776,12 +782,17 @@ func (s *Server) fetchTasks(w http.ResponseWriter, r *http.Request, rt route) {
 }
 
 // readBody reads a request body within the size limit, answering 413
-// beyond it.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// beyond it, and 429 when there was no room to hold it
+// (planning.GrowingReader).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
 	var bad *planning.RequestError
+	var busy *planning.BusyError
 	switch {
+	case errors.As(err, &busy):
+		s.planError(w, err)
+		return nil, false
 	case errors.As(err, &tooBig):
 		writeError(w, http.StatusRequestEntityTooLarge, "BadRequestException", fmt.Sprintf("request body is over the limit of %d bytes", tooBig.Limit))
 		return nil, false
