@@ -388,6 +388,63 @@ func inOfAtLeast(bytes int64) string {
 	return `{"filter":{"type":"in","term":"id","values":[` + values.String() + `]}}`
 }
 
+// stalledPlan is a plan request whose body is sent in part, the rest when
+// the test says.
+type stalledPlan struct {
+	pw   *io.PipeWriter
+	rest string
+	done chan int // its status, once answered
+	at   chan time.Time
+}
+
+// stall sends the first half of body as auth's plan request and returns;
+// finish sends the rest.
+func stall(t *testing.T, url, auth, body string) *stalledPlan {
+	t.Helper()
+	pr, pw := io.Pipe()
+	req, err := http.NewRequest("POST", url, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = int64(len(body))
+	p := &stalledPlan{pw: pw, rest: body[len(body)/2:], done: make(chan int, 1), at: make(chan time.Time, 1)}
+	go func() {
+		status, _, answer := send(t, req, auth)
+		if status != http.StatusOK {
+			t.Errorf("the stalled plan of %s: %d %.300s", auth, status, answer)
+		}
+		p.at <- time.Now()
+		p.done <- status
+	}()
+	t.Cleanup(func() { pw.Close() })
+	if _, err := pw.Write([]byte(body[:len(body)/2])); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// finish sends the rest of the body and waits for the answer.
+func (p *stalledPlan) finish(t *testing.T) (int, time.Time) {
+	t.Helper()
+	if _, err := p.pw.Write([]byte(p.rest)); err != nil {
+		t.Fatal(err)
+	}
+	p.pw.Close()
+	return <-p.done, <-p.at
+}
+
+// waitReserved waits until at least n bytes of srv's work budget are held.
+func waitReserved(t *testing.T, srv *Server, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for srv.planner.Stats().WorkReserved < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes of the work budget held, want at least %d", srv.planner.Stats().WorkReserved, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // TestLargePlansOneAtATime: while one request holds more than a quarter of
 // the work budget (here a plan whose body, 30% of it, is still arriving),
 // another caller's plan that would is answered 429 with Retry-After at
@@ -404,34 +461,9 @@ func TestLargePlansOneAtATime(t *testing.T) {
 	}
 	hts := httptest.NewServer(srv) // not specChecked: it reads each body whole first
 	defer hts.Close()
-	work := srv.planner.Stats().WorkBudget
-	large := inOfAtLeast(work * 3 / 10)
-	pr, pw := io.Pipe()
-	req, err := http.NewRequest("POST", hts.URL+eventsPlan, pr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.ContentLength = int64(len(large))
-	first := make(chan int, 1)
-	go func() {
-		status, _, body := send(t, req, "Bearer a")
-		if status != http.StatusOK {
-			t.Errorf("the first large plan: %d %.300s", status, body)
-		}
-		first <- status
-	}()
-	defer pw.Close()
-	half := len(large) / 2
-	if _, err := pw.Write([]byte(large[:half])); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for srv.planner.Stats().WorkReserved < planning.RequestWorkBytes(int64(len(large))) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d bytes of the work budget held while the first large body arrives, want its %d", srv.planner.Stats().WorkReserved, planning.RequestWorkBytes(int64(len(large))))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	large := inOfAtLeast(srv.planner.Stats().WorkBudget * 3 / 10)
+	first := stall(t, hts.URL+eventsPlan, "Bearer a", large)
+	waitReserved(t, srv, planning.RequestWorkBytes(int64(len(large))))
 	start := time.Now()
 	status, retry, body := post(t, hts.URL+eventsPlan, "Bearer b", large)
 	if status != http.StatusTooManyRequests || retry == "" || !strings.Contains(string(body), "more than a quarter") {
@@ -443,13 +475,74 @@ func TestLargePlansOneAtATime(t *testing.T) {
 	if status, _, body := post(t, hts.URL+eventsPlan, "Bearer c", `{"filter":{"type":"eq","term":"id","value":2}}`); status != http.StatusOK {
 		t.Errorf("a small plan beside the large one: %d %.300s, want 200", status, body)
 	}
-	if _, err := pw.Write([]byte(large[half:])); err != nil {
-		t.Fatal(err)
-	}
-	pw.Close()
-	<-first
+	first.finish(t)
 	if status, _, body := post(t, hts.URL+eventsPlan, "Bearer b", large); status != http.StatusOK {
 		t.Errorf("the second large plan once the first ended: %d %.300s, want 200", status, body)
+	}
+}
+
+// TestLargePlansTakeTurns: after a large plan (more than a quarter of the
+// work budget) that held its room for 1 s, the next large plan waits
+// about as long while smaller requests hold room, and small plans are
+// planned meanwhile; with nothing else held it starts at once. Before,
+// large plans one after another kept the budget to themselves (bench
+// --serve-abuse, 128 hostile callers: plans of every file, each taking the
+// whole budget, one at a time and back to back, left ordinary plans 370
+// plans in 10 s against 3,216 with turns).
+func TestLargePlansTakeTurns(t *testing.T) {
+	cat := servetest.AddFilesTable(t, 3)
+	srv, err := New(Options{Catalog: cat.Catalog, MemoryBudget: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hts := httptest.NewServer(srv) // not specChecked: it reads each body whole first
+	defer hts.Close()
+	large := inOfAtLeast(srv.planner.Stats().WorkBudget * 3 / 10)
+	const held = time.Second
+	small := `{"filter":{"type":"eq","term":"id","value":2}}`
+
+	first := stall(t, hts.URL+eventsPlan, "Bearer a", large)
+	waitReserved(t, srv, planning.RequestWorkBytes(int64(len(large))))
+	time.Sleep(held)
+	waiting := stall(t, hts.URL+eventsPlan, "Bearer c", small) // a small request holding room
+	waitReserved(t, srv, planning.RequestWorkBytes(int64(len(large)))+planning.RequestWorkBytes(int64(len(small))))
+	_, ended := first.finish(t)
+	second := make(chan time.Time, 1)
+	go func() {
+		if status, _, body := post(t, hts.URL+eventsPlan, "Bearer b", large); status != http.StatusOK {
+			t.Errorf("the next large plan: %d %.300s, want 200", status, body)
+		}
+		second <- time.Now()
+	}()
+	time.Sleep(held / 4)
+	start := time.Now()
+	if status, _, body := post(t, hts.URL+eventsPlan, "Bearer d", small); status != http.StatusOK {
+		t.Errorf("a small plan while the large one waits its turn: %d %.300s, want 200", status, body)
+	}
+	smallDone := time.Now()
+	at := <-second
+	if d := at.Sub(ended); d < held/2 {
+		t.Errorf("the next large plan was answered %s after the first (which held its room %s) while a small request held room, want it to wait its turn", d.Round(time.Millisecond), held)
+	}
+	if !smallDone.Before(at) || smallDone.Sub(start) > held/2 {
+		t.Errorf("a small plan took %s, answered %s before the waiting large one, want it planned meanwhile", smallDone.Sub(start).Round(time.Millisecond), at.Sub(smallDone).Round(time.Millisecond))
+	}
+	waiting.finish(t)
+
+	third := stall(t, hts.URL+eventsPlan, "Bearer a", large)
+	waitReserved(t, srv, planning.RequestWorkBytes(int64(len(large))))
+	time.Sleep(held)
+	_, ended = third.finish(t)
+	waitFree := time.Now().Add(20 * time.Second)
+	for srv.planner.Stats().WorkReserved != 0 && time.Now().Before(waitFree) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	start = time.Now()
+	if status, _, body := post(t, hts.URL+eventsPlan, "Bearer b", large); status != http.StatusOK {
+		t.Errorf("a large plan with nothing else held: %d %.300s, want 200", status, body)
+	}
+	if d := time.Since(start); d > held/2 {
+		t.Errorf("a large plan with nothing else held, %s after another: answered in %s, want it not to wait its turn", start.Sub(ended).Round(time.Millisecond), d.Round(time.Millisecond))
 	}
 }
 
