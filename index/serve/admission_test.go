@@ -564,11 +564,13 @@ func TestDeepFilterRefusedBeforeItsRoom(t *testing.T) {
 	hts := httptest.NewServer(specChecked(t, srv))
 	defer hts.Close()
 	work := srv.planner.Stats().WorkBudget
-	release, err := srv.planner.ReserveWork(context.Background(), work-1<<20) // 1 MiB left
-	if err != nil {
-		t.Fatal(err)
+	for _, n := range []int64{work - work/4, work/4 - 1<<20} { // 1 MiB left: one request holds three quarters at most
+		release, err := srv.planner.ReserveWork(context.Background(), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
 	}
-	defer release()
 	var deep strings.Builder
 	deep.WriteString(`{"filter":`)
 	for range 10_000 {
@@ -589,7 +591,44 @@ func TestDeepFilterRefusedBeforeItsRoom(t *testing.T) {
 	if status, _, body := post(t, hts.URL+eventsPlan, "Bearer a", `{"filter":{"type":"eq","term":"id","value":2}}`); status != http.StatusOK {
 		t.Errorf("a small plan with 1 MiB of room: %d %.300s, want 200", status, body)
 	}
+	deadline := time.Now().Add(20 * time.Second) // a plan gives back after it answered
+	for srv.planner.Stats().WorkReserved != work-1<<20 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if got := srv.planner.Stats().WorkReserved; got != work-1<<20 {
 		t.Errorf("%d bytes of the work budget held after the plans, want only the test's %d", got, work-1<<20)
+	}
+}
+
+// TestSmallPlansBesideAPlanOfTheWholeBudget: a request that would hold
+// nearly the whole work budget (here a body whose filter holds it, still
+// arriving) holds three quarters of it, and another caller's small plan is
+// planned beside it. Before, it took all of it and the small plan waited
+// for room until MaxWorkWait and got 429 (bench --serve-abuse: plans of
+// every file of 4,000, each reserving the whole budget, kept every other
+// request waiting for the hold of its body while they ran).
+func TestSmallPlansBesideAPlanOfTheWholeBudget(t *testing.T) {
+	cat := servetest.AddFilesTable(t, 3)
+	srv, err := New(Options{Catalog: cat.Catalog, MemoryBudget: 16 << 20, MaxWorkWait: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hts := httptest.NewServer(srv) // not specChecked: it reads each body whole first
+	defer hts.Close()
+	work := srv.planner.Stats().WorkBudget
+	whole := inOfAtLeast(work - 2<<10)
+	if planning.RequestWorkBytes(int64(len(whole))) > work {
+		t.Fatalf("a body of %d bytes holds %d, more than the work budget %d", len(whole), planning.RequestWorkBytes(int64(len(whole))), work)
+	}
+	first := stall(t, hts.URL+eventsPlan, "Bearer a", whole)
+	waitReserved(t, srv, work*3/4)
+	if status, _, body := post(t, hts.URL+eventsPlan, "Bearer b", `{"filter":{"type":"eq","term":"id","value":2}}`); status != http.StatusOK {
+		t.Errorf("a small plan beside a request of the whole budget: %d %.300s, want 200", status, body)
+	}
+	if got := srv.planner.Stats().WorkReserved; got > work-work/4 {
+		t.Errorf("%d bytes of the work budget held by the request of the whole budget, want at most three quarters, %d", got, work-work/4)
+	}
+	if status, _ := first.finish(t); status != http.StatusOK {
+		t.Errorf("the request of the whole budget: %d", status)
 	}
 }

@@ -9,8 +9,8 @@ import (
 
 // TestWorkBudget: a reservation waits while the reserved sum would pass
 // the budget and fails as busy after the budget's wait; one larger than
-// the budget takes all of it; a caller's cancelled context is its own
-// error, not busy.
+// the budget takes three quarters of it, leaving a quarter to the others;
+// a caller's cancelled context is its own error, not busy.
 func TestWorkBudget(t *testing.T) {
 	ctx := context.Background()
 	w := newWorkBudget(100, 20*time.Millisecond)
@@ -38,14 +38,19 @@ func TestWorkBudget(t *testing.T) {
 		t.Fatalf("%d bytes reserved after every release, want 0", got)
 	}
 	all, err := w.reserve(ctx, 1<<40)
-	if err != nil || w.reserved.Load() != 100 {
-		t.Fatalf("a reservation beyond the budget: %v, %d reserved; want all 100", err, w.reserved.Load())
+	if err != nil || w.reserved.Load() != 75 {
+		t.Fatalf("a reservation beyond the budget: %v, %d reserved; want 75, three quarters", err, w.reserved.Load())
+	}
+	beside, err := w.reserve(ctx, 25)
+	if err != nil {
+		t.Fatalf("a quarter beside a reservation beyond the budget: %v", err)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	if _, err := w.reserve(cancelled, 1); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled caller: %v, want context.Canceled", err)
 	}
+	beside()
 	all()
 	if release, err := newWorkBudget(0, 0).reserve(ctx, 1<<40); err != nil {
 		t.Fatalf("no budget: %v", err)
