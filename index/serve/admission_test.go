@@ -632,3 +632,32 @@ func TestSmallPlansBesideAPlanOfTheWholeBudget(t *testing.T) {
 		t.Errorf("the request of the whole budget: %d", status)
 	}
 }
+
+// TestSlotWaitedFor: a plan request that finds every slot taken waits for
+// one (here: the only slot, freed 300 ms later) and is planned, rather
+// than answered 429 at once, which an engine's client meets with a whole
+// second's wait; one that waits longer than MaxSlotWait gets 429 with
+// Retry-After then. Before, it got 429 at once.
+func TestSlotWaitedFor(t *testing.T) {
+	cat := servetest.AddFilesTable(t, 3)
+	g := newGatedCatalog(cat.Catalog)
+	srv, err := New(Options{Catalog: g, MaxPlansInFlight: 1, MaxSlotWait: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hts := httptest.NewServer(specChecked(t, srv))
+	defer hts.Close()
+	defer g.open() // before the server closes: it waits for the held plan
+	url := hts.URL + eventsPlan
+	small := `{"filter":{"type":"eq","term":"id","value":2}}`
+	holdPlan(t, g, url, small)
+	start := time.Now()
+	if status, retry, _ := post(t, url, "Bearer other", small); status != http.StatusTooManyRequests || retry == "" || time.Since(start) < 2*time.Second {
+		t.Errorf("a plan while the only slot stays taken: %d (Retry-After %q) after %s, want 429 with Retry-After after 2 s", status, retry, time.Since(start).Round(time.Millisecond))
+	}
+	time.AfterFunc(300*time.Millisecond, g.open)
+	start = time.Now()
+	if status, _, body := post(t, url, "Bearer other", small); status != http.StatusOK {
+		t.Errorf("a plan while the only slot is freed 300 ms later: %d %.300s after %s, want 200", status, body, time.Since(start).Round(time.Millisecond))
+	}
+}

@@ -106,8 +106,13 @@ type Options struct {
 	// DefaultMemoryBudget, negative caches nothing and bounds no plan.
 	MemoryBudget int64
 	// MaxPlansInFlight bounds the plans computed at once; a plan request
-	// beyond it is answered 429 with Retry-After. 0 means the default.
+	// beyond it waits for a slot up to MaxSlotWait, then is answered 429
+	// with Retry-After. 0 means the default.
 	MaxPlansInFlight int
+	// MaxSlotWait is how long a plan request (or a poll's or page's table
+	// load) waits for a slot when all are taken; 0 means
+	// DefaultMaxSlotWait, negative does not wait.
+	MaxSlotWait time.Duration
 	// MaxPlansPerCaller bounds the plans one caller (admission.go) has
 	// being computed at once, and apart the table loads of its polls and
 	// plan tasks (which MaxPlansInFlight bounds apart too); beyond it the
@@ -223,7 +228,7 @@ func New(o Options) (*Server, error) {
 		load = s.loadFromUpstream
 	}
 	s.planner = planning.NewPlanner(load, planning.PlannerOptions{MemoryBudget: max(o.MemoryBudget, 0), TasksPerPage: o.TasksPerPage, MaxWorkWait: o.MaxWorkWait})
-	s.admitter = newAdmission(o.MaxPlansInFlight, o.MaxPlansPerCaller, s.planner.Stats().WorkBudget)
+	s.admitter = newAdmission(o.MaxPlansInFlight, o.MaxPlansPerCaller, s.planner.Stats().WorkBudget, o.MaxSlotWait)
 	s.ready.Store(true)
 	return s, nil
 }
@@ -445,7 +450,7 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 			(planning.RequestWorkBytes(r.ContentLength)+1<<20-1)>>20, workBudget>>20))
 		return
 	}
-	freeSlot, share, refused := s.admitter.admit(s.callerOf(r))
+	freeSlot, share, refused := s.admitter.admit(r.Context(), s.callerOf(r))
 	if refused != nil {
 		s.refuse(w, refused)
 		return
@@ -699,7 +704,7 @@ func (s *Server) failure(err error) (status int, typ, msg string) {
 // loaded: loading reads and parses the table's metadata, and polls and
 // page fetches come as often as plans.
 func (s *Server) found(w http.ResponseWriter, r *http.Request, rt route, ok bool, uuid, typ, what string) bool {
-	free, share, refused := s.admitter.admitLoad(s.callerOf(r))
+	free, share, refused := s.admitter.admitLoad(r.Context(), s.callerOf(r))
 	if refused != nil {
 		s.refuse(w, refused)
 		return false
