@@ -22,9 +22,12 @@ import (
 // slots by default) and hold at most a quarter of the work budget (more only
 // for one reservation while it holds nothing else: planning.Share); a
 // caller over its share is answered 429 with Retry-After at once, and the
-// others are taken (bench --serve-abuse, hostile clients as one caller:
-// 28.6% of ordinary plans planned, p99 21x the p50 without them; as 128
-// callers, 1.3% and 68x: see docs/benchmarks.md).
+// others are taken. What many callers' large requests cost is bounded by
+// the work budget itself (planning/workbudget.go: one large request at a
+// time, in three quarters of it at most, taking turns with the small
+// ones), and a request waits briefly for a slot (below): bench
+// --serve-abuse with the hostile clients as one caller or as 128, every
+// ordinary plan was planned and none met a 429 (see docs/benchmarks.md).
 //
 // Who a caller is: the credential it carries (a hash of its Authorization,
 // as plans are owned) where credentials are each caller's own — in proxy
@@ -35,7 +38,7 @@ import (
 // is bounded by its share; one from many callers (many tokens, many hosts)
 // is not told apart from many ordinary callers by any per-caller rule: it
 // is bounded by the slots and the budget, as before, so memory holds, but
-// ordinary plans then compete with it for the slots. In proxy mode a made-up
+// ordinary plans then compete with it for the slots, in order. In proxy mode a made-up
 // Authorization names a new caller until the upstream refuses it at load.
 
 // callerOf names the caller of r for admission (see above): never the
