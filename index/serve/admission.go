@@ -65,9 +65,9 @@ func (s *Server) callerOf(r *http.Request) string {
 // while it waits (its body is not read), and an engine's client told 429
 // waits a whole second (Retry-After: 1, as Iceberg's Java client honours
 // it) where a slot frees in milliseconds. bench --serve-abuse with 128
-// hostile callers and 16 ordinary clients retrying as Java's does: 7% of
-// the ordinary plans met a 429 and waited that second, p99 1.6 s against
-// a p50 of 184 ms. A caller's requests waiting count in its share of the
+// hostile callers and 16 ordinary clients retrying as Java's does: up to
+// 8% of the ordinary plans met a 429 and waited that second, p99 1.6 s
+// against a p50 of 184 ms. A caller's requests waiting count in its share of the
 // slots.
 type admission struct {
 	slots, loads chan struct{}
