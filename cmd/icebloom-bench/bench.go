@@ -81,7 +81,8 @@ type BenchCmd struct {
 	// serve under hostile clients (bench_abuse.go) instead.
 	ServeAbuse          bool          `arg:"--serve-abuse" help:"run icebloom serve as a process of its own and drive it with ordinary plans beside hostile requests, measuring its RSS, the plans' latency and the answers' statuses, instead"`
 	AbuseFiles          int           `arg:"--serve-abuse-files" default:"4000" help:"with --serve-abuse: data files of the table planned"`
-	AbuseClients        int           `arg:"--serve-abuse-clients" default:"256" help:"with --serve-abuse: clients at once, half ordinary, half hostile"`
+	AbuseClients        int           `arg:"--serve-abuse-clients" default:"256" help:"with --serve-abuse: clients at once, --serve-abuse-ordinary of them ordinary, the rest hostile"`
+	AbuseOrdinary       int           `arg:"--serve-abuse-ordinary" default:"16" help:"with --serve-abuse: ordinary clients, which retry 429 and 503 as Iceberg's Java REST client does; 16, the plans serve takes at once, so that they alone do not overload it"`
 	AbuseDuration       time.Duration `arg:"--serve-abuse-duration" default:"60s" help:"with --serve-abuse: how long the clients run beside the hostile ones"`
 	AbuseBaseline       time.Duration `arg:"--serve-abuse-baseline" default:"10s" help:"with --serve-abuse: how long the ordinary clients run alone first"`
 	AbuseBudgetMiB      int64         `arg:"--serve-abuse-budget-mib" default:"64" help:"with --serve-abuse: the server's --memory-budget-mib"`

@@ -36,8 +36,10 @@ import (
 // own, with the memory settings of docs/kubernetes/serve.yaml and
 // --memory-budget-mib 64, over a table of a few thousand tiny indexed data
 // files in an embedded SQLite catalog, and drives it on loopback with many
-// clients at once: half plan ordinary point lookups (timed, and checked to
-// keep the file that holds a present value), half send hostile requests
+// clients at once: a few plan ordinary point lookups as an engine's REST
+// client does, retrying 429 and 503 after their Retry-After (timed from
+// the first POST to the last file, and checked to keep the file that holds
+// a present value), the rest send hostile requests without ever backing off
 // (huge IN lists, deep nesting, 2 MiB distinct filters, plans never
 // fetched, 8 MiB bodies, header floods, text/plain POSTs, path tricks).
 // It reads the server's RSS from /proc, and fails when an ordinary plan
@@ -76,6 +78,10 @@ const (
 	abuseHostileGrace = 10 * time.Second
 	// abuseFloodBytes bounds what one never-ending header sends.
 	abuseFloodBytes = 2 << 20
+	// abuseMaxRetries is how many times an ordinary client retries a
+	// request answered 429, 502, 503 or 504 before it gives up: Iceberg's
+	// Java REST client's default (rest.client.max-retries).
+	abuseMaxRetries = 5
 )
 
 // The hostile kinds, in the order clients are given them.
@@ -138,6 +144,15 @@ type AbuseKind struct {
 	// Examples are the first few answers of each status other than 200,
 	// 5xx answers and transport errors.
 	Examples []string `json:"examples"`
+	// Of the ordinary clients only: the plans begun, those planned
+	// (completed, every file fetched), those given up with a 429 or 503
+	// after abuseMaxRetries retries, the answers retried (counted in
+	// Statuses too) and the time the clients waited to retry, in all.
+	Plans      int64   `json:"plans,omitempty"`
+	Planned    int64   `json:"planned,omitempty"`
+	GaveUp     int64   `json:"gave_up,omitempty"`
+	Retried    int64   `json:"retried,omitempty"`
+	RetryWaitS float64 `json:"retry_wait_s,omitempty"`
 }
 
 // kindTally counts the answers of one kind of request, safely from many
@@ -150,6 +165,9 @@ type kindTally struct {
 	statuses map[int]int64
 	errs     int64
 	examples []string
+	// Of ordinary plans: see AbuseKind.
+	plans, planned, gaveUp, retried int64
+	retryWait                       time.Duration
 }
 
 func newTally(kind string, clients int) *kindTally {
@@ -175,6 +193,22 @@ func (t *kindTally) answer(code int, detail string) {
 	}
 }
 
+// retry counts an answer that an ordinary client retries after wait.
+func (t *kindTally) retry(code int, detail string, wait time.Duration) {
+	t.answer(code, detail)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.retried++
+	t.retryWait += wait
+}
+
+// count adds one to the counter n of t's ordinary plans.
+func (t *kindTally) count(n *int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	*n++
+}
+
 // failed counts a request that got no answer.
 func (t *kindTally) failed(err error) {
 	t.mu.Lock()
@@ -188,7 +222,8 @@ func (t *kindTally) out() AbuseKind {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	k := AbuseKind{Kind: t.kind, Clients: t.clients, Requests: t.requests, Classes: map[string]int64{},
-		Statuses: map[string]int64{}, TransportErrors: t.errs, Examples: slices.Clone(t.examples)}
+		Statuses: map[string]int64{}, TransportErrors: t.errs, Examples: slices.Clone(t.examples),
+		Plans: t.plans, Planned: t.planned, GaveUp: t.gaveUp, Retried: t.retried, RetryWaitS: t.retryWait.Seconds()}
 	if k.Examples == nil {
 		k.Examples = []string{}
 	}
@@ -206,7 +241,8 @@ func (k AbuseKind) fivexx() int64 { return k.Classes["5xx"] }
 func (c *BenchCmd) checkAbuseValues() []error {
 	return []error{
 		cli.CheckAtLeast("--serve-abuse-files", c.AbuseFiles, 1, "data file"),
-		cli.CheckAtLeast("--serve-abuse-clients", c.AbuseClients, len(hostileKinds)+1, "client"),
+		cli.CheckAtLeast("--serve-abuse-ordinary", c.AbuseOrdinary, 1, "client"),
+		cli.CheckAtLeast("--serve-abuse-clients", c.AbuseClients, c.AbuseOrdinary+len(hostileKinds), "client"),
 		cli.CheckAtLeast("--serve-abuse-budget-mib", int(c.AbuseBudgetMiB), 1, "MiB"),
 		cli.CheckAtLeast("--serve-abuse-hostile-callers", c.AbuseHostileCallers, 1, "caller"),
 		checkPositive("--serve-abuse-duration", c.AbuseDuration), checkPositive("--serve-abuse-baseline", c.AbuseBaseline),
@@ -227,8 +263,8 @@ func (c *BenchCmd) runServeAbuse(ctx context.Context, e *env) error {
 		return err
 	}
 	defer cleanup()
-	hostile := len(hostileKinds) * max(1, c.AbuseClients/2/len(hostileKinds))
-	out := &AbuseOutput{Files: c.AbuseFiles, Clients: c.AbuseClients, OrdinaryClients: c.AbuseClients - hostile,
+	hostile := len(hostileKinds) * max(1, (c.AbuseClients-c.AbuseOrdinary)/len(hostileKinds))
+	out := &AbuseOutput{Files: c.AbuseFiles, Clients: c.AbuseOrdinary + hostile, OrdinaryClients: c.AbuseOrdinary,
 		HostileClients: hostile, HostileCallers: c.AbuseHostileCallers, DurationS: c.AbuseDuration.Seconds(), BaselineS: c.AbuseBaseline.Seconds(),
 		MemoryBudgetMiB: c.AbuseBudgetMiB, GoMemLimit: serveYAMLGoMemLimit, MemoryLimitMiB: serveYAMLMemLimitMiB,
 		GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(),
@@ -275,6 +311,14 @@ type abuser struct {
 	dropped, failedPlans atomic.Int64
 	// baseline and abuse are when the phases ran, since the server started.
 	baseline, abuse [2]time.Duration
+	// cpu is the CPU time the server and the bench's own process had used
+	// at the start of the baseline, of the hostile mix, and at its end.
+	cpu [3][2]time.Duration
+}
+
+// cpuNow is the CPU time the server and the bench's own process have used.
+func (ab *abuser) cpuNow() [2]time.Duration {
+	return [2]time.Duration{procstat.CPUOf(ab.srv.cmd.Process.Pid), processCPU()}
 }
 
 func (ab *abuser) progress(format string, args ...any) {
@@ -317,13 +361,13 @@ func (ab *abuser) run(ctx context.Context) error {
 	}
 
 	ab.progress("serve-abuse: baseline, %d ordinary clients for %s, no hostile requests", ab.out.OrdinaryClients, ab.c.AbuseBaseline)
-	ab.baseline[0] = time.Since(ab.srv.started)
+	ab.baseline[0], ab.cpu[0] = time.Since(ab.srv.started), ab.cpuNow()
 	baseLat, baseTallies := ab.phase(ctx, ab.c.AbuseBaseline, false)
 	ab.baseline[1] = time.Since(ab.srv.started)
 	ab.progress("serve-abuse: %d ordinary and %d hostile clients for %s", ab.out.OrdinaryClients, ab.out.HostileClients, ab.c.AbuseDuration)
-	ab.abuse[0] = time.Since(ab.srv.started)
+	ab.abuse[0], ab.cpu[1] = time.Since(ab.srv.started), ab.cpuNow()
 	abuseLat, abuseTallies := ab.phase(ctx, ab.c.AbuseDuration, true)
-	ab.abuse[1] = time.Since(ab.srv.started)
+	ab.abuse[1], ab.cpu[2] = time.Since(ab.srv.started), ab.cpuNow()
 
 	// The server still answers an ordinary plan right after.
 	after := newTally(kindOrdinary, 1)
@@ -495,21 +539,26 @@ type planAnswer struct {
 			FilePath string `json:"file-path"`
 		} `json:"data-file"`
 	} `json:"file-scan-tasks"`
-	// raw is the start of the answer as sent, for the report.
-	raw string
+	// raw is the start of the answer as sent, for the report; header its
+	// header.
+	raw    string
+	header http.Header
 }
 
-// ordinaryPlan plans a point lookup of a random value as iceberg-go's REST
+// ordinaryPlan plans a point lookup of a random value as an engine's REST
 // client does (POST plan; polls while submitted; POST tasks for each page;
-// DELETE the plan), counts its answer in t, and returns its latency when
-// it was planned (200 and completed), 0 when refused. An error is a
-// transport error, a 5xx, or a plan that dropped the file holding its
+// DELETE the plan), each request retried as Iceberg's Java client retries
+// (exchange), counts it in t, and returns its latency when it was planned
+// (200 and completed): from the first POST to the last file, the retries
+// and their waits included, as a user sees it; 0 when refused. An error
+// is a transport error, a 5xx, or a plan that dropped the file holding its
 // value; the last is also counted in t's examples.
 func (ab *abuser) ordinaryPlan(ctx context.Context, rng *rand.Rand, t *kindTally, auth string) (time.Duration, error) {
 	id, holder := ab.take(rng)
 	body := `{"filter":{"type":"eq","term":"id","value":` + strconv.FormatInt(id, 10) + `}}`
+	t.count(&t.plans)
 	start := time.Now()
-	code, ans, err := ab.exchange(ctx, auth, http.MethodPost, abusePlanPath, "application/json", []byte(body))
+	code, ans, err := ab.exchange(ctx, rng, t, auth, http.MethodPost, abusePlanPath, "application/json", []byte(body))
 	if err != nil {
 		t.failed(err)
 		return 0, err
@@ -522,7 +571,7 @@ func (ab *abuser) ordinaryPlan(ctx context.Context, rng *rand.Rand, t *kindTally
 	}
 	for polls := 0; code == http.StatusOK && ans.Status == "submitted" && polls < 1000; polls++ {
 		time.Sleep(100 * time.Millisecond)
-		code, ans, err = ab.exchange(ctx, auth, http.MethodGet, abusePlanPath+"/"+ans.PlanID, "", nil)
+		code, ans, err = ab.exchange(ctx, rng, t, auth, http.MethodGet, abusePlanPath+"/"+ans.PlanID, "", nil)
 		if err != nil {
 			t.failed(err)
 			return 0, err
@@ -534,7 +583,7 @@ func (ab *abuser) ordinaryPlan(ctx context.Context, rng *rand.Rand, t *kindTally
 		return 0, fmt.Errorf("plan id = %d: status failed", id)
 	}
 	if code != http.StatusOK || ans.Status != "completed" {
-		t.answer(code, fmt.Sprintf("plan id = %d: status %q %s", id, ans.Status, ans.raw))
+		ab.refused(t, code, fmt.Sprintf("plan id = %d: status %q %s", id, ans.Status, ans.raw))
 		if code >= 500 {
 			return 0, fmt.Errorf("plan id = %d: %d", id, code)
 		}
@@ -546,13 +595,13 @@ func (ab *abuser) ordinaryPlan(ctx context.Context, rng *rand.Rand, t *kindTally
 		task := pending[0]
 		pending = pending[1:]
 		req, _ := json.Marshal(map[string]string{"plan-task": task})
-		c, page, err := ab.exchange(ctx, auth, http.MethodPost, strings.TrimSuffix(abusePlanPath, "/plan")+"/tasks", "application/json", req)
+		c, page, err := ab.exchange(ctx, rng, t, auth, http.MethodPost, strings.TrimSuffix(abusePlanPath, "/plan")+"/tasks", "application/json", req)
 		if err != nil {
 			t.failed(err)
 			return 0, err
 		}
 		if c != http.StatusOK {
-			t.answer(c, fmt.Sprintf("plan tasks of id = %d: %s", id, page.raw))
+			ab.refused(t, c, fmt.Sprintf("plan tasks of id = %d: %s", id, page.raw))
 			if c >= 500 {
 				return 0, fmt.Errorf("plan tasks of id = %d: %d", id, c)
 			}
@@ -563,8 +612,9 @@ func (ab *abuser) ordinaryPlan(ctx context.Context, rng *rand.Rand, t *kindTally
 	}
 	d := time.Since(start)
 	t.answer(code, "")
+	t.count(&t.planned)
 	if planID != "" { // as iceberg-go does once it has the tasks; not timed
-		ab.exchange(ctx, auth, http.MethodDelete, abusePlanPath+"/"+planID, "", nil)
+		ab.exchange(ctx, rng, t, auth, http.MethodDelete, abusePlanPath+"/"+planID, "", nil)
 	}
 	if holder != "" && !files[holder] {
 		t.mu.Lock()
@@ -576,9 +626,67 @@ func (ab *abuser) ordinaryPlan(ctx context.Context, rng *rand.Rand, t *kindTally
 	return d, nil
 }
 
-// exchange sends one request of the ordinary clients and decodes a 200's
-// answer.
-func (ab *abuser) exchange(ctx context.Context, auth, method, path, contentType string, body []byte) (int, *planAnswer, error) {
+// refused counts an ordinary plan's last answer, not 200: given up when
+// it is one the client retries.
+func (ab *abuser) refused(t *kindTally, code int, detail string) {
+	t.answer(code, detail)
+	if retriable(code) {
+		t.count(&t.gaveUp)
+	}
+}
+
+// retriable says whether an ordinary client retries an answer of status
+// code: 429, 502, 503 and 504, as Iceberg's Java REST client does
+// (org.apache.iceberg.rest.ExponentialHttpRequestRetryStrategy).
+func retriable(code int) bool {
+	switch code {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// retryWait is how long an ordinary client waits before retrying for the
+// attempt-th time (1: after the first answer) an answer with header h, as
+// Iceberg's Java REST client does: its Retry-After, in seconds or as a
+// date, when that is positive; else 2^(attempt-1) s, at most 64 s, and up
+// to a tenth more at random.
+func retryWait(h http.Header, attempt int, rng *rand.Rand) time.Duration {
+	if v := h.Get("Retry-After"); v != "" {
+		if secs, err := strconv.ParseInt(v, 10, 64); err == nil && secs > 0 {
+			return time.Duration(secs) * time.Second
+		}
+		if at, err := http.ParseTime(v); err == nil && time.Until(at) > 0 {
+			return time.Until(at)
+		}
+	}
+	d := time.Duration(min(1<<min(attempt-1, 6), 64)) * time.Second
+	return d + time.Duration(rng.Int64N(int64(max(time.Millisecond, d/10))))
+}
+
+// exchange sends one request of an ordinary client and decodes a 200's
+// answer; an answer the client retries (retriable) is counted in t and
+// sent again after retryWait, up to abuseMaxRetries times, and the last
+// answer returned.
+func (ab *abuser) exchange(ctx context.Context, rng *rand.Rand, t *kindTally, auth, method, path, contentType string, body []byte) (int, *planAnswer, error) {
+	for attempt := 1; ; attempt++ {
+		code, ans, err := ab.exchangeOnce(ctx, auth, method, path, contentType, body)
+		if err != nil || !retriable(code) || attempt > abuseMaxRetries {
+			return code, ans, err
+		}
+		wait := retryWait(ans.header, attempt, rng)
+		t.retry(code, fmt.Sprintf("%s %s, retried after %s: %s", method, path, wait, ans.raw), wait)
+		select {
+		case <-ctx.Done():
+			return 0, nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// exchangeOnce sends one request of an ordinary client and decodes a
+// 200's answer.
+func (ab *abuser) exchangeOnce(ctx context.Context, auth, method, path, contentType string, body []byte) (int, *planAnswer, error) {
 	req, err := http.NewRequestWithContext(ctx, method, ab.base+path, bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, err
@@ -598,7 +706,7 @@ func (ab *abuser) exchange(ctx context.Context, auth, method, path, contentType 
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
 	}
-	ans := &planAnswer{}
+	ans := &planAnswer{header: resp.Header}
 	if resp.StatusCode == http.StatusOK && method != http.MethodDelete {
 		if err := json.Unmarshal(b, ans); err != nil {
 			return 0, nil, fmt.Errorf("%s %s: answer %.200q: %w", method, path, b, err)
@@ -755,17 +863,52 @@ func (ab *abuser) measure(baseLat, abuseLat []time.Duration, afterLat time.Durat
 	}
 	baseP50, baseP99 := pct(baseLat, 0.5), pct(baseLat, 0.99)
 	abuseP50, abuseP99 := pct(abuseLat, 0.5), pct(abuseLat, 0.99)
-	add(report.ReportedMS("baseline_p50_ms", baseP50, fmt.Sprintf("ordinary plans without the hostile mix: %d clients for %s, %d planned", out.OrdinaryClients, ab.c.AbuseBaseline, len(baseLat))))
+	const timed = "timed from the first POST to the last file, retries and their waits included"
+	add(report.ReportedMS("baseline_p50_ms", baseP50, fmt.Sprintf("ordinary plans without the hostile mix: %d clients for %s, %d planned, %s", out.OrdinaryClients, ab.c.AbuseBaseline, len(baseLat), timed)))
 	add(report.ReportedMS("baseline_p99_ms", baseP99, fmt.Sprintf("p99 of the same %d plans", len(baseLat))))
-	add(report.ReportedMS("abuse_p50_ms", abuseP50, fmt.Sprintf("ordinary plans beside %d hostile clients: %d clients for %s, %d planned", out.HostileClients, out.OrdinaryClients, ab.c.AbuseDuration, len(abuseLat))))
+	add(report.ReportedMS("abuse_p50_ms", abuseP50, fmt.Sprintf("ordinary plans beside %d hostile clients: %d clients for %s, %d planned, %s", out.HostileClients, out.OrdinaryClients, ab.c.AbuseDuration, len(abuseLat), timed)))
 	add(report.ReportedMS("abuse_p99_ms", abuseP99, fmt.Sprintf("p99 of the same %d plans", len(abuseLat))))
 	r := report.Ratio(abuseP99, baseP50)
 	target, pass = report.AtMost(r, serveP99VsP50, "x")
 	add(BenchLine{Key: "abuse_p99_vs_baseline_p50", Value: r, Unit: "x", Target: target, Pass: pass,
 		Detail: fmt.Sprintf("p99 %s under abuse vs p50 %s without (issue 33's target; reported, not a failure of the run: the clients share the machine's cores)",
 			cli.DurationText(abuseP99), cli.DurationText(baseP50))})
+	add(BenchLine{Key: "abuse_p99_vs_baseline_p99", Value: report.Ratio(abuseP99, baseP99), Unit: "x", Target: "none (reported)",
+		Detail: fmt.Sprintf("p99 %s under abuse vs p99 %s without", cli.DurationText(abuseP99), cli.DurationText(baseP99))})
+	for _, ph := range []struct {
+		key   string
+		kinds []AbuseKind
+	}{{"baseline", out.Baseline}, {"abuse", out.Abuse}} {
+		if len(ph.kinds) == 0 || ph.kinds[0].Kind != kindOrdinary {
+			continue
+		}
+		k := ph.kinds[0]
+		share := 0.0
+		if k.Plans > 0 {
+			share = 100 * float64(k.Planned) / float64(k.Plans)
+		}
+		add(BenchLine{Key: ph.key + "_planned_pct", Value: share, Unit: "%", Target: "none (reported)",
+			Detail: fmt.Sprintf("ordinary plans planned: %d of %d begun; %d gave up after %d retries; %d answers retried, %.1f s of waiting in all (answers 429: %d, 503: %d)",
+				k.Planned, k.Plans, k.GaveUp, abuseMaxRetries, k.Retried, k.RetryWaitS, k.Statuses["429"], k.Statuses["503"])})
+		add(BenchLine{Key: ph.key + "_ordinary_429s", Value: float64(k.Statuses["429"]), Unit: "answers", Target: "none (reported)",
+			Detail: fmt.Sprintf("answers 429 to the ordinary clients' requests (plans, polls, pages), retried or not, in %d requests", k.Requests)})
+	}
 	if len(baseLat) == 0 || len(abuseLat) == 0 {
 		out.Notes = append(out.Notes, "a phase planned no ordinary plan: its percentiles are 0")
+	}
+	for i, ph := range []struct {
+		key    string
+		window [2]time.Duration
+	}{{"server_cpu_baseline_cores", ab.baseline}, {"server_cpu_abuse_cores", ab.abuse}} {
+		wall := ph.window[1] - ph.window[0]
+		srv, own := ab.cpu[i+1][0]-ab.cpu[i][0], ab.cpu[i+1][1]-ab.cpu[i][1]
+		if ab.cpu[i][0] < 0 || ab.cpu[i+1][0] < 0 || wall <= 0 {
+			out.Notes = append(out.Notes, "the server's CPU time could not be read from /proc")
+			break
+		}
+		add(BenchLine{Key: ph.key, Value: srv.Seconds() / wall.Seconds(), Unit: "cores", Target: "none (reported)",
+			Detail: fmt.Sprintf("icebloom serve's CPU time over the phase's %s: %s (of %d CPUs); the bench's own clients used %s (%.2f cores) beside it",
+				cli.DurationText(wall), cli.DurationText(srv), out.NumCPU, cli.DurationText(own), own.Seconds()/wall.Seconds())})
 	}
 	afterDetail := "an ordinary plan right after the hostile clients stopped"
 	if afterErr != nil {
@@ -843,8 +986,8 @@ func ptr[T any](v T) *T { return &v }
 
 // printAbuse writes the report as text.
 func printAbuse(w io.Writer, out *AbuseOutput) {
-	fmt.Fprintf(w, "icebloom bench --serve-abuse: %d files, %d clients (%d ordinary, %d hostile) for %gs after a %gs baseline, --memory-budget-mib %d, GOMEMLIMIT %s, limit %d MiB, GOMAXPROCS %d, %d CPUs, %s\n",
-		out.Files, out.Clients, out.OrdinaryClients, out.HostileClients, out.DurationS, out.BaselineS,
+	fmt.Fprintf(w, "icebloom bench --serve-abuse: %d files, %d clients (%d ordinary, retrying as Iceberg's Java client; %d hostile, over %d callers, never backing off) for %gs after a %gs baseline, --memory-budget-mib %d, GOMEMLIMIT %s, limit %d MiB, GOMAXPROCS %d, %d CPUs, %s\n",
+		out.Files, out.Clients, out.OrdinaryClients, out.HostileClients, out.HostileCallers, out.DurationS, out.BaselineS,
 		out.MemoryBudgetMiB, out.GoMemLimit, out.MemoryLimitMiB, out.GOMAXPROCS, out.NumCPU, out.GoVersion)
 	fmt.Fprintf(w, "server: %s (pid %d), catalog mode, on loopback; load average %s before, %s after\n\n", out.Binary, out.ServerPID, out.LoadBefore, out.LoadAfter)
 	report.PrintLines(w, out.Measurements)
@@ -861,6 +1004,9 @@ func printAbuse(w io.Writer, out *AbuseOutput) {
 			}
 			fmt.Fprintf(w, "%-20s %7d %8d %9d %8d %8d %6d  %s\n", k.Kind, k.Clients, k.Requests, k.Classes["2xx"], k.Classes["4xx"],
 				k.Classes["5xx"], k.TransportErrors, strings.Join(st, " "))
+			if k.Plans > 0 {
+				fmt.Fprintf(w, "%20s plans: %d begun, %d planned, %d gave up; %d answers retried, %.1f s waited\n", "", k.Plans, k.Planned, k.GaveUp, k.Retried, k.RetryWaitS)
+			}
 			for _, ex := range k.Examples {
 				fmt.Fprintf(w, "%20s e.g. %.300s\n", "", ex)
 			}

@@ -27,7 +27,7 @@ type ServeCmd struct {
 	TLSKey             string        `arg:"--tls-key" placeholder:"PATH" help:"TLS private key (PEM)"`
 	BearerTokenFile    string        `arg:"--bearer-token-file" placeholder:"PATH" help:"catalog mode: file holding the bearer token every request must carry; required unless listening on loopback"`
 	MemoryBudgetMiB    int64         `arg:"--memory-budget-mib" default:"256" help:"memory for planning, MiB: what is kept warm (plans, manifests) and what plans being computed work in (a plan waits for room, then gets 429); 0 keeps nothing"`
-	MaxPlansInFlight   int           `arg:"--max-plans-in-flight" default:"16" help:"plans computed at once; more get 429 with Retry-After"`
+	MaxPlansInFlight   int           `arg:"--max-plans-in-flight" default:"16" help:"plans computed at once; more wait up to 1 s for a slot, then get 429 with Retry-After"`
 	MaxRequestBytes    int64         `arg:"--max-request-bytes" default:"8388608" help:"largest request body; larger get 413"`
 	TasksPerPage       int           `arg:"--tasks-per-page" default:"1000" help:"data files a plan answers inline and per plan task; a plan of more comes in pages behind plan-tasks"`
 	PlanTimeout        time.Duration `arg:"--plan-timeout" default:"2m" help:"longest a plan may take; it then fails"`

@@ -376,3 +376,288 @@ func TestFetchLoadsAdmitted(t *testing.T) {
 		}
 	}
 }
+
+// inOfAtLeast is a plan request whose IN of odd ids is long enough that
+// the request holds more than bytes of the work budget while planned.
+func inOfAtLeast(bytes int64) string {
+	var values strings.Builder
+	values.WriteString("1")
+	for i := 1; planning.RequestWorkBytes(int64(values.Len())) <= bytes; i++ {
+		values.WriteString("," + strconv.Itoa(2*i+1))
+	}
+	return `{"filter":{"type":"in","term":"id","values":[` + values.String() + `]}}`
+}
+
+// stalledPlan is a plan request whose body is sent in part, the rest when
+// the test says.
+type stalledPlan struct {
+	pw   *io.PipeWriter
+	rest string
+	done chan int // its status, once answered
+	at   chan time.Time
+}
+
+// stall sends the first half of body as auth's plan request and returns;
+// finish sends the rest.
+func stall(t *testing.T, url, auth, body string) *stalledPlan {
+	t.Helper()
+	pr, pw := io.Pipe()
+	req, err := http.NewRequest("POST", url, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = int64(len(body))
+	p := &stalledPlan{pw: pw, rest: body[len(body)/2:], done: make(chan int, 1), at: make(chan time.Time, 1)}
+	go func() {
+		status, _, answer := send(t, req, auth)
+		if status != http.StatusOK {
+			t.Errorf("the stalled plan of %s: %d %.300s", auth, status, answer)
+		}
+		p.at <- time.Now()
+		p.done <- status
+	}()
+	t.Cleanup(func() { pw.Close() })
+	if _, err := pw.Write([]byte(body[:len(body)/2])); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// finish sends the rest of the body and waits for the answer.
+func (p *stalledPlan) finish(t *testing.T) (int, time.Time) {
+	t.Helper()
+	if _, err := p.pw.Write([]byte(p.rest)); err != nil {
+		t.Fatal(err)
+	}
+	p.pw.Close()
+	return <-p.done, <-p.at
+}
+
+// waitReserved waits until at least n bytes of srv's work budget are held.
+func waitReserved(t *testing.T, srv *Server, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for srv.planner.Stats().WorkReserved < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes of the work budget held, want at least %d", srv.planner.Stats().WorkReserved, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestLargePlansOneAtATime: while one request holds more than a quarter of
+// the work budget (here a plan whose body, 30% of it, is still arriving),
+// another caller's plan that would is answered 429 with Retry-After at
+// once, though both would fit, and a small plan of a third caller is
+// planned; the first is planned when its body ends. Before, the second
+// was taken beside the first: with many such plans waiting, first come
+// first served kept the small plans queued behind each of them (bench
+// --serve-abuse with 128 hostile callers: 1.4% of ordinary plans planned).
+func TestLargePlansOneAtATime(t *testing.T) {
+	cat := servetest.AddFilesTable(t, 3)
+	srv, err := New(Options{Catalog: cat.Catalog, MemoryBudget: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hts := httptest.NewServer(srv) // not specChecked: it reads each body whole first
+	defer hts.Close()
+	large := inOfAtLeast(srv.planner.Stats().WorkBudget * 3 / 10)
+	first := stall(t, hts.URL+eventsPlan, "Bearer a", large)
+	waitReserved(t, srv, planning.RequestWorkBytes(int64(len(large))))
+	start := time.Now()
+	status, retry, body := post(t, hts.URL+eventsPlan, "Bearer b", large)
+	if status != http.StatusTooManyRequests || retry == "" || !strings.Contains(string(body), "more than a quarter") {
+		t.Errorf("a second large plan (%d bytes) beside the first: %d (Retry-After %q) %.300s, want 429 with Retry-After", len(large), status, retry, body)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the second large plan was answered after %s, want at once", d)
+	}
+	if status, _, body := post(t, hts.URL+eventsPlan, "Bearer c", `{"filter":{"type":"eq","term":"id","value":2}}`); status != http.StatusOK {
+		t.Errorf("a small plan beside the large one: %d %.300s, want 200", status, body)
+	}
+	first.finish(t)
+	if status, _, body := post(t, hts.URL+eventsPlan, "Bearer b", large); status != http.StatusOK {
+		t.Errorf("the second large plan once the first ended: %d %.300s, want 200", status, body)
+	}
+}
+
+// TestLargePlansTakeTurns: after a large plan (more than a quarter of the
+// work budget) that held its room for 1 s, the next large plan waits
+// about as long while smaller requests hold room, and small plans are
+// planned meanwhile; with nothing else held it starts at once. Before,
+// large plans one after another kept the budget to themselves (bench
+// --serve-abuse, 128 hostile callers: plans of every file, each taking the
+// whole budget, one at a time and back to back, left ordinary plans 370
+// plans in 10 s against 3,216 with turns).
+func TestLargePlansTakeTurns(t *testing.T) {
+	cat := servetest.AddFilesTable(t, 3)
+	srv, err := New(Options{Catalog: cat.Catalog, MemoryBudget: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hts := httptest.NewServer(srv) // not specChecked: it reads each body whole first
+	defer hts.Close()
+	large := inOfAtLeast(srv.planner.Stats().WorkBudget * 3 / 10)
+	const held = time.Second
+	small := `{"filter":{"type":"eq","term":"id","value":2}}`
+
+	first := stall(t, hts.URL+eventsPlan, "Bearer a", large)
+	waitReserved(t, srv, planning.RequestWorkBytes(int64(len(large))))
+	time.Sleep(held)
+	waiting := stall(t, hts.URL+eventsPlan, "Bearer c", small) // a small request holding room
+	waitReserved(t, srv, planning.RequestWorkBytes(int64(len(large)))+planning.RequestWorkBytes(int64(len(small))))
+	_, ended := first.finish(t)
+	second := make(chan time.Time, 1)
+	go func() {
+		if status, _, body := post(t, hts.URL+eventsPlan, "Bearer b", large); status != http.StatusOK {
+			t.Errorf("the next large plan: %d %.300s, want 200", status, body)
+		}
+		second <- time.Now()
+	}()
+	time.Sleep(held / 4)
+	start := time.Now()
+	if status, _, body := post(t, hts.URL+eventsPlan, "Bearer d", small); status != http.StatusOK {
+		t.Errorf("a small plan while the large one waits its turn: %d %.300s, want 200", status, body)
+	}
+	smallDone := time.Now()
+	at := <-second
+	if d := at.Sub(ended); d < held/2 {
+		t.Errorf("the next large plan was answered %s after the first (which held its room %s) while a small request held room, want it to wait its turn", d.Round(time.Millisecond), held)
+	}
+	if !smallDone.Before(at) || smallDone.Sub(start) > held/2 {
+		t.Errorf("a small plan took %s, answered %s before the waiting large one, want it planned meanwhile", smallDone.Sub(start).Round(time.Millisecond), at.Sub(smallDone).Round(time.Millisecond))
+	}
+	waiting.finish(t)
+
+	third := stall(t, hts.URL+eventsPlan, "Bearer a", large)
+	waitReserved(t, srv, planning.RequestWorkBytes(int64(len(large))))
+	time.Sleep(held)
+	_, ended = third.finish(t)
+	waitFree := time.Now().Add(20 * time.Second)
+	for srv.planner.Stats().WorkReserved != 0 && time.Now().Before(waitFree) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	start = time.Now()
+	if status, _, body := post(t, hts.URL+eventsPlan, "Bearer b", large); status != http.StatusOK {
+		t.Errorf("a large plan with nothing else held: %d %.300s, want 200", status, body)
+	}
+	if d := time.Since(start); d > held/2 {
+		t.Errorf("a large plan with nothing else held, %s after another: answered in %s, want it not to wait its turn", start.Sub(ended).Round(time.Millisecond), d.Round(time.Millisecond))
+	}
+}
+
+// TestDeepFilterRefusedBeforeItsRoom: a body is read under a hold of what
+// its first planning.BodyStep bytes may hold, not what its whole length
+// may: with less room in the work budget than a 10,000-deep filter's
+// 650 KB would hold, the filter is refused 400 for its nesting, at once;
+// a body that does need more room than there is gets 429 with
+// Retry-After once its first step is read. Before, the deep filter waited
+// for room for its whole length, holding its slot, and got 429 after
+// MaxWorkWait (bench --serve-abuse: such filters held 16 of 155 slot-seconds
+// waiting, and the plans queued behind them waited too).
+func TestDeepFilterRefusedBeforeItsRoom(t *testing.T) {
+	cat := servetest.AddFilesTable(t, 3)
+	srv, err := New(Options{Catalog: cat.Catalog, MemoryBudget: 64 << 20, MaxWorkWait: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hts := httptest.NewServer(specChecked(t, srv))
+	defer hts.Close()
+	work := srv.planner.Stats().WorkBudget
+	for _, n := range []int64{work - work/4, work/4 - 1<<20} { // 1 MiB left: one request holds three quarters at most
+		release, err := srv.planner.ReserveWork(context.Background(), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+	}
+	var deep strings.Builder
+	deep.WriteString(`{"filter":`)
+	for range 10_000 {
+		deep.WriteString(`{"type":"and","left":{"type":"eq","term":"id","value":1},"right":`)
+	}
+	deep.WriteString(`{"type":"eq","term":"id","value":1}` + strings.Repeat("}", 10_001))
+	if planning.RequestWorkBytes(int64(deep.Len())) <= 1<<20 {
+		t.Fatalf("a deep filter of %d bytes holds %d, want more than the 1 MiB left", deep.Len(), planning.RequestWorkBytes(int64(deep.Len())))
+	}
+	status, _, body := post(t, hts.URL+eventsPlan, "Bearer a", deep.String())
+	if status != http.StatusBadRequest || !strings.Contains(string(body), "nested deeper") {
+		t.Errorf("a 10,000-deep filter of %d bytes with 1 MiB of room: %d %.300s, want 400 naming the nesting", deep.Len(), status, body)
+	}
+	big := inOfAtLeast(2 << 20)
+	if status, retry, body := post(t, hts.URL+eventsPlan, "Bearer a", big); status != http.StatusTooManyRequests || retry == "" {
+		t.Errorf("a plan of %d bytes (2 MiB of work) with 1 MiB of room: %d (Retry-After %q) %.300s, want 429 with Retry-After", len(big), status, retry, body)
+	}
+	if status, _, body := post(t, hts.URL+eventsPlan, "Bearer a", `{"filter":{"type":"eq","term":"id","value":2}}`); status != http.StatusOK {
+		t.Errorf("a small plan with 1 MiB of room: %d %.300s, want 200", status, body)
+	}
+	deadline := time.Now().Add(20 * time.Second) // a plan gives back after it answered
+	for srv.planner.Stats().WorkReserved != work-1<<20 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := srv.planner.Stats().WorkReserved; got != work-1<<20 {
+		t.Errorf("%d bytes of the work budget held after the plans, want only the test's %d", got, work-1<<20)
+	}
+}
+
+// TestSmallPlansBesideAPlanOfTheWholeBudget: a request that would hold
+// nearly the whole work budget (here a body whose filter holds it, still
+// arriving) holds three quarters of it, and another caller's small plan is
+// planned beside it. Before, it took all of it and the small plan waited
+// for room until MaxWorkWait and got 429 (bench --serve-abuse: plans of
+// every file of 4,000, each reserving the whole budget, kept every other
+// request waiting for the hold of its body while they ran).
+func TestSmallPlansBesideAPlanOfTheWholeBudget(t *testing.T) {
+	cat := servetest.AddFilesTable(t, 3)
+	srv, err := New(Options{Catalog: cat.Catalog, MemoryBudget: 16 << 20, MaxWorkWait: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hts := httptest.NewServer(srv) // not specChecked: it reads each body whole first
+	defer hts.Close()
+	work := srv.planner.Stats().WorkBudget
+	whole := inOfAtLeast(work - 2<<10)
+	if planning.RequestWorkBytes(int64(len(whole))) > work {
+		t.Fatalf("a body of %d bytes holds %d, more than the work budget %d", len(whole), planning.RequestWorkBytes(int64(len(whole))), work)
+	}
+	first := stall(t, hts.URL+eventsPlan, "Bearer a", whole)
+	waitReserved(t, srv, work*3/4)
+	if status, _, body := post(t, hts.URL+eventsPlan, "Bearer b", `{"filter":{"type":"eq","term":"id","value":2}}`); status != http.StatusOK {
+		t.Errorf("a small plan beside a request of the whole budget: %d %.300s, want 200", status, body)
+	}
+	if got := srv.planner.Stats().WorkReserved; got > work-work/4 {
+		t.Errorf("%d bytes of the work budget held by the request of the whole budget, want at most three quarters, %d", got, work-work/4)
+	}
+	if status, _ := first.finish(t); status != http.StatusOK {
+		t.Errorf("the request of the whole budget: %d", status)
+	}
+}
+
+// TestSlotWaitedFor: a plan request that finds every slot taken waits for
+// one (here: the only slot, freed 300 ms later) and is planned, rather
+// than answered 429 at once, which an engine's client meets with a whole
+// second's wait; one that waits longer than MaxSlotWait gets 429 with
+// Retry-After then. Before, it got 429 at once.
+func TestSlotWaitedFor(t *testing.T) {
+	cat := servetest.AddFilesTable(t, 3)
+	g := newGatedCatalog(cat.Catalog)
+	srv, err := New(Options{Catalog: g, MaxPlansInFlight: 1, MaxSlotWait: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hts := httptest.NewServer(specChecked(t, srv))
+	defer hts.Close()
+	defer g.open() // before the server closes: it waits for the held plan
+	url := hts.URL + eventsPlan
+	small := `{"filter":{"type":"eq","term":"id","value":2}}`
+	holdPlan(t, g, url, small)
+	start := time.Now()
+	if status, retry, _ := post(t, url, "Bearer other", small); status != http.StatusTooManyRequests || retry == "" || time.Since(start) < 2*time.Second {
+		t.Errorf("a plan while the only slot stays taken: %d (Retry-After %q) after %s, want 429 with Retry-After after 2 s", status, retry, time.Since(start).Round(time.Millisecond))
+	}
+	time.AfterFunc(300*time.Millisecond, g.open)
+	start = time.Now()
+	if status, _, body := post(t, url, "Bearer other", small); status != http.StatusOK {
+		t.Errorf("a plan while the only slot is freed 300 ms later: %d %.300s after %s, want 200", status, body, time.Since(start).Round(time.Millisecond))
+	}
+}

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -64,11 +63,7 @@ func TestSubmittedPlanIsPolled(t *testing.T) {
 	// All the room plans have but what a small request holds.
 	holdAll := func() func() {
 		t.Helper()
-		release, err := srv.planner.ReserveWork(context.Background(), srv.planner.Stats().WorkBudget-planning.RequestWorkBytes(64))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return release
+		return holdWork(t, srv, srv.planner.Stats().WorkBudget-planning.RequestWorkBytes(64))
 	}
 	hold := holdAll()
 	status, res := call("POST", path, `{}`)

@@ -30,10 +30,7 @@ func TestBusyPlanIs429(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
-	release, err := srv.planner.ReserveWork(context.Background(), 4<<20) // all of it
-	if err != nil {
-		t.Fatal(err)
-	}
+	release := holdWork(t, srv, srv.planner.Stats().WorkBudget) // all of it
 	if resp := plan(); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("a plan while the work budget is taken: %d (Retry-After %q), want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
@@ -41,4 +38,28 @@ func TestBusyPlanIs429(t *testing.T) {
 	if resp := plan(); resp.StatusCode != http.StatusOK {
 		t.Errorf("a plan with room: %d, want 200", resp.StatusCode)
 	}
+}
+
+// holdWork reserves n bytes of srv's work budget for the test, in parts
+// (one request holds three quarters of it at most); release gives them
+// back.
+func holdWork(t *testing.T, srv *Server, n int64) (release func()) {
+	t.Helper()
+	work := srv.planner.Stats().WorkBudget
+	var releases []func()
+	release = func() {
+		for _, r := range releases {
+			r()
+		}
+	}
+	for part := min(n, work-work/4); n > 0; part = min(n, work/4) {
+		r, err := srv.planner.ReserveWork(context.Background(), part)
+		if err != nil {
+			release()
+			t.Fatal(err)
+		}
+		releases = append(releases, r)
+		n -= part
+	}
+	return release
 }

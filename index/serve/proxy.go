@@ -295,7 +295,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, rt route) {
 	case rt.kind == routeTable && r.Method == http.MethodPost:
 		p.commits = []table.Identifier{rt.ident()}
 	case rt.kind == routeTransactions && r.Method == http.MethodPost:
-		body, ok := readBody(w, r)
+		body, ok := s.readBody(w, r)
 		if !ok {
 			return
 		}

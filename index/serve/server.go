@@ -106,8 +106,13 @@ type Options struct {
 	// DefaultMemoryBudget, negative caches nothing and bounds no plan.
 	MemoryBudget int64
 	// MaxPlansInFlight bounds the plans computed at once; a plan request
-	// beyond it is answered 429 with Retry-After. 0 means the default.
+	// beyond it waits for a slot up to MaxSlotWait, then is answered 429
+	// with Retry-After. 0 means the default.
 	MaxPlansInFlight int
+	// MaxSlotWait is how long a plan request (or a poll's or page's table
+	// load) waits for a slot when all are taken; 0 means
+	// DefaultMaxSlotWait, negative does not wait.
+	MaxSlotWait time.Duration
 	// MaxPlansPerCaller bounds the plans one caller (admission.go) has
 	// being computed at once, and apart the table loads of its polls and
 	// plan tasks (which MaxPlansInFlight bounds apart too); beyond it the
@@ -223,7 +228,7 @@ func New(o Options) (*Server, error) {
 		load = s.loadFromUpstream
 	}
 	s.planner = planning.NewPlanner(load, planning.PlannerOptions{MemoryBudget: max(o.MemoryBudget, 0), TasksPerPage: o.TasksPerPage, MaxWorkWait: o.MaxWorkWait})
-	s.admitter = newAdmission(o.MaxPlansInFlight, o.MaxPlansPerCaller, s.planner.Stats().WorkBudget)
+	s.admitter = newAdmission(o.MaxPlansInFlight, o.MaxPlansPerCaller, s.planner.Stats().WorkBudget, o.MaxSlotWait)
 	s.ready.Store(true)
 	return s, nil
 }
@@ -450,10 +455,12 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 	// read for at most MaxPlansInFlight plans at once, and at most
 	// MaxPlansPerCaller of one caller (admission.go). The request holds
 	// memory of the work budget from before its body is read to its plan's
-	// end (planning.Hold): while it is read, what a body of its size may
-	// hold; once decoded, what its filter holds while the plan is made. The
-	// body is looked at as it arrives, and an IN far past the limit refused
-	// before the rest is read.
+	// end (planning.Hold): while it is read, what the part of its body read
+	// may hold (its first planning.BodyStep bytes, then its whole size:
+	// planning.GrowingReader); once decoded, what its filter holds while
+	// the plan is made. The body is looked at as it arrives, and an IN far
+	// past the limit or a filter nested too deep refused before the rest is
+	// read.
 	workBudget := s.planner.Stats().WorkBudget
 	if workBudget > 0 && r.ContentLength > 0 && planning.RequestWorkBytes(r.ContentLength) > workBudget {
 		s.metrics.count("bad_request")
@@ -462,13 +469,13 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 			(planning.RequestWorkBytes(r.ContentLength)+1<<20-1)>>20, workBudget>>20))
 		return
 	}
-	freeSlot, share, refused := s.admitter.admit(s.callerOf(r))
+	freeSlot, share, refused := s.admitter.admit(r.Context(), s.callerOf(r))
 	if refused != nil {
 		s.refuse(w, refused)
 		return
 	}
 	size := r.ContentLength
-	if size < 0 || size > s.o.MaxRequestBytes {
+	if size > s.o.MaxRequestBytes {
 		size = s.o.MaxRequestBytes
 	}
 	// The plan outlives the request when it is submitted: its context is
@@ -478,7 +485,11 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 	// storage timeout.
 	caller := WithHeader(planning.WithShare(context.WithoutCancel(r.Context()), share), r.Header.Clone(), rt.prefix)
 	ctx, cancel := context.WithTimeout(catalog.WithRequestTimeout(caller, s.o.StorageTimeout), s.o.PlanTimeout)
-	ctx, hold, err := s.planner.HoldWork(ctx, planning.RequestWorkBytes(size))
+	first := int64(planning.BodyStep)
+	if size >= 0 {
+		first = min(size, first)
+	}
+	ctx, hold, err := s.planner.HoldWork(ctx, planning.RequestWorkBytes(first))
 	if err != nil {
 		cancel()
 		freeSlot()
@@ -492,8 +503,8 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 	r.Body = struct {
 		io.Reader
 		io.Closer
-	}{planning.CheckFilterReader(r.Body), r.Body}
-	body, ok := readBody(w, r)
+	}{planning.CheckFilterReader(planning.GrowingReader(ctx, hold, r.Body, size)), r.Body}
+	body, ok := s.readBody(w, r)
 	if !ok {
 		cancel()
 		release()
@@ -712,7 +723,7 @@ func (s *Server) failure(err error) (status int, typ, msg string) {
 // loaded: loading reads and parses the table's metadata, and polls and
 // page fetches come as often as plans.
 func (s *Server) found(w http.ResponseWriter, r *http.Request, rt route, ok bool, uuid, typ, what string) bool {
-	free, share, refused := s.admitter.admitLoad(s.callerOf(r))
+	free, share, refused := s.admitter.admitLoad(r.Context(), s.callerOf(r))
 	if refused != nil {
 		s.refuse(w, refused)
 		return false
@@ -774,7 +785,7 @@ func (s *Server) fetchTasks(w http.ResponseWriter, r *http.Request, rt route) {
 	if !jsonRequest(w, r) {
 		return
 	}
-	body, ok := readBody(w, r)
+	body, ok := s.readBody(w, r)
 	if !ok {
 		return
 	}
@@ -795,12 +806,17 @@ func (s *Server) fetchTasks(w http.ResponseWriter, r *http.Request, rt route) {
 }
 
 // readBody reads a request body within the size limit, answering 413
-// beyond it.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// beyond it, and 429 when there was no room to hold it
+// (planning.GrowingReader).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
 	var bad *planning.RequestError
+	var busy *planning.BusyError
 	switch {
+	case errors.As(err, &busy):
+		s.planError(w, err)
+		return nil, false
 	case errors.As(err, &tooBig):
 		writeError(w, http.StatusRequestEntityTooLarge, "BadRequestException", fmt.Sprintf("request body is over the limit of %d bytes", tooBig.Limit))
 		return nil, false

@@ -16,14 +16,47 @@ import (
 // of what it will hold while it runs (a lookup's checks and probes,
 // iceberg-go's decoding of the manifests a cold plan reads) and waits,
 // first come first served, while the reserved sum would pass the budget. A
-// plan estimated beyond the whole budget runs alone. Without it, 16 warm
+// request estimated beyond three quarters of the budget runs in three
+// quarters of it (large, below). Without it, 16 warm
 // lookups at once on a table of 100,000 files held 16 lookups' checks
 // (16 MB each) beside the caches' 256 MiB.
+//
+// One request at a time may hold, or wait for, more than a quarter of the
+// budget (large); another that would is refused at once (*BusyError,
+// Large), not queued. Waiting is first come first served, so a large
+// reservation at the head of the queue keeps every small one behind it
+// waiting until the budget has room for it: with many large ones waiting,
+// the small ones waited for each of them in turn, holding their plan
+// slots meanwhile. And large reservations take turns with the others
+// (awaitTurn): one at a time but back to back, they still kept the budget
+// to themselves. bench --serve-abuse with 128 hostile callers, 10 s: plans
+// of every file of 4,000, each reserving the whole budget, and 10,000-deep
+// filters (a 10 MiB hold for their 650 KB body, before bodies were held a
+// step at a time) took a third of the slot time, and the ordinary plans
+// spent 61 s of their 104 waiting for room behind them: 423 were planned;
+// one large at a time, 370; with turns, 3,216.
+//
+// A large request holds at most three quarters of the budget, so that the
+// small ones always have a quarter beside it. A plan estimated beyond the
+// whole budget (a cold plan of every file of a table too large for it)
+// used to take all of it and run alone: while it ran, every other request
+// waited even for the small hold of its body, holding its plan slot
+// (bench --serve-abuse with 128 hostile callers, taking turns: in 10 s,
+// plans of every file held slots 60 s in all, 42 s of it waiting so, and
+// deep filters 31 s, nearly all of it waiting so; 83 ordinary plans were
+// planned). Such a plan was never within the budget; now it is accounted
+// three quarters of it.
 type workBudget struct {
 	size     int64 // 0: no bound
 	sem      *semaphore.Weighted
 	wait     time.Duration
 	reserved atomic.Int64
+	// large is full while a request holds or waits for more than a
+	// quarter of the budget; mu guards largeSince, when it took the gate
+	// (its turn come), and turn, when the next may (awaitTurn).
+	large            chan struct{}
+	mu               sync.Mutex
+	largeSince, turn time.Time
 }
 
 // DefaultMaxWorkWait is how long a plan waits for room in the work budget
@@ -34,7 +67,7 @@ func newWorkBudget(size int64, wait time.Duration) *workBudget {
 	if wait <= 0 {
 		wait = DefaultMaxWorkWait
 	}
-	w := &workBudget{size: max(size, 0), wait: wait}
+	w := &workBudget{size: max(size, 0), wait: wait, large: make(chan struct{}, 1)}
 	if w.size > 0 {
 		w.sem = semaphore.NewWeighted(w.size)
 	}
@@ -51,9 +84,16 @@ type BusyError struct {
 	// Share is the caller's share the plan would have passed; 0 when it
 	// waited for the budget itself.
 	Share int64
+	// Large: the plan would hold more than a quarter of the budget while
+	// another request does (refused at once).
+	Large bool
 }
 
 func (e *BusyError) Error() string {
+	if e.Large {
+		return fmt.Sprintf("a plan needing %d MiB of the %d MiB plans work in, more than a quarter, is not taken while another such plan is made; retry later",
+			mib(e.Wanted), mib(e.Budget))
+	}
 	if e.Share > 0 {
 		return fmt.Sprintf("a plan needing %d MiB of the %d MiB plans work in is beyond what this caller may hold at once (%d MiB, with its other plans); retry later",
 			mib(e.Wanted), mib(e.Budget), mib(e.Share))
@@ -70,9 +110,10 @@ func mib(n int64) int64 { return (n + 1<<20 - 1) >> 20 }
 // whole budget while the others wait behind them. A reservation that would
 // bring what the caller holds past its share is refused at once
 // (*BusyError) rather than queued, unless the caller holds nothing else: a
-// caller's one plan may still reserve up to the whole budget, so that a
-// plan of a large table is not refused for being large and runs alone, as
-// without shares; its next one waits for it to end.
+// caller's one plan may still reserve up to three quarters of the budget
+// (the most one request holds), so that a plan of a large table is not
+// refused for being large, as without shares; its next one waits for it
+// to end.
 type Share struct {
 	limit int64
 	mu    sync.Mutex
@@ -142,6 +183,13 @@ type Hold struct {
 	// context) hold now: with n, what the request holds, which its share
 	// lets it pass as one (a load answer read a step at a time).
 	others atomic.Int64
+	// large counts what the request holds that needs the budget's large
+	// gate (its hold and reservations of more than a quarter); the gate is
+	// the request's while it is not 0. largeMu guards it apart from mu,
+	// which a reservation keeps while it waits.
+	largeMu   sync.Mutex
+	large     int
+	holdLarge bool // the hold itself counts in large
 }
 
 type holdKey struct{}
@@ -153,7 +201,69 @@ func (h *Hold) Shrink(bytes int64) {
 	if bytes = max(bytes, 1); h.w.sem != nil && bytes < h.n {
 		h.w.give(h.n-bytes, h.share)
 		h.n = bytes
+		if h.holdLarge && !h.w.isLarge(bytes) {
+			h.holdLarge = false
+			h.w.giveLarge(h)
+		}
 	}
+}
+
+// Grow brings the hold to bytes (at most largeLimit with the request's
+// other reservations), within its
+// share, waiting for room as a reservation does, holding nothing
+// meanwhile (the hold is given back while it waits, and is 0 when Grow
+// fails); a hold of a request that would then hold more than a quarter of
+// the budget while another request does is refused at once.
+func (h *Hold) Grow(ctx context.Context, bytes int64) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w := h.w
+	if w.sem == nil {
+		return nil
+	}
+	own, others := h.n, h.others.Load()
+	bytes = min(bytes, w.largeLimit()-others)
+	extra := bytes - own
+	if extra <= 0 {
+		return nil
+	}
+	if !h.share.take(extra, own+others) {
+		return &BusyError{Wanted: bytes, Budget: w.size, Share: h.share.limit}
+	}
+	large := !h.holdLarge && w.isLarge(bytes+others)
+	if large {
+		if err := w.takeLarge(ctx, h, own+others, bytes+others); err != nil {
+			h.share.give(extra)
+			return err
+		}
+	}
+	switch {
+	case own == 0:
+		if err := w.acquire(ctx, bytes); err != nil {
+			h.share.give(extra)
+			if large {
+				w.giveLarge(h)
+			}
+			return err
+		}
+	case w.sem.TryAcquire(extra):
+		w.reserved.Add(extra)
+	default:
+		w.reserved.Add(-own)
+		w.sem.Release(own)
+		if err := w.acquire(ctx, bytes); err != nil {
+			h.n = 0
+			h.share.give(bytes)
+			if large || h.holdLarge {
+				h.holdLarge = false
+				w.giveLarge(h)
+			}
+			return err
+		}
+	}
+	h.n = bytes
+	h.holdLarge = h.holdLarge || large
+	return nil
 }
 
 // Release gives back what the hold has.
@@ -164,6 +274,10 @@ func (h *Hold) Release() {
 		h.w.give(h.n, h.share)
 	}
 	h.n = 0
+	if h.holdLarge {
+		h.holdLarge = false
+		h.w.giveLarge(h)
+	}
 }
 
 // Bytes is what the hold has now.
@@ -173,27 +287,109 @@ func (h *Hold) Bytes() int64 {
 	return h.n
 }
 
-// hold reserves n bytes (at most the whole budget) as a request's hold,
+// hold reserves n bytes (at most largeLimit) as a request's hold,
 // within ctx's share, and returns ctx carrying it.
 func (w *workBudget) hold(ctx context.Context, n int64) (context.Context, *Hold, error) {
 	h := &Hold{w: w, share: shareOf(ctx)}
 	ctx = context.WithValue(ctx, holdKey{}, h)
-	if w.size == 0 {
-		return ctx, h, nil
-	}
-	if n <= 0 { // a hold of nothing yet: the request's reservations are one, as its share sees them
-		return ctx, h, nil
-	}
-	n = min(n, w.size)
-	if !h.share.take(n, 0) {
-		return nil, nil, &BusyError{Wanted: n, Budget: w.size, Share: h.share.limit}
-	}
-	if err := w.acquire(ctx, n); err != nil {
-		h.share.give(n)
+	// A hold of nothing yet marks the request's reservations as one, as
+	// its share sees them.
+	if err := h.Grow(ctx, n); err != nil {
 		return nil, nil, err
 	}
-	h.n = n
 	return ctx, h, nil
+}
+
+// isLarge says whether a request holding n bytes needs the large gate.
+func (w *workBudget) isLarge(n int64) bool { return n > w.size/4 }
+
+// largeLimit is the most one request holds: three quarters of the budget.
+func (w *workBudget) largeLimit() int64 { return w.size - w.size/4 }
+
+// takeLarge takes the large gate for h's request (nil: a reservation of
+// no request), which holds mine bytes and would hold wanted: at once when
+// the request has it, else once its turn has come (awaitTurn); it fails
+// with *BusyError (Large) at once when another request has it.
+func (w *workBudget) takeLarge(ctx context.Context, h *Hold, mine, wanted int64) error {
+	if h != nil { // a request's reservations are made one at a time (h.mu)
+		h.largeMu.Lock()
+		had := h.large > 0
+		if had {
+			h.large++
+		}
+		h.largeMu.Unlock()
+		if had {
+			return nil
+		}
+	}
+	select {
+	case w.large <- struct{}{}:
+	default:
+		return &BusyError{Wanted: wanted, Budget: w.size, Large: true}
+	}
+	if err := w.awaitTurn(ctx, mine, wanted); err != nil {
+		<-w.large
+		return err
+	}
+	w.mu.Lock()
+	w.largeSince = time.Now()
+	w.mu.Unlock()
+	if h != nil {
+		h.largeMu.Lock()
+		h.large++
+		h.largeMu.Unlock()
+	}
+	return nil
+}
+
+// awaitTurn waits, for a request that took the large gate and holds mine
+// bytes, until the turn of the large reservations has come: once the last
+// large reservation's end is as long past as it held the gate, or at once
+// when nothing but the request's own reservations is held. Large
+// reservations take turns with the others so: each takes the whole budget
+// or much of it, and one after another (plans of every file of 4,000
+// each reserving the whole budget, back to back) they kept the budget to
+// themselves; now they have at most about half of the time while smaller
+// ones want room. It fails as acquire does, after the budget's wait.
+func (w *workBudget) awaitTurn(ctx context.Context, mine, wanted int64) error {
+	start := time.Now()
+	for {
+		w.mu.Lock()
+		turn := w.turn
+		w.mu.Unlock()
+		now := time.Now()
+		if !now.Before(turn) || w.reserved.Load() <= mine {
+			return nil
+		}
+		if waited := now.Sub(start); waited >= w.wait {
+			return &BusyError{Wanted: wanted, Budget: w.size, Waited: waited}
+		}
+		t := time.NewTimer(min(turn.Sub(now), w.wait-now.Sub(start), 5*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("wait for planning memory: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// giveLarge gives back what takeLarge took; the gate given back, the next
+// large reservation's turn comes when as much time has passed as the gate
+// was held since its turn came.
+func (w *workBudget) giveLarge(h *Hold) {
+	if h != nil {
+		h.largeMu.Lock()
+		defer h.largeMu.Unlock()
+		if h.large--; h.large > 0 {
+			return
+		}
+	}
+	w.mu.Lock()
+	now := time.Now()
+	w.turn = now.Add(now.Sub(w.largeSince))
+	w.mu.Unlock()
+	<-w.large
 }
 
 // give gives n bytes back to the budget and to share.
@@ -219,8 +415,8 @@ func (w *workBudget) acquire(ctx context.Context, n int64) error {
 	return nil
 }
 
-// reserve waits until n bytes (at most the whole budget, less the hold of
-// ctx's request) are free and reserves them, within ctx's share; release
+// reserve waits until n bytes (at most largeLimit, less what ctx's request
+// holds) are free and reserves them, within ctx's share; release
 // gives them back. It fails when ctx ends, the wait passes the budget's
 // limit or the caller's share would be passed (*BusyError).
 func (w *workBudget) reserve(ctx context.Context, n int64) (release func(), err error) {
@@ -235,12 +431,19 @@ func (w *workBudget) reserve(ctx context.Context, n int64) (release func(), err 
 		defer h.mu.Unlock()
 		own, others = h.n, h.others.Load()
 	}
-	n = min(max(n, 1), w.size-own)
-	if n <= 0 { // the hold has the whole budget: the plan runs alone in it
+	n = min(max(n, 1), w.largeLimit()-own-others)
+	if n <= 0 { // the request holds the most one may: the plan runs in it
 		return func() {}, nil
 	}
 	if !share.take(n, own+others) {
 		return nil, &BusyError{Wanted: n, Budget: w.size, Share: share.limit}
+	}
+	large := w.isLarge(own + others + n)
+	if large {
+		if err := w.takeLarge(ctx, h, own+others, own+others+n); err != nil {
+			share.give(n)
+			return nil, err
+		}
 	}
 	switch {
 	case own > 0 && w.sem.TryAcquire(n):
@@ -252,11 +455,21 @@ func (w *workBudget) reserve(ctx context.Context, n int64) (release func(), err 
 		if err := w.acquire(ctx, own+n); err != nil {
 			h.n = 0 // the hold is given back: its release gives nothing
 			share.give(own + n)
+			if large {
+				w.giveLarge(h)
+			}
+			if h.holdLarge {
+				h.holdLarge = false
+				w.giveLarge(h)
+			}
 			return nil, err
 		}
 	default:
 		if err := w.acquire(ctx, n); err != nil {
 			share.give(n)
+			if large {
+				w.giveLarge(h)
+			}
 			return nil, err
 		}
 	}
@@ -268,6 +481,9 @@ func (w *workBudget) reserve(ctx context.Context, n int64) (release func(), err 
 			h.others.Add(-n)
 		}
 		w.give(n, share)
+		if large {
+			w.giveLarge(h)
+		}
 	}), nil
 }
 

@@ -9,8 +9,8 @@ import (
 
 // TestWorkBudget: a reservation waits while the reserved sum would pass
 // the budget and fails as busy after the budget's wait; one larger than
-// the budget takes all of it; a caller's cancelled context is its own
-// error, not busy.
+// the budget takes three quarters of it, leaving a quarter to the others;
+// a caller's cancelled context is its own error, not busy.
 func TestWorkBudget(t *testing.T) {
 	ctx := context.Background()
 	w := newWorkBudget(100, 20*time.Millisecond)
@@ -18,29 +18,39 @@ func TestWorkBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var busy *BusyError
-	if _, err := w.reserve(ctx, 60); !errors.As(err, &busy) || busy.Wanted != 60 || busy.Budget != 100 {
-		t.Fatalf("60 of 100 beside 60 reserved: %v, want a BusyError", err)
-	}
-	small, err := w.reserve(ctx, 40)
+	second, err := w.reserve(ctx, 25)
 	if err != nil {
-		t.Fatalf("40 beside 60 of 100: %v", err)
+		t.Fatalf("25 beside 60 of 100: %v", err)
+	}
+	var busy *BusyError
+	if _, err := w.reserve(ctx, 20); !errors.As(err, &busy) || busy.Wanted != 20 || busy.Budget != 100 || busy.Waited == 0 {
+		t.Fatalf("20 of 100 beside 85 reserved: %v, want a BusyError after waiting", err)
+	}
+	small, err := w.reserve(ctx, 15)
+	if err != nil {
+		t.Fatalf("15 beside 85 of 100: %v", err)
 	}
 	first()
 	first() // releasing twice gives back once
+	second()
 	small()
 	if got := w.reserved.Load(); got != 0 {
 		t.Fatalf("%d bytes reserved after every release, want 0", got)
 	}
 	all, err := w.reserve(ctx, 1<<40)
-	if err != nil || w.reserved.Load() != 100 {
-		t.Fatalf("a reservation beyond the budget: %v, %d reserved; want all 100", err, w.reserved.Load())
+	if err != nil || w.reserved.Load() != 75 {
+		t.Fatalf("a reservation beyond the budget: %v, %d reserved; want 75, three quarters", err, w.reserved.Load())
+	}
+	beside, err := w.reserve(ctx, 25)
+	if err != nil {
+		t.Fatalf("a quarter beside a reservation beyond the budget: %v", err)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	if _, err := w.reserve(cancelled, 1); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled caller: %v, want context.Canceled", err)
 	}
+	beside()
 	all()
 	if release, err := newWorkBudget(0, 0).reserve(ctx, 1<<40); err != nil {
 		t.Fatalf("no budget: %v", err)
@@ -87,36 +97,43 @@ func TestWorkShare(t *testing.T) {
 // request never waits for room while holding some; the hold is the
 // request's again once the plan has room, and is counted until released.
 func TestHoldGivenBackWhileWaiting(t *testing.T) {
-	w := newWorkBudget(100, time.Minute)
-	ctx, hold, err := w.hold(context.Background(), 30)
+	w := newWorkBudget(1000, time.Minute)
+	ctx, hold, err := w.hold(context.Background(), 150)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := w.reserve(context.Background(), 60)
-	if err != nil {
-		t.Fatal(err)
+	var others []func()
+	for range 4 {
+		other, err := w.reserve(context.Background(), 200)
+		if err != nil {
+			t.Fatal(err)
+		}
+		others = append(others, other)
 	}
 	got := make(chan func())
 	go func() {
-		release, err := w.reserve(ctx, 20) // 30 + 60 + 20 > 100: waits
+		release, err := w.reserve(ctx, 100) // 150 + 800 + 100 > 1000: waits
 		if err != nil {
 			t.Error(err)
 		}
 		got <- release
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for w.reserved.Load() != 60 { // the hold given back while the plan waits
+	for w.reserved.Load() != 800 { // the hold given back while the plan waits
 		if time.Now().After(deadline) {
-			t.Fatalf("%d reserved while the plan waits, want 60 (its request's hold given back)", w.reserved.Load())
+			t.Fatalf("%d reserved while the plan waits, want 800 (its request's hold given back)", w.reserved.Load())
 		}
 		time.Sleep(time.Millisecond)
 	}
-	other()
+	others[0]()
 	release := <-got
-	if w.reserved.Load() != 50 || hold.Bytes() != 30 {
-		t.Fatalf("the plan with room: %d reserved, the hold has %d; want 50 and 30", w.reserved.Load(), hold.Bytes())
+	if w.reserved.Load() != 850 || hold.Bytes() != 150 {
+		t.Fatalf("the plan with room: %d reserved, the hold has %d; want 850 and 150", w.reserved.Load(), hold.Bytes())
 	}
 	release()
+	for _, other := range others[1:] {
+		other()
+	}
 	hold.Shrink(10)
 	if w.reserved.Load() != 10 {
 		t.Fatalf("the hold shrunk to 10: %d reserved", w.reserved.Load())
@@ -158,5 +175,92 @@ func TestShareCountsARequestsReservationsAsOne(t *testing.T) {
 	hold.Release()
 	if w.reserved.Load() != 0 || shareOf(caller).Held() != 0 || hold.others.Load() != 0 {
 		t.Fatalf("after every release: %d reserved, %d held by the share, %d by the request", w.reserved.Load(), shareOf(caller).Held(), hold.others.Load())
+	}
+}
+
+// TestLargeOneAtATime: one request at a time may hold or wait for more
+// than a quarter of the budget, by its hold, its reservations or both; a
+// second request that would is refused at once (Large), not queued, while
+// small reservations are still taken. The gate is the request's until it
+// holds a quarter or less again: its reservations given back, its hold
+// shrunk, or a wait that failed.
+func TestLargeOneAtATime(t *testing.T) {
+	bg := context.Background()
+	w := newWorkBudget(1000, 20*time.Millisecond)
+	a, hold, err := w.hold(bg, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := w.reserve(a, 200) // 300 held by the request: large
+	if err != nil {
+		t.Fatal(err)
+	}
+	var busy *BusyError
+	if _, err := w.reserve(bg, 300); !errors.As(err, &busy) || !busy.Large || busy.Waited != 0 {
+		t.Fatalf("a second large reservation: %v, want a BusyError (Large) at once", err)
+	}
+	if _, _, err := w.hold(bg, 300); !errors.As(err, &busy) || !busy.Large {
+		t.Fatalf("a second large hold: %v, want a BusyError (Large)", err)
+	}
+	small, err := w.reserve(bg, 200)
+	if err != nil {
+		t.Fatalf("a small reservation beside a large one: %v", err)
+	}
+	more, err := w.reserve(a, 50)
+	if err != nil {
+		t.Fatalf("the large request's next reservation: %v", err)
+	}
+	first()
+	if _, err := w.reserve(bg, 300); !errors.As(err, &busy) || !busy.Large {
+		t.Fatalf("a large reservation while the request holds 150 with the gate: %v, want Large", err)
+	}
+	more()
+	other, err := w.reserve(bg, 300)
+	if err != nil {
+		t.Fatalf("a large reservation once the first request holds 100: %v", err)
+	}
+	other()
+	small()
+	hold.Release()
+
+	_, grown, err := w.hold(bg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := grown.Grow(bg, 400); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.reserve(bg, 300); !errors.As(err, &busy) || !busy.Large {
+		t.Fatalf("a large reservation beside a hold grown to 400: %v, want Large", err)
+	}
+	grown.Shrink(100)
+	if other, err := w.reserve(bg, 300); err != nil {
+		t.Fatalf("a large reservation beside a hold shrunk to 100: %v", err)
+	} else {
+		other()
+	}
+	grown.Release()
+
+	var smalls []func()
+	for range 4 {
+		r, err := w.reserve(bg, 200)
+		if err != nil {
+			t.Fatal(err)
+		}
+		smalls = append(smalls, r)
+	}
+	if _, err := w.reserve(bg, 300); !errors.As(err, &busy) || busy.Large || busy.Waited == 0 {
+		t.Fatalf("a large reservation beside 800 of 1000: %v, want a BusyError after waiting", err)
+	}
+	for _, r := range smalls {
+		r()
+	}
+	if last, err := w.reserve(bg, 300); err != nil {
+		t.Fatalf("a large reservation after one that waited in vain: %v", err)
+	} else {
+		last()
+	}
+	if w.reserved.Load() != 0 || len(w.large) != 0 {
+		t.Fatalf("after every release: %d reserved, the gate %d", w.reserved.Load(), len(w.large))
 	}
 }

@@ -118,6 +118,32 @@ func statusOf(path, field string) int64 {
 	return -1
 }
 
+// CPUOf is the CPU time (user and system) process pid has used, from
+// /proc/PID/stat (in clock ticks, taken as 100 a second, Linux's USER_HZ);
+// -1 where it cannot be read.
+func CPUOf(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1
+	}
+	// The command's name, in parentheses, may hold spaces: the fields
+	// counted are those after it (utime and stime are the 14th and 15th).
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return -1
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return -1
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / 100
+}
+
 // LoadAvg is /proc/loadavg's three load averages, "" where there is none.
 func LoadAvg() string {
 	b, err := os.ReadFile("/proc/loadavg")
