@@ -79,15 +79,16 @@ type BenchCmd struct {
 	ServeBin            string        `arg:"--serve-bin" placeholder:"PATH" help:"with --serve-kind random: the icebloom binary to run [default: built from ./cmd/icebloom of the module]"`
 	// ServeAbuse and the flags after it select the benchmark of icebloom
 	// serve under hostile clients (bench_abuse.go) instead.
-	ServeAbuse          bool          `arg:"--serve-abuse" help:"run icebloom serve as a process of its own and drive it with ordinary plans beside hostile requests, measuring its RSS, the plans' latency and the answers' statuses, instead"`
-	AbuseFiles          int           `arg:"--serve-abuse-files" default:"4000" help:"with --serve-abuse: data files of the table planned"`
-	AbuseClients        int           `arg:"--serve-abuse-clients" default:"256" help:"with --serve-abuse: clients at once, --serve-abuse-ordinary of them ordinary, the rest hostile"`
-	AbuseOrdinary       int           `arg:"--serve-abuse-ordinary" default:"16" help:"with --serve-abuse: ordinary clients, which retry 429 and 503 as Iceberg's Java REST client does; 16, the plans serve takes at once, so that they alone do not overload it"`
-	AbuseDuration       time.Duration `arg:"--serve-abuse-duration" default:"60s" help:"with --serve-abuse: how long the clients run beside the hostile ones"`
-	AbuseBaseline       time.Duration `arg:"--serve-abuse-baseline" default:"10s" help:"with --serve-abuse: how long the ordinary clients run alone first"`
-	AbuseBudgetMiB      int64         `arg:"--serve-abuse-budget-mib" default:"64" help:"with --serve-abuse: the server's --memory-budget-mib"`
-	AbuseBin            string        `arg:"--serve-abuse-bin" placeholder:"PATH" help:"with --serve-abuse: the icebloom binary to run [default: built from ./cmd/icebloom of the module]"`
-	AbuseHostileCallers int           `arg:"--serve-abuse-hostile-callers" default:"1" help:"with --serve-abuse: callers the hostile clients are spread over (1: none sends Authorization, so serve sees one caller, their address; more: each sends one of so many bearer tokens); each ordinary client is a caller of its own"`
+	ServeAbuse            bool          `arg:"--serve-abuse" help:"run icebloom serve as a process of its own and drive it with ordinary plans beside hostile requests, measuring its RSS, the plans' latency and the answers' statuses, instead"`
+	AbuseFiles            int           `arg:"--serve-abuse-files" default:"4000" help:"with --serve-abuse: data files of the table planned"`
+	AbuseClients          int           `arg:"--serve-abuse-clients" default:"256" help:"with --serve-abuse: clients at once, --serve-abuse-ordinary of them ordinary, the rest hostile"`
+	AbuseOrdinary         int           `arg:"--serve-abuse-ordinary" default:"16" help:"with --serve-abuse: ordinary clients, which retry 429 and 503 as Iceberg's Java REST client does; 16, the plans serve takes at once, so that they alone do not overload it"`
+	AbuseDuration         time.Duration `arg:"--serve-abuse-duration" default:"60s" help:"with --serve-abuse: how long the clients run beside the hostile ones"`
+	AbuseBaseline         time.Duration `arg:"--serve-abuse-baseline" default:"10s" help:"with --serve-abuse: how long the ordinary clients run alone first"`
+	AbuseBudgetMiB        int64         `arg:"--serve-abuse-budget-mib" default:"64" help:"with --serve-abuse: the server's --memory-budget-mib"`
+	AbuseBin              string        `arg:"--serve-abuse-bin" placeholder:"PATH" help:"with --serve-abuse: the icebloom binary to run [default: built from ./cmd/icebloom of the module]"`
+	AbuseHostileInProcess bool          `arg:"--serve-abuse-hostile-in-process" help:"with --serve-abuse: run the hostile clients in the bench's own process, beside the ordinary ones, rather than in a process of their own at a lower CPU priority (nice 10)"`
+	AbuseHostileCallers   int           `arg:"--serve-abuse-hostile-callers" default:"1" help:"with --serve-abuse: callers the hostile clients are spread over (1: none sends Authorization, so serve sees one caller, their address; more: each sends one of so many bearer tokens); each ordinary client is a caller of its own"`
 }
 
 // BenchOutput is the JSON output of bench: the run's setup, notes on what

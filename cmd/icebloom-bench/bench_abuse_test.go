@@ -61,6 +61,11 @@ func TestBenchServeAbuseJSON(t *testing.T) {
 	if out.HostileCallers != 1 {
 		t.Errorf("hostile callers %d, want 1 (the default)", out.HostileCallers)
 	}
+	// The hostile clients ran in a process of their own (the test binary
+	// again, TestMain), whose CPU time is reported.
+	if d := got["server_cpu_abuse_cores"].Detail; !strings.Contains(d, "the hostile clients' process") {
+		t.Errorf("server_cpu_abuse_cores: %s; want the hostile clients' process's CPU beside", d)
+	}
 	if len(out.Baseline) != 1 || out.Baseline[0].Kind != kindOrdinary || out.Baseline[0].Classes["2xx"] == 0 {
 		t.Errorf("baseline answers %+v, want ordinary plans planned", out.Baseline)
 	}

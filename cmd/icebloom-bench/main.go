@@ -68,6 +68,13 @@ func (e *env) embedded(ctx context.Context, dir string) (icecatalog.Catalog, err
 func (e *env) printJSON(v any) error { return cli.PrintJSON(e.stdout, v) }
 
 func main() {
+	if cfg := os.Getenv(hostileWorkerEnv); cfg != "" { // the hostile clients of a bench --serve-abuse
+		if err := hostileWorker(cfg, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "icebloom-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))

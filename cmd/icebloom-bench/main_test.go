@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -54,4 +55,18 @@ func TestBenchFlagValues(t *testing.T) {
 			t.Errorf("%v left %s behind", c.args, entries[0].Name())
 		}
 	}
+}
+
+// TestMain makes the test binary the hostile clients' process of a bench
+// --serve-abuse when the bench starts it so (hostileWorkerEnv), as main
+// does, so that the bench's tests run it in a process of its own too.
+func TestMain(m *testing.M) {
+	if cfg := os.Getenv(hostileWorkerEnv); cfg != "" {
+		if err := hostileWorker(cfg, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "icebloom-bench:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
 }
