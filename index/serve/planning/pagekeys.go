@@ -31,37 +31,45 @@ func PathKey(path string) uint64 {
 type KeyRange struct{ Lo, Hi uint64 }
 
 // PageRanges are the key ranges of r's pages, in order: the first from 0,
-// each next from its page's first key, the last to the largest key. They
+// each next from its page's least key, the last to the largest key. They
 // cover every key once, whatever the pages hold.
 func (r *PlanResult) PageRanges() []KeyRange {
 	ranges := make([]KeyRange, 0, len(r.Pages))
-	for i, page := range r.Pages {
+	for i := range r.Pages {
 		lo := uint64(0)
 		if i > 0 {
-			first, ok := firstKey(page)
-			if !ok || first <= ranges[len(ranges)-1].Lo {
+			span, ok := r.span(i)
+			if !ok || span.Lo <= ranges[len(ranges)-1].Lo {
 				continue // an empty or out of order page: joined to the one before
 			}
-			lo = first
-			ranges[len(ranges)-1].Hi = first - 1
+			lo = span.Lo
+			ranges[len(ranges)-1].Hi = lo - 1
 		}
 		ranges = append(ranges, KeyRange{lo, math.MaxUint64})
 	}
 	return ranges
 }
 
-func firstKey(page rest.ScanTasks) (uint64, bool) {
-	for _, t := range page.FileScanTasks {
+// span is the least and greatest key of page i: as the planner recorded
+// them, else read from the page; false for a page of no file.
+func (r *PlanResult) span(i int) (KeyRange, bool) {
+	if len(r.spans) == len(r.Pages) {
+		return r.spans[i], true
+	}
+	span, ok := KeyRange{Lo: math.MaxUint64}, false
+	for _, t := range r.Pages[i].FileScanTasks {
 		if t.DataFile != nil {
-			return PathKey(t.DataFile.FilePath), true
+			key := PathKey(t.DataFile.FilePath)
+			span.Lo, span.Hi, ok = min(span.Lo, key), max(span.Hi, key), true
 		}
 	}
-	return 0, false
+	return span, ok
 }
 
 // TasksIn is the tasks of r's data files whose path key lies in kr, with
 // their delete files, as one page. A page of r that lies within kr whole,
-// alone, is answered as it is.
+// alone, is answered as it is; pages outside kr are not looked into, so a
+// range of a plan of many pages costs a page's worth.
 func (r *PlanResult) TasksIn(kr KeyRange) rest.ScanTasks {
 	var whole *rest.ScanTasks // the one page taken so far, whole
 	var out rest.ScanTasks
@@ -92,17 +100,12 @@ func (r *PlanResult) TasksIn(kr KeyRange) rest.ScanTasks {
 		out.FileScanTasks = append(out.FileScanTasks, t)
 	}
 	for i := range r.Pages {
-		page := &r.Pages[i]
-		in := 0
-		for _, t := range page.FileScanTasks {
-			if t.DataFile != nil && kr.contains(PathKey(t.DataFile.FilePath)) {
-				in++
-			}
-		}
-		switch {
-		case in == 0:
+		span, ok := r.span(i)
+		if !ok || span.Hi < kr.Lo || span.Lo > kr.Hi {
 			continue
-		case in == len(page.FileScanTasks) && whole == nil && len(out.FileScanTasks) == 0:
+		}
+		page := &r.Pages[i]
+		if kr.contains(span.Lo) && kr.contains(span.Hi) && whole == nil && len(out.FileScanTasks) == 0 {
 			whole = page
 			continue
 		}

@@ -124,3 +124,27 @@ func TestTasksInDeletes(t *testing.T) {
 		t.Errorf("the plan's own task was changed: references %v", refs)
 	}
 }
+
+// TestTasksInLooksAtItsPagesAlone: a range is answered from the pages
+// whose keys (as the planner recorded them) meet it, without hashing the
+// paths of the others: the ranges of a plan of a million files in 1,000
+// pages hashed a billion paths when each range looked into every page.
+// Here the recorded keys of page 1 say it lies past its file's key: a
+// range of that key alone does not look into it.
+func TestTasksInLooksAtItsPagesAlone(t *testing.T) {
+	task := func(path string) rest.RESTFileScanTask {
+		return rest.RESTFileScanTask{DataFile: &rest.RESTDataFile{RESTContentFile: rest.RESTContentFile{FilePath: path}}}
+	}
+	a, b := "s3://b/t/data/a.parquet", "s3://b/t/data/b.parquet"
+	ka, kb := PathKey(a), PathKey(b)
+	res := &PlanResult{
+		Pages: []rest.ScanTasks{{FileScanTasks: []rest.RESTFileScanTask{task(a)}}, {FileScanTasks: []rest.RESTFileScanTask{task(b)}}},
+		spans: []KeyRange{{ka, ka}, {kb + 1, kb + 1}},
+	}
+	if got := res.TasksIn(KeyRange{kb, kb}); len(got.FileScanTasks) != 0 {
+		t.Fatalf("b's key alone: %d tasks, want none: page 1's recorded keys are past it, and page 0's", len(got.FileScanTasks))
+	}
+	if got := res.TasksIn(KeyRange{ka, ka}); len(got.FileScanTasks) != 1 || got.FileScanTasks[0].DataFile.FilePath != a {
+		t.Fatalf("a's key alone: %d tasks, want a's", len(got.FileScanTasks))
+	}
+}

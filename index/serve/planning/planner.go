@@ -138,6 +138,8 @@ type PlanResult struct {
 	// warm, rather than by iceberg-go planning the whole filter.
 	FastPath bool
 	size     int64
+	// spans are the least and greatest path key of each page (pagekeys.go).
+	spans []KeyRange
 }
 
 // Bytes is the memory the result holds (its pages, encoded), as the plan
@@ -406,6 +408,7 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, access string, req
 		}
 	}
 	for _, page := range pageTasks(tasks, p.tasksPerPage) {
+		res.spans = append(res.spans, KeyRange{PathKey(page[0].File.FilePath()), PathKey(page[len(page)-1].File.FilePath())})
 		env, err := wire.ScanTasks(tbl.Metadata(), page, statsFields)
 		if err != nil {
 			return nil, fmt.Errorf("encode plan of %s: %w", tbl.Identifier(), err)
