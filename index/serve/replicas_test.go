@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -385,5 +386,37 @@ func TestReplicaTasksAfterCommit(t *testing.T) {
 	onceEach(t, "the plan fetched by id from B after a commit, its tasks from B", append(fetchAll(t, b, "me", onB.PlanTasks), filePaths(onB.FileScanTasks)), files)
 	if _, now, _ := call(t, "POST", b.url+replicaPath+"/plan", "me", `{}`); len(now.FileScanTasks)+2*len(now.PlanTasks) < files+1 {
 		t.Fatalf("a new plan on B: %d files inline and %d tasks, want the appended file too", len(now.FileScanTasks), len(now.PlanTasks))
+	}
+}
+
+// TestReplicasShareTasksProxy: as TestReplicasShareTasks, in proxy mode,
+// as docs/kubernetes/serve.yaml runs: two proxies in front of one REST
+// catalog answer each other's plan tasks and plan ids, each loading the
+// table from the upstream with the caller's own token, which binds them:
+// a token the upstream refuses gets the upstream's 401 there.
+func TestReplicasShareTasksProxy(t *testing.T) {
+	up := catalogtest.NewRESTServer(t, catalogtest.RESTConfig{})
+	tbl := up.Catalog.NewTable(t, "events", catalogtest.IDSchema, nil)
+	for i := range 5 {
+		tbl = catalogtest.AppendIDs(t, tbl, int64(i))
+	}
+	u, err := url.Parse(up.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Upstream: u, PlanWithOwnCredentials: true, TasksPerPage: 2, ReplicaSecret: testSecret}
+	a, b := newReplica(t, o), newReplica(t, o)
+	status, plan, typ := call(t, "POST", a.url+replicaPath+"/plan", up.Token, `{}`)
+	if status != 200 || len(plan.PlanTasks) != 2 {
+		t.Fatalf("plan on A: %d %s with %d plan tasks, want 2", status, typ, len(plan.PlanTasks))
+	}
+	onceEach(t, "the inline page and B's tasks", append(fetchAll(t, b, up.Token, plan.PlanTasks), filePaths(plan.FileScanTasks)), 5)
+	status, onB, typ := call(t, "GET", b.url+replicaPath+"/plan/"+*plan.PlanID, up.Token, "")
+	if status != 200 || onB.Status != rest.PlanStatusCompleted {
+		t.Fatalf("the plan fetched by id from B: %d %s %s", status, onB.Status, typ)
+	}
+	onceEach(t, "the plan fetched from B, its tasks from A", append(fetchAll(t, a, up.Token, onB.PlanTasks), filePaths(onB.FileScanTasks)), 5)
+	if status, _, _ := call(t, "POST", b.url+replicaPath+"/tasks", "wrong", taskBody(plan.PlanTasks[0])); status != 401 {
+		t.Errorf("a plan task on B with a token the upstream refuses: %d, want its 401", status)
 	}
 }
