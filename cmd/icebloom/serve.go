@@ -41,6 +41,7 @@ type ServeCmd struct {
 	SyncQuiet          time.Duration `arg:"--sync-quiet" default:"2s" help:"sync once a table had no commit for this long"`
 	SyncMaxDelay       time.Duration `arg:"--sync-max-delay" default:"30s" help:"sync at the latest this long after a table's first unsynced commit"`
 	SyncWorkers        int           `arg:"--sync-workers" default:"2" help:"syncs run at once"`
+	ReplicaSecretFile  string        `arg:"--replica-secret-file" placeholder:"PATH" help:"file holding a secret of 32 bytes or more that the replicas behind one Service share: plan ids and plan tasks are then tokens any of them answers; without it only the replica that made a plan answers them"`
 }
 
 func (c *ServeCmd) run(ctx context.Context, e *env) error {
@@ -114,6 +115,16 @@ func (c *ServeCmd) run(ctx context.Context, e *env) error {
 			return fmt.Errorf("--bearer-token-file: %w", err)
 		}
 		o.BearerToken = tok
+	}
+	if c.ReplicaSecretFile != "" {
+		secret, err := readSecret(c.ReplicaSecretFile)
+		if err != nil {
+			return fmt.Errorf("--replica-secret-file: %w", err)
+		}
+		if len(secret) < serve.MinReplicaSecretBytes {
+			return fmt.Errorf("--replica-secret-file %s holds %d bytes; want %d or more (openssl rand -base64 32)", c.ReplicaSecretFile, len(secret), serve.MinReplicaSecretBytes)
+		}
+		o.ReplicaSecret = []byte(secret)
 	}
 	if c.SyncOnCommit {
 		stop, err := c.startSyncer(e, &o)

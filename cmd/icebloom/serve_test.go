@@ -333,3 +333,63 @@ func TestServeStorageFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestServeReplicaSecret: two serves over one catalog with the same
+// --replica-secret-file answer each other's plan tasks; without it the
+// other answers NoSuchPlanTaskException; a missing or short secret file
+// does not start.
+func TestServeReplicaSecret(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if _, stderr, code := icebloom(t, "quickstart", "--files", "4", "--rows", "100"); code != 0 {
+		t.Fatalf("quickstart exited %d: %s", code, stderr)
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	post := func(base, path, body string) (int, rest.ScanTasks) {
+		t.Helper()
+		resp, err := http.Post(base+"/v1/namespaces/demo/tables/events"+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out rest.ScanTasks // of a plan or a plan task
+		if resp.StatusCode == 200 {
+			if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return resp.StatusCode, out
+	}
+	for _, shared := range []bool{true, false} {
+		args := []string{"--tasks-per-page", "1"}
+		if shared {
+			args = append(args, "--replica-secret-file", secret)
+		}
+		a, stopA := startServe(t, args...)
+		b, stopB := startServe(t, args...)
+		status, plan := post(a, "/plan", `{}`)
+		if status != 200 || len(plan.PlanTasks) == 0 {
+			t.Fatalf("plan on A: %d with %d plan tasks", status, len(plan.PlanTasks))
+		}
+		status, page := post(b, "/tasks", fmt.Sprintf(`{"plan-task":%q}`, plan.PlanTasks[0]))
+		if shared && (status != 200 || len(page.FileScanTasks) != 1) {
+			t.Errorf("with --replica-secret-file, A's plan task on B: %d with %d files, want 200 with 1", status, len(page.FileScanTasks))
+		}
+		if !shared && status != 404 {
+			t.Errorf("without --replica-secret-file, A's plan task on B: %d, want 404", status)
+		}
+		stopA()
+		stopB()
+	}
+	short := filepath.Join(t.TempDir(), "short")
+	if err := os.WriteFile(short, []byte("too short\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{short, filepath.Join(t.TempDir(), "missing")} {
+		if _, stderr, code := icebloom(t, "serve", "--listen", "127.0.0.1:0", "--replica-secret-file", path); code == 0 || !strings.Contains(stderr, "--replica-secret-file") {
+			t.Errorf("--replica-secret-file %s: exit %d, %s", path, code, stderr)
+		}
+	}
+}

@@ -40,6 +40,9 @@ type storedPlan struct {
 	failure            *rest.PlanningError // of a failed plan
 	cancel             context.CancelFunc  // of a submitted plan: stops its planning
 	expires            time.Time
+	// ids, with a replica secret, makes the plan's id and its plan tasks
+	// tokens any replica answers (replicas.go); nil: random ids.
+	ids *sharedIDs
 }
 
 // storedTask is one page of a plan, answered by POST .../tasks.
@@ -58,7 +61,8 @@ func ownerOf(r *http.Request) string {
 
 // planStore holds plans and their tasks until they expire or are
 // cancelled. Ids are random (128 bits), so one caller cannot guess
-// another's.
+// another's, or, with a replica secret, tokens that only serve makes
+// (replicas.go), which the store holds like random ids.
 type planStore struct {
 	mu    sync.Mutex
 	ttl   time.Duration
@@ -91,31 +95,43 @@ func randomID() string {
 }
 
 // add stores res as a completed plan of table for owner, returning its id
-// and its first page with the plan tasks that name the others.
-func (s *planStore) add(table, owner string, res *planning.PlanResult) (string, storedPlan) {
+// and its first page with the plan tasks that name the others; ids (nil
+// for random ones) makes the ids.
+func (s *planStore) add(table, owner string, res *planning.PlanResult, ids *sharedIDs) (string, storedPlan) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id := s.newPlan(&storedPlan{table: table, uuid: res.TableUUID, owner: owner})
+	id := s.newPlan(&storedPlan{table: table, uuid: res.TableUUID, owner: owner, ids: ids})
 	return id, s.completeLocked(id, res)
 }
 
 // submit stores a plan of table for owner that is still being planned;
 // cancel stops its planning.
-func (s *planStore) submit(table, uuid, owner string, cancel context.CancelFunc) string {
+func (s *planStore) submit(table, uuid, owner string, cancel context.CancelFunc, ids *sharedIDs) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.newPlan(&storedPlan{table: table, uuid: uuid, owner: owner, status: rest.PlanStatusSubmitted, cancel: cancel})
+	return s.newPlan(&storedPlan{table: table, uuid: uuid, owner: owner, status: rest.PlanStatusSubmitted, cancel: cancel, ids: ids})
 }
 
-// newPlan stores p under a new id; the caller holds mu.
+// newPlan stores p under a new id, or under the one ids holds (a plan
+// another replica made, polled here: one held under it is replaced); the
+// caller holds mu.
 func (s *planStore) newPlan(p *storedPlan) string {
 	now := s.now()
 	s.sweep(now)
+	p.expires = now.Add(s.ttl)
+	id := ""
+	if p.ids != nil {
+		id = p.ids.planID(p.expires)
+	}
+	if id == "" {
+		id = randomID()
+	}
+	if old, ok := s.plans[id]; ok {
+		s.dropLocked(id, old)
+	}
 	if len(s.plans) >= maxStoredPlans {
 		s.dropOldest()
 	}
-	id := randomID()
-	p.expires = now.Add(s.ttl)
 	s.plans[id] = p
 	return id
 }
@@ -135,15 +151,25 @@ func (s *planStore) complete(id string, res *planning.PlanResult) {
 // mu.
 func (s *planStore) completeLocked(id string, res *planning.PlanResult) storedPlan {
 	p := s.plans[id]
+	p.expires = s.now().Add(s.ttl) // the client has the TTL from now to fetch its tasks
+	pages, tids := res.Pages, []string(nil)
+	if p.ids != nil {
+		pages, tids = p.ids.tasks(res, p.expires)
+	}
 	p.bytes = res.Bytes()
+	for _, tid := range tids {
+		p.bytes += int64(len(tid))
+	}
 	s.bytes += p.bytes
 	for s.budget > 0 && s.bytes > s.budget && len(s.plans) > 1 {
 		s.dropOldestBut(id)
 	}
-	p.status, p.cancel, p.creds, p.first = rest.PlanStatusCompleted, nil, res.Credentials, res.Pages[0]
-	p.expires = s.now().Add(s.ttl) // the client has the TTL from now to fetch its tasks
-	for _, page := range res.Pages[1:] {
+	p.status, p.cancel, p.creds, p.first = rest.PlanStatusCompleted, nil, res.Credentials, pages[0]
+	for i, page := range pages[1:] {
 		tid := randomID()
+		if tids != nil {
+			tid = tids[i]
+		}
 		s.tasks[tid] = &storedTask{plan: id, table: p.table, uuid: p.uuid, owner: p.owner, page: page, expires: p.expires}
 		p.tasks = append(p.tasks, tid)
 	}

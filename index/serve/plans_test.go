@@ -19,7 +19,7 @@ func TestPlanStoreBoundsAndExpiry(t *testing.T) {
 	now := time.Unix(1000, 0)
 	s := newPlanStore(time.Minute, func() time.Time { return now }, 0)
 	res := &planning.PlanResult{Pages: []rest.ScanTasks{{}, {}}, TableUUID: "u"}
-	first, p := s.add("db\x1fevents", "me", res)
+	first, p := s.add("db\x1fevents", "me", res, nil)
 	if len(p.tasks) != 1 {
 		t.Fatalf("%d plan tasks for two pages, want 1", len(p.tasks))
 	}
@@ -37,12 +37,12 @@ func TestPlanStoreBoundsAndExpiry(t *testing.T) {
 	}
 	for i := 1; i < maxStoredPlans; i++ {
 		now = now.Add(time.Millisecond)
-		s.add("db\x1fevents", "me", res)
+		s.add("db\x1fevents", "me", res, nil)
 	}
 	if _, ok := s.plan("db\x1fevents", "me", first); !ok {
 		t.Fatal("the first plan is gone before the store is full")
 	}
-	s.add("db\x1fevents", "me", res)
+	s.add("db\x1fevents", "me", res, nil)
 	if _, ok := s.plan("db\x1fevents", "me", first); ok {
 		t.Fatal("the oldest plan is kept beyond maxStoredPlans")
 	}
@@ -57,7 +57,7 @@ func TestPlanStoreBoundsAndExpiry(t *testing.T) {
 	if len(s.plans) != 0 || len(s.tasks) != 0 {
 		t.Fatalf("after the TTL and a sweep, %d plans and %d tasks held, want none", len(s.plans), len(s.tasks))
 	}
-	id, _ := s.add("db\x1fevents", "me", res)
+	id, _ := s.add("db\x1fevents", "me", res, nil)
 	if len(s.plans) != 1 || len(s.tasks) != 1 {
 		t.Fatalf("after the TTL %d plans and %d tasks held, want only the new one", len(s.plans), len(s.tasks))
 	}
@@ -73,7 +73,7 @@ func TestPlanStoreSubmitted(t *testing.T) {
 	now := time.Unix(1000, 0)
 	s := newPlanStore(time.Minute, func() time.Time { return now }, 0)
 	stopped := 0
-	id := s.submit("t", "u", "me", func() { stopped++ })
+	id := s.submit("t", "u", "me", func() { stopped++ }, nil)
 	if p, ok := s.plan("t", "me", id); !ok || p.status != rest.PlanStatusSubmitted {
 		t.Fatalf("a submitted plan: %v %v", p.status, ok)
 	}
@@ -81,12 +81,12 @@ func TestPlanStoreSubmitted(t *testing.T) {
 	if p, _ := s.plan("t", "me", id); p.status != rest.PlanStatusCompleted || len(p.tasks) != 1 {
 		t.Fatalf("completed: %v with %d tasks", p.status, len(p.tasks))
 	}
-	failed := s.submit("t", "u", "me", func() { stopped++ })
+	failed := s.submit("t", "u", "me", func() { stopped++ }, nil)
 	s.fail(failed, &rest.PlanningError{Message: "no", Type: "ServerErrorException", Code: 500})
 	if p, _ := s.plan("t", "me", failed); p.status != rest.PlanStatusFailed || p.failure == nil {
 		t.Fatalf("failed: %v", p.status)
 	}
-	cancelled := s.submit("t", "u", "me", func() { stopped++ })
+	cancelled := s.submit("t", "u", "me", func() { stopped++ }, nil)
 	if !s.cancel("t", "me", cancelled) || stopped != 1 {
 		t.Fatalf("cancel: its planning stopped %d times, want 1", stopped)
 	}
@@ -94,9 +94,9 @@ func TestPlanStoreSubmitted(t *testing.T) {
 	if _, ok := s.plan("t", "me", cancelled); ok || len(s.tasks) != 1 {
 		t.Fatalf("a cancelled plan's result stored: %d tasks", len(s.tasks))
 	}
-	s.submit("t", "u", "me", func() { stopped++ })
+	s.submit("t", "u", "me", func() { stopped++ }, nil)
 	now = now.Add(2 * time.Minute)
-	s.submit("t", "u", "me", func() {})
+	s.submit("t", "u", "me", func() {}, nil)
 	if stopped != 2 {
 		t.Fatalf("an expired submitted plan's planning stopped %d times, want once", stopped-1)
 	}
@@ -125,7 +125,7 @@ func TestPlanStoreWithinItsBudget(t *testing.T) {
 	var last string
 	for range 30 {
 		now = now.Add(time.Second)
-		last, _ = s.add("db\x1fevents", "me", res)
+		last, _ = s.add("db\x1fevents", "me", res, nil)
 		if s.held() > budget {
 			t.Fatalf("%d bytes of plans held, over the store's %d", s.held(), budget)
 		}

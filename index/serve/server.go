@@ -157,6 +157,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock of plan expiry; nil means time.Now.
 	Now func() time.Time
+	// ReplicaSecret, shared by the replicas behind one Service (at least
+	// MinReplicaSecretBytes), makes plan ids and plan tasks tokens that
+	// any of them answers (replicas.go); nil keeps them in this server's
+	// memory, answered by it alone.
+	ReplicaSecret []byte
 }
 
 // Server is the HTTP handler of icebloom serve.
@@ -168,6 +173,7 @@ type Server struct {
 	proxy    *httputil.ReverseProxy
 	client   *http.Client
 	admitter *admission
+	replicas *replicas // with Options.ReplicaSecret
 	ready    atomic.Bool
 	log      *slog.Logger
 
@@ -221,6 +227,12 @@ func New(o Options) (*Server, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{o: o, plans: newPlanStore(o.PlanTTL, o.Now, max(o.MemoryBudget, 0)/16), log: o.Logger, metrics: newMetrics()}
+	if o.ReplicaSecret != nil {
+		if len(o.ReplicaSecret) < MinReplicaSecretBytes {
+			return nil, fmt.Errorf("serve: a replica secret of %d bytes; want %d or more", len(o.ReplicaSecret), MinReplicaSecretBytes)
+		}
+		s.replicas = newReplicas(o.ReplicaSecret, o.Now)
+	}
 	load := s.loadFromCatalog
 	if o.Upstream != nil {
 		s.client = &http.Client{Transport: o.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -555,6 +567,7 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 		wait = timer.C
 	}
 	owner := ownerOf(r)
+	ids := s.newIDs(r, rt, loaded, req.PlanTableScanRequest)
 	select {
 	case out := <-done:
 		cancel()
@@ -562,12 +575,12 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 			s.planError(w, out.err)
 			return
 		}
-		id, p := s.plans.add(rt.key(), owner, out.res)
+		id, p := s.plans.add(rt.key(), owner, out.res, ids)
 		writeJSON(w, http.StatusOK, rest.PlanTableScanResponse{
 			Status: rest.PlanStatusCompleted, PlanID: &id, ScanTasks: p.first, StorageCredentials: p.creds,
 		})
 	case <-wait:
-		id := s.plans.submit(rt.key(), loaded.Table.Metadata().TableUUID().String(), owner, cancel)
+		id := s.plans.submit(rt.key(), loaded.Table.Metadata().TableUUID().String(), owner, cancel, ids)
 		s.metrics.count("submitted")
 		go func() {
 			defer cancel()
@@ -753,6 +766,10 @@ func (s *Server) found(w http.ResponseWriter, r *http.Request, rt route, ok bool
 // (its first page and plan tasks) or failed (its error).
 func (s *Server) fetchPlan(w http.ResponseWriter, r *http.Request, rt route) {
 	p, ok := s.plans.plan(rt.key(), ownerOf(r), rt.planID)
+	if !ok && s.replicas != nil && isToken(rt.planID) {
+		s.fetchSharedPlan(w, r, rt)
+		return
+	}
 	if !s.found(w, r, rt, ok, p.uuid, "NoSuchPlanIdException", "such plan") {
 		return
 	}
@@ -769,6 +786,10 @@ func (s *Server) fetchPlan(w http.ResponseWriter, r *http.Request, rt route) {
 // cancelPlan answers DELETE .../plan/{id}: the plan and its tasks are
 // dropped, and its planning stops if it was still submitted.
 func (s *Server) cancelPlan(w http.ResponseWriter, r *http.Request, rt route) {
+	if s.replicas != nil && isToken(rt.planID) {
+		s.cancelShared(w, r, rt)
+		return
+	}
 	owner := ownerOf(r)
 	p, ok := s.plans.plan(rt.key(), owner, rt.planID)
 	if !s.found(w, r, rt, ok, p.uuid, "NoSuchPlanIdException", "such plan") {
@@ -795,6 +816,10 @@ func (s *Server) fetchTasks(w http.ResponseWriter, r *http.Request, rt route) {
 		return
 	}
 	t, ok := s.plans.task(rt.key(), ownerOf(r), req.PlanTask)
+	if !ok && s.replicas != nil && isToken(req.PlanTask) {
+		s.fetchSharedTasks(w, r, rt, req.PlanTask)
+		return
+	}
 	uuid := ""
 	if ok {
 		uuid = t.uuid

@@ -1,12 +1,14 @@
 package planning
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -136,6 +138,8 @@ type PlanResult struct {
 	// warm, rather than by iceberg-go planning the whole filter.
 	FastPath bool
 	size     int64
+	// spans are the least and greatest path key of each page (pagekeys.go).
+	spans []KeyRange
 }
 
 // Bytes is the memory the result holds (its pages, encoded), as the plan
@@ -404,6 +408,7 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, access string, req
 		}
 	}
 	for _, page := range pageTasks(tasks, p.tasksPerPage) {
+		res.spans = append(res.spans, KeyRange{PathKey(page[0].File.FilePath()), PathKey(page[len(page)-1].File.FilePath())})
 		env, err := wire.ScanTasks(tbl.Metadata(), page, statsFields)
 		if err != nil {
 			return nil, fmt.Errorf("encode plan of %s: %w", tbl.Identifier(), err)
@@ -457,24 +462,40 @@ func distinctFiles(tasks []table.FileScanTask) int {
 }
 
 // pageTasks groups tasks by data file (keeping the splits of one file
-// together, in their first file's order) and cuts the files into pages of
-// at most per files.
+// together, in their first file's order), orders the files by PathKey (then
+// path) and cuts them into pages of at most per files, never between two
+// files of one key (pagekeys.go): each page is a range of keys.
 func pageTasks(tasks []table.FileScanTask, per int) [][]table.FileScanTask {
-	order := []string{}
+	type file struct {
+		key  uint64
+		path string
+	}
+	order := []file{}
 	byFile := map[string][]table.FileScanTask{}
 	for _, t := range tasks {
 		path := t.File.FilePath()
 		if _, ok := byFile[path]; !ok {
-			order = append(order, path)
+			order = append(order, file{PathKey(path), path})
 		}
 		byFile[path] = append(byFile[path], t)
 	}
-	var pages [][]table.FileScanTask
-	for chunk := range slices.Chunk(order, per) {
-		var page []table.FileScanTask
-		for _, path := range chunk {
-			page = append(page, byFile[path]...)
+	slices.SortFunc(order, func(a, b file) int {
+		if c := cmp.Compare(a.key, b.key); c != 0 {
+			return c
 		}
+		return strings.Compare(a.path, b.path)
+	})
+	var pages [][]table.FileScanTask
+	var page []table.FileScanTask
+	files := 0
+	for i, f := range order {
+		if files >= per && f.key != order[i-1].key {
+			pages, page, files = append(pages, page), nil, 0
+		}
+		page = append(page, byFile[f.path]...)
+		files++
+	}
+	if files > 0 {
 		pages = append(pages, page)
 	}
 	return pages
