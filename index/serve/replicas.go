@@ -454,7 +454,7 @@ func (s *Server) replanned(t token, loaded *planning.Loaded) (req rest.PlanTable
 // the catalog refuses gets its answer whether or not the token is good);
 // false when it answered a failure.
 func (s *Server) loadShared(w http.ResponseWriter, r *http.Request, rt route) (*planning.Loaded, bool) {
-	free, share, refused := s.admitter.admitLoad(s.callerOf(r))
+	free, share, refused := s.admitter.admitLoad(r.Context(), s.callerOf(r))
 	if refused != nil {
 		s.refuse(w, refused)
 		return nil, false
@@ -511,7 +511,7 @@ func (s *Server) fetchSharedTasks(w http.ResponseWriter, r *http.Request, rt rou
 		writeJSON(w, http.StatusOK, map[string]any{"file-scan-tasks": []any{}})
 		return
 	}
-	free, share, refused := s.admitter.admit(s.callerOf(r))
+	free, share, refused := s.admitter.admit(r.Context(), s.callerOf(r))
 	if refused != nil {
 		s.refuse(w, refused)
 		return
@@ -568,7 +568,7 @@ func (s *Server) fetchSharedPlan(w http.ResponseWriter, r *http.Request, rt rout
 		writeJSON(w, http.StatusOK, rest.CompletedPlanningResult{Status: rest.PlanStatusCompleted, ScanTasks: p.first, StorageCredentials: p.creds})
 		return
 	}
-	free, share, refused := s.admitter.admit(s.callerOf(r))
+	free, share, refused := s.admitter.admit(r.Context(), s.callerOf(r))
 	if refused != nil {
 		s.refuse(w, refused)
 		return

@@ -302,13 +302,25 @@ func TestReplicaPollsSubmittedPlan(t *testing.T) {
 	cat := servetest.AddFilesTable(t, files)
 	o := Options{Catalog: cat.Catalog, SubmitAfter: 50 * time.Millisecond, MemoryBudget: 64 << 20, ReplicaSecret: testSecret}
 	a, b := newReplica(t, o), newReplica(t, o)
+	// The work budget held but for a request's hold, in quarters: one
+	// reservation may hold three quarters at most.
 	holdAll := func(srv *Server) func() {
 		t.Helper()
-		release, err := srv.planner.ReserveWork(context.Background(), srv.planner.Stats().WorkBudget-planning.RequestWorkBytes(64))
-		if err != nil {
-			t.Fatal(err)
+		budget := srv.planner.Stats().WorkBudget
+		var releases []func()
+		for left := budget - planning.RequestWorkBytes(64); left > 0; {
+			n := min(left, budget/4)
+			release, err := srv.planner.ReserveWork(context.Background(), n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			releases, left = append(releases, release), left-n
 		}
-		return release
+		return func() {
+			for _, release := range releases {
+				release()
+			}
+		}
 	}
 	poll := func(r replica, id string) planAnswer {
 		t.Helper()
