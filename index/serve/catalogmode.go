@@ -40,6 +40,20 @@ func (s *Server) loadFromCatalog(ctx context.Context, ident table.Identifier) (*
 				if kept, ok := s.planner.KeptTable(where); ok {
 					return &planning.Loaded{Table: kept}, nil
 				}
+				// Requests that load one new table version at once (the
+				// first plans after a commit) share one read and parse of
+				// its metadata, which holds about twice its length, instead
+				// of one each: detached from the first request, so that
+				// its going away fails none of the others.
+				v, err, _ := s.versionLoads.Do(where, func() (any, error) {
+					ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.StorageTimeout)
+					defer cancel()
+					return catalog.LoadTable(ctx, s.o.Catalog, ident)
+				})
+				if err != nil {
+					return nil, err
+				}
+				return &planning.Loaded{Table: v.(*table.Table)}, nil
 			}
 		}
 		tbl, err := catalog.LoadTable(ctx, s.o.Catalog, ident)

@@ -41,6 +41,7 @@ import (
 	icecatalog "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index/serve/wire"
@@ -174,8 +175,11 @@ type Server struct {
 	client   *http.Client
 	admitter *admission
 	replicas *replicas // with Options.ReplicaSecret
-	ready    atomic.Bool
-	log      *slog.Logger
+	// versionLoads shares, in catalog mode, a load of one table version
+	// (by metadata location) among the requests that want it at once.
+	versionLoads singleflight.Group
+	ready        atomic.Bool
+	log          *slog.Logger
 
 	// The upstream's last answer to the readiness probe (upstreamReady).
 	readyMu sync.Mutex

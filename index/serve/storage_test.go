@@ -302,6 +302,64 @@ func TestCatalogModeCachedPlanReadsNoStorage(t *testing.T) {
 	})
 }
 
+// TestCatalogModeLoadsAVersionOnce: in catalog mode, plans that load one
+// new table version at once (the first plans after a commit) share one
+// read and parse of its metadata: with the metadata's GET held, four plans
+// of other values read it once, and each plans the new data. Before, each
+// read and parsed it, holding about twice its length each.
+func TestCatalogModeLoadsAVersionOnce(t *testing.T) {
+	catalogtest.ForEachS3(t, func(t *testing.T, s3 *catalogtest.S3) {
+		ctx := context.Background()
+		cat, _ := s3Table(t, s3)
+		srv, err := serve.New(serve.Options{Catalog: cat})
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := newHTTPServer(t, srv).URL
+		if resp, body := do(t, "POST", base+tablePath+"/plan", "", `{"filter":{"type":"eq","term":"id","value":11}}`); resp.StatusCode != 200 {
+			t.Fatalf("first plan: %d %s", resp.StatusCode, body)
+		}
+		tbl, err := cat.LoadTable(ctx, table.Identifier{"db", "events"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl = catalogtest.AppendIDs(t, tbl, 30, 31, 32, 33)
+		key, ok := s3.Key(tbl.MetadataLocation())
+		if !ok {
+			t.Fatalf("metadata at %s, not in the bucket", tbl.MetadataLocation())
+		}
+		s3.Reset()
+		s3.SetFault(catalogtest.FaultHang, func(k string) bool { return k == key })
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for id := 30; id < 34; id++ {
+			wg.Go(func() {
+				resp, body := do(t, "POST", base+tablePath+"/plan", "", fmt.Sprintf(`{"filter":{"type":"eq","term":"id","value":%d}}`, id))
+				var res rest.PlanTableScanResponse
+				if resp.StatusCode != 200 || json.Unmarshal(body, &res) != nil || len(res.FileScanTasks) != 1 {
+					errs <- fmt.Errorf("plan of id %d after the commit: %d %s, want the new file", id, resp.StatusCode, body)
+				}
+			})
+		}
+		time.Sleep(500 * time.Millisecond) // every plan is loading the new version
+		s3.SetFault(catalogtest.NoFault, nil)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		gets := 0
+		for _, r := range s3.Requests() {
+			if r.Method == "GET" && r.Key == key {
+				gets++
+			}
+		}
+		if gets != 1 {
+			t.Fatalf("four plans loading the new version read its metadata %d times, want once", gets)
+		}
+	})
+}
+
 // s3Table creates db.events in a SQL catalog over s3, three appended files
 // of ids and an index on id, and returns the catalog's options (its
 // --property flags included).
