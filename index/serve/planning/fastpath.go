@@ -170,11 +170,47 @@ func baseKey(tbl *table.Table, access string, snapshot int64, caseSensitive bool
 // soon has one base with them all, not one per column.
 func (p *Planner) base(ctx context.Context, tbl *table.Table, access string, snap *table.Snapshot, caseSensitive bool, r iceberg.BooleanExpression, rKey string, schema *iceberg.Schema, fields []int) (*base, warmMiss, error) {
 	key := baseKey(tbl, access, snap.SnapshotID, caseSensitive, rKey)
+	for round := 0; ; round++ {
+		if b, ok := p.bases.get(key); ok && b.set.has(fields) {
+			if round > 0 { // made by another request while this one waited
+				return b, warmBaseMade, nil
+			}
+			return b, "", nil
+		}
+		// The requests that need one base at once (the first plans after
+		// a commit) wait for one of them to make it, rather than each
+		// making it: each would reserve what making it works in, and one
+		// large reservation is taken at a time.
+		v, err, shared := p.baseFlight.Do(key, func() (any, error) {
+			return p.makeBase(ctx, tbl, access, snap, caseSensitive, r, rKey, schema, fields, key)
+		})
+		if err != nil {
+			return nil, "", err
+		}
+		made := v.(madeBase)
+		if !shared || made.b.set.has(fields) || round > 0 {
+			return made.b, made.miss, nil
+		}
+		// Made for another request's columns: once more for this one's.
+	}
+}
+
+// madeBase is a base made, and why the plan it was made for missed the
+// warm path.
+type madeBase struct {
+	b    *base
+	miss warmMiss
+}
+
+// makeBase makes the base of key, with the statistics of fields and of
+// those the base it replaces held, and keeps it.
+func (p *Planner) makeBase(ctx context.Context, tbl *table.Table, access string, snap *table.Snapshot, caseSensitive bool, r iceberg.BooleanExpression, rKey string, schema *iceberg.Schema, fields []int, key string) (madeBase, error) {
 	old, ok := p.bases.get(key)
 	if ok && old.set.has(fields) {
-		return old, "", nil
+		return madeBase{old, ""}, nil
 	}
 	if ok {
+		fields = slices.Clone(fields)
 		for id := range old.set.stats {
 			if !slices.Contains(fields, id) {
 				fields = append(fields, id)
@@ -183,7 +219,7 @@ func (p *Planner) base(ctx context.Context, tbl *table.Table, access string, sna
 	}
 	b, err := p.planBase(ctx, tbl, access, snap, caseSensitive, r, rKey, schema, fields)
 	if err != nil {
-		return nil, "", err
+		return madeBase{}, err
 	}
 	b.size = 512 + int64(len(key)) + b.set.bytes() + int64(b.set.len())*int64(len(b.set.stats))*matchBytesPerFile
 	if n, ok := summaryFiles(snap); ok {
@@ -193,13 +229,13 @@ func (p *Planner) base(ctx context.Context, tbl *table.Table, access string, sna
 	} else if all, _, err := p.base(ctx, tbl, access, snap, caseSensitive, iceberg.AlwaysTrue{}, iceberg.AlwaysTrue{}.String(), schema, nil); err == nil {
 		b.filesTotal = all.filesTotal
 	}
-	if !p.bases.add(key, b, b.size) {
-		return b, warmBaseNotKept, nil
+	switch {
+	case !p.bases.add(key, b, b.size):
+		return madeBase{b, warmBaseNotKept}, nil
+	case ok:
+		return madeBase{b, warmNewColumn}, nil
 	}
-	if ok {
-		return b, warmNewColumn, nil
-	}
-	return b, warmBaseMade, nil
+	return madeBase{b, warmBaseMade}, nil
 }
 
 // warmMiss is why a plan was not made from a kept base plan, counted in

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -377,5 +378,38 @@ func TestWarmMissesCounted(t *testing.T) {
 	}
 	if c := tiny.Stats().Caches["bases"]; c.Unkept != 2 || c.Entries != 0 {
 		t.Fatalf("bases cache: %+v, want 2 unkept, none held", c)
+	}
+}
+
+// TestConcurrentPlansMakeOneBase: plans that need one new base at once
+// (the first plans after a commit) wait for one of them to make it:
+// the new manifest is decoded once, and every plan plans local planning's
+// files.
+func TestConcurrentPlansMakeOneBase(t *testing.T) {
+	cat, load, _ := idTable(t, 6)
+	p := NewPlanner(load, PlannerOptions{MemoryBudget: 64 << 20})
+	planFiles(t, p, `{"type":"eq","term":"id","value":3}`)
+	tbl, err := cat.LoadTable(context.Background(), table.Identifier{"db", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalogtest.AppendIDs(t, tbl, 100, 101)
+	opens := p.manifestOpens.Load()
+	var wg sync.WaitGroup
+	for v := range 8 {
+		wg.Go(func() {
+			f := `{"type":"eq","term":"id","value":` + itoa(96+v) + `}`
+			res, err := p.Plan(context.Background(), table.Identifier{"db", "events"}, rest.PlanTableScanRequest{Filter: []byte(f)})
+			if err != nil || !res.FastPath {
+				t.Errorf("%s: %v (fast path %v)", f, err, res != nil && res.FastPath)
+			}
+		})
+	}
+	wg.Wait()
+	if n := p.manifestOpens.Load() - opens; n != 2 {
+		t.Fatalf("8 plans at once after a commit opened %d manifest files, want 2: the list and the new manifest, once", n)
+	}
+	if _, n, _, _, _ := p.bases.stats(); n == 0 {
+		t.Fatal("no base kept")
 	}
 }

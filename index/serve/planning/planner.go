@@ -17,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
@@ -68,6 +69,7 @@ type Planner struct {
 	tables       *lruCache[*table.Table]
 	manifests    *lruCache[[]byte]
 	lastBases    lastBases
+	baseFlight   singleflight.Group // bases being made, by key
 	work         *workBudget
 	warmMu       sync.Mutex
 	warmMisses   map[string]int64
