@@ -491,23 +491,36 @@ func (s *Server) openShared(w http.ResponseWriter, r *http.Request, rt route, id
 	return loaded, t, true
 }
 
-// fetchSharedTasks answers POST .../tasks with a plan task token this
-// replica does not hold: the files of the plan made again in its range.
-func (s *Server) fetchSharedTasks(w http.ResponseWriter, r *http.Request, rt route, id string) {
-	const typ, what = "NoSuchPlanTaskException", "such plan task"
-	loaded, t, ok := s.openShared(w, r, rt, id, kindTask, typ, what)
+// openReplanned opens the token id of kind (a plan or plan task, what)
+// and the request it was made of, for the snapshot it planned; empty when
+// that plans no file. It answers 404 (typ) itself, and false, for a token
+// that is not this caller's or whose snapshot the table no longer has.
+func (s *Server) openReplanned(w http.ResponseWriter, r *http.Request, rt route, id string, kind byte, typ, what string) (
+	loaded *planning.Loaded, t token, req rest.PlanTableScanRequest, empty, ok bool) {
+	loaded, t, ok = s.openShared(w, r, rt, id, kind, typ, "such "+what)
 	if !ok {
-		return
+		return nil, t, req, false, false
 	}
 	req, empty, gone, err := s.replanned(t, loaded)
 	switch {
 	case err != nil:
-		writeError(w, http.StatusNotFound, typ, fmt.Sprintf("no %s of table %s for this caller", what, rt.ident()))
-		return
+		writeError(w, http.StatusNotFound, typ, fmt.Sprintf("no such %s of table %s for this caller", what, rt.ident()))
+		return nil, t, req, false, false
 	case gone:
-		writeError(w, http.StatusNotFound, typ, fmt.Sprintf("the snapshot this plan task was planned of is no longer table %s's", rt.ident()))
+		writeError(w, http.StatusNotFound, typ, fmt.Sprintf("the snapshot this %s was planned of is no longer table %s's", what, rt.ident()))
+		return nil, t, req, false, false
+	}
+	return loaded, t, req, empty, true
+}
+
+// fetchSharedTasks answers POST .../tasks with a plan task token this
+// replica does not hold: the files of the plan made again in its range.
+func (s *Server) fetchSharedTasks(w http.ResponseWriter, r *http.Request, rt route, id string) {
+	loaded, t, req, empty, ok := s.openReplanned(w, r, rt, id, kindTask, "NoSuchPlanTaskException", "plan task")
+	if !ok {
 		return
-	case empty:
+	}
+	if empty {
 		writeJSON(w, http.StatusOK, map[string]any{"file-scan-tasks": []any{}})
 		return
 	}
@@ -546,18 +559,8 @@ func (s *Server) fetchSharedTasks(w http.ResponseWriter, r *http.Request, rt rou
 // held here under the same id; past SubmitAfter it is answered submitted
 // and polled here like a plan of this replica's.
 func (s *Server) fetchSharedPlan(w http.ResponseWriter, r *http.Request, rt route) {
-	const typ, what = "NoSuchPlanIdException", "such plan"
-	loaded, t, ok := s.openShared(w, r, rt, rt.planID, kindPlan, typ, what)
+	loaded, t, req, empty, ok := s.openReplanned(w, r, rt, rt.planID, kindPlan, "NoSuchPlanIdException", "plan")
 	if !ok {
-		return
-	}
-	req, empty, gone, err := s.replanned(t, loaded)
-	switch {
-	case err != nil:
-		writeError(w, http.StatusNotFound, typ, fmt.Sprintf("no %s of table %s for this caller", what, rt.ident()))
-		return
-	case gone:
-		writeError(w, http.StatusNotFound, typ, fmt.Sprintf("the snapshot this plan was planned of is no longer table %s's", rt.ident()))
 		return
 	}
 	owner := ownerOf(r)
