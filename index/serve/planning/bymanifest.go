@@ -93,15 +93,16 @@ func lastKey(tbl *table.Table, access string, caseSensitive bool) string {
 
 // planByManifest makes the base of every data file of snap manifest by
 // manifest, reusing the rows of the last base's manifests; ok is false
-// when snap has delete manifests (planBase plans those).
+// when snap has delete manifests (planBase plans those), and true with any
+// error, which planBase returns as it is.
 func (p *Planner) planByManifest(ctx context.Context, tbl *table.Table, access string, snap *table.Snapshot, caseSensitive bool, schema *iceberg.Schema, fields []int) (b *base, ok bool, err error) {
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
-		return nil, false, fmt.Errorf("table file system: %w", err)
+		return nil, true, fmt.Errorf("table file system: %w", err)
 	}
 	manifests, err := snap.Manifests(fsys)
-	if err != nil {
-		return nil, false, fmt.Errorf("manifest list of snapshot %d: %w", snap.SnapshotID, err)
+	if err != nil { // reported, not read again by iceberg-go's planning
+		return nil, true, fmt.Errorf("manifest list of snapshot %d: %w", snap.SnapshotID, err)
 	}
 	for _, m := range manifests {
 		if m.ManifestContent() != iceberg.ManifestContentData {
