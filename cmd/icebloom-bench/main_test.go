@@ -43,7 +43,8 @@ func TestBenchFlagValues(t *testing.T) {
 		{[]string{"--serve", "50", "--serve-kind", "worst"}, `--serve-kind "worst": want best-case or random`},
 		{[]string{"--serve", "50", "--serve-kind", "random", "--serve-cold-rounds", "0"}, "--serve-cold-rounds 0: want 1 or more rounds"},
 		{[]string{"--serve", "50", "--serve-kind", "random", "--serve-append-every", "0s"}, "--serve-append-every 0s: want a positive duration"},
-		{[]string{"--serve-abuse", "--serve-abuse-clients", "8"}, "--serve-abuse-clients 8: want 9 or more clients"},
+		{[]string{"--serve-abuse", "--serve-abuse-clients", "8"}, "--serve-abuse-clients 8: want 24 or more clients"}, // 16 ordinary and one of each of 8 hostile kinds
+		{[]string{"--serve-abuse", "--serve-abuse-clients", "8", "--serve-abuse-ordinary", "1"}, "--serve-abuse-clients 8: want 9 or more clients"},
 		{[]string{"--serve-abuse", "--serve-abuse-duration", "0s"}, "--serve-abuse-duration 0s: want a positive duration"},
 		{[]string{"--output", "yaml"}, `--output "yaml": want text or json`},
 	} {
