@@ -363,7 +363,7 @@ func (rs *randomSize) make(ctx context.Context, recPath string) (*randomkeys.Rec
 	spec := randomkeys.NewSpec(n)
 	rb.progress("serve %d (random): writing %d files of %d rows, add_files commits of %d, then a build of %s",
 		n, n, spec.Rows, spec.Batch, strings.Join(randomColumns, " and "))
-	tbl, t, err := randomkeys.Create(ctx, rb.cat, rs.ident, spec, func(done int, t randomkeys.Timings) {
+	_, t, err := randomkeys.Create(ctx, rb.cat, rs.ident, spec, func(done int, t randomkeys.Timings) {
 		rb.progress("  %d of %d files written (%s) and added (%s)", done, n, cli.DurationText(t.Write), cli.DurationText(t.Add))
 	})
 	if err != nil {
@@ -384,7 +384,8 @@ func (rs *randomSize) make(ctx context.Context, recPath string) (*randomkeys.Rec
 		return nil, fmt.Errorf("build indexed %d files, want %d", built.FilesIndexed, n)
 	}
 	index := time.Since(start)
-	if tbl, err = rb.cat.LoadTable(ctx, rs.ident); err != nil {
+	tbl, err := rb.cat.LoadTable(ctx, rs.ident) // as the build left it
+	if err != nil {
 		return nil, err
 	}
 	rec := &randomkeys.Record{Table: strings.Join(rs.ident, "."), Spec: spec, Location: tbl.Location(),

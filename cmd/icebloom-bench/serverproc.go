@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,7 +36,7 @@ func serveBinary(ctx context.Context, given, flag, dir string, progress func(str
 	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return "", fmt.Errorf("building icebloom needs the go command (or give its binary): %w", err)
 	}
 	gomod, err := exec.CommandContext(ctx, goTool, "env", "GOMOD").Output()
 	if err != nil {

@@ -51,15 +51,6 @@ type columnGroup struct {
 // the filter of.
 type memberFile struct{ member, file int32 }
 
-// bytes is the memory c holds.
-func (c *columnIndex) bytes() int64 {
-	n := int64(len(c.indexed)) + 64*int64(len(c.groups))
-	for _, g := range c.groups {
-		n += 8 * int64(cap(g.files))
-	}
-	return n
-}
-
 // columns returns the column indexes of fields for files, matching the
 // index once for the fields not matched yet (its first applicable filter
 // for a file and field wins, as Lookup's does), or carrying them over from

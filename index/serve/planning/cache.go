@@ -121,10 +121,3 @@ func (c *lruCache[V]) figures() CacheStats {
 	return CacheStats{Bytes: c.used, Budget: c.budget, Entries: int64(len(c.entries)), Hits: c.hits, Misses: c.misses,
 		Evictions: c.evicted, Unkept: c.unkept}
 }
-
-// usage is the bytes the cache holds and its budget.
-func (c *lruCache[V]) usage() (used, budget int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.used, c.budget
-}

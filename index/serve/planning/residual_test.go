@@ -60,7 +60,7 @@ func residualTable(t *testing.T) (*catalogtest.Catalog, *table.Table) {
 	// file of a string-partitioned table (its manifest's partition summary
 	// has an empty lower bound), which leaves nothing to compare.
 	names := []string{"abc", "abd", "xyz", "x", "a"}
-	floats := []float64{2, -0.0, math.NaN(), 1.5}
+	floats := []float64{2, math.Copysign(0, -1), math.NaN(), 1.5}
 	b := array.NewRecordBuilder(memory.DefaultAllocator, as)
 	defer b.Release()
 	for i := range 24 {
