@@ -586,51 +586,13 @@ func (s *Server) fetchSharedPlan(w http.ResponseWriter, r *http.Request, rt rout
 		s.planError(w, err)
 		return
 	}
-	type outcome struct {
-		res *planning.PlanResult
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		defer func() { hold.Release(); free() }()
-		start := time.Now()
-		res, err := s.planner.PlanTable(ctx, loaded, req)
-		if err == nil {
-			s.metrics.planned(res, res.Cached, time.Since(start))
-			s.logPlan(rt, res, time.Since(start))
-		}
-		done <- outcome{res, err}
-	}()
-	var wait <-chan time.Time
-	if s.o.SubmitAfter > 0 {
-		timer := time.NewTimer(s.o.SubmitAfter)
-		defer timer.Stop()
-		wait = timer.C
-	}
-	select {
-	case out := <-done:
-		cancel()
-		if out.err != nil {
-			s.planError(w, out.err)
+	s.planWithin(w, rt, ctx, cancel, func() { hold.Release(); free() }, loaded, req, owner, ids, func(_ string, p *storedPlan) {
+		if p == nil { // polled here from now on, under the same id
+			writeJSON(w, http.StatusOK, map[string]any{"status": rest.PlanStatusSubmitted})
 			return
 		}
-		_, p := s.plans.add(rt.key(), owner, out.res, ids)
 		writeJSON(w, http.StatusOK, rest.CompletedPlanningResult{Status: rest.PlanStatusCompleted, ScanTasks: p.first, StorageCredentials: p.creds})
-	case <-wait:
-		id := s.plans.submit(rt.key(), ids.bind.uuid, owner, cancel, ids)
-		s.metrics.count("submitted")
-		go func() {
-			defer cancel()
-			out := <-done
-			if out.err != nil {
-				status, typ, msg := s.failure(out.err)
-				s.plans.fail(id, &rest.PlanningError{Message: msg, Type: typ, Code: status})
-				return
-			}
-			s.plans.complete(id, out.res)
-		}()
-		writeJSON(w, http.StatusOK, map[string]any{"status": rest.PlanStatusSubmitted})
-	}
+	})
 }
 
 // cancelShared answers DELETE .../plan/{id} of a plan id token: the plan

@@ -549,6 +549,25 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 		s.planError(w, err)
 		return
 	}
+	ids := s.newIDs(r, rt, loaded, req.PlanTableScanRequest)
+	s.planWithin(w, rt, ctx, cancel, release, loaded, req.PlanTableScanRequest, ownerOf(r), ids, func(id string, p *storedPlan) {
+		if p == nil {
+			writeJSON(w, http.StatusOK, rest.PlanTableScanResponse{Status: rest.PlanStatusSubmitted, PlanID: &id})
+			return
+		}
+		writeJSON(w, http.StatusOK, rest.PlanTableScanResponse{
+			Status: rest.PlanStatusCompleted, PlanID: &id, ScanTasks: p.first, StorageCredentials: p.creds,
+		})
+	})
+}
+
+// planWithin plans req on loaded with ctx in the background, release
+// called when it is done, and answers within SubmitAfter: with the plan
+// completed and stored under a new id (answer gets it), or submitted
+// (answer gets the id and a nil plan) and stored when it completes or
+// fails; cancel ends ctx once the plan is done or answered.
+func (s *Server) planWithin(w http.ResponseWriter, rt route, ctx context.Context, cancel context.CancelFunc, release func(),
+	loaded *planning.Loaded, req rest.PlanTableScanRequest, owner string, ids *sharedIDs, answer func(id string, p *storedPlan)) {
 	type outcome struct {
 		res *planning.PlanResult
 		err error
@@ -557,7 +576,7 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 	go func() {
 		defer release()
 		start := time.Now()
-		res, err := s.planner.PlanTable(ctx, loaded, req.PlanTableScanRequest)
+		res, err := s.planner.PlanTable(ctx, loaded, req)
 		if err == nil {
 			s.metrics.planned(res, res.Cached, time.Since(start))
 			s.logPlan(rt, res, time.Since(start))
@@ -570,8 +589,6 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 		defer timer.Stop()
 		wait = timer.C
 	}
-	owner := ownerOf(r)
-	ids := s.newIDs(r, rt, loaded, req.PlanTableScanRequest)
 	select {
 	case out := <-done:
 		cancel()
@@ -580,9 +597,7 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 			return
 		}
 		id, p := s.plans.add(rt.key(), owner, out.res, ids)
-		writeJSON(w, http.StatusOK, rest.PlanTableScanResponse{
-			Status: rest.PlanStatusCompleted, PlanID: &id, ScanTasks: p.first, StorageCredentials: p.creds,
-		})
+		answer(id, &p)
 	case <-wait:
 		id := s.plans.submit(rt.key(), loaded.Table.Metadata().TableUUID().String(), owner, cancel, ids)
 		s.metrics.count("submitted")
@@ -596,7 +611,7 @@ func (s *Server) planScan(w http.ResponseWriter, r *http.Request, rt route) {
 			}
 			s.plans.complete(id, out.res)
 		}()
-		writeJSON(w, http.StatusOK, rest.PlanTableScanResponse{Status: rest.PlanStatusSubmitted, PlanID: &id})
+		answer(id, nil)
 	}
 }
 
