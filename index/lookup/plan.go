@@ -199,8 +199,12 @@ func (res *Result) prune(ctx context.Context, tbl *table.Table, tasks []table.Fi
 	if f.root.kind == keepNode || len(res.AfterStats) == 0 {
 		return nil // nothing for the index to do
 	}
+	li, err := loadIndex(ctx, tbl, o.Cache)
+	if err != nil {
+		return err
+	}
 	var pf *planFiles
-	files, r, err := res.runIndex(ctx, tbl, f, o, func(ix *index.TableIndex) (*planFiles, []*matchedFilters) {
+	files, r, err := res.runIndex(ctx, li, f, o, func(ix *index.TableIndex) (*planFiles, []*matchedFilters) {
 		var matched []*matchedFilters
 		pf, matched = o.Memo.planFiles(ix, tasks, f)
 		return pf, matched
@@ -233,22 +237,36 @@ func (res *Result) prune(ctx context.Context, tbl *table.Table, tasks []table.Fi
 	return nil
 }
 
-// runIndex loads tbl's index and prunes the files planFiles gives for it:
-// it returns their checks, each marked pruned when the index rules it out,
-// and the run, whose scratch the caller releases once done with them. When
-// o.Keep is set, skip marks pruned the files it leaves out beforehand.
-// res gets what reading the index cost.
-func (res *Result) runIndex(ctx context.Context, tbl *table.Table, f *predicate, o Options,
-	planFiles func(*index.TableIndex) (*planFiles, []*matchedFilters), skip func([]fileCheck)) ([]fileCheck, *run, error) {
+// loadedIndex is a table's index as a lookup reads it: its file system,
+// the index, the problems loading it met, and when loading began.
+type loadedIndex struct {
+	fsys  icebergio.IO
+	ix    *index.TableIndex
+	errs  []error
+	start time.Time
+}
+
+// loadIndex loads tbl's index, from cache when it holds it.
+func loadIndex(ctx context.Context, tbl *table.Table, cache *index.FooterCache) (*loadedIndex, error) {
 	fsys, err := catalog.TableIO(ctx, tbl)
 	if err != nil {
-		return nil, nil, fmt.Errorf("lookup: table file system: %w", err)
+		return nil, fmt.Errorf("lookup: table file system: %w", err)
 	}
-	indexStart := time.Now()
-	ix, errs := index.Load(ctx, fsys, tbl.Metadata(), o.Cache)
+	start := time.Now()
+	ix, errs := index.Load(ctx, fsys, tbl.Metadata(), cache)
+	return &loadedIndex{fsys: fsys, ix: ix, errs: errs, start: start}, nil
+}
+
+// runIndex prunes the files planFiles gives for the index li: it returns
+// their checks, each marked pruned when the index rules it out, and the
+// run, whose scratch the caller releases once done with them. When o.Keep
+// is set, skip marks pruned the files it leaves out beforehand. res gets
+// what reading the index cost.
+func (res *Result) runIndex(ctx context.Context, li *loadedIndex, f *predicate, o Options,
+	planFiles func(*index.TableIndex) (*planFiles, []*matchedFilters), skip func([]fileCheck)) ([]fileCheck, *run, error) {
 	sc := scratchPool.Get().(*scratch)
-	r := &run{ix: ix, fsys: fsys, blockStats: blockStats{errs: errs}, hashed: make([][]typedHashes, len(f.tests)), scratch: sc}
-	pf, matched := planFiles(ix)
+	r := &run{ix: li.ix, fsys: li.fsys, blockStats: blockStats{errs: li.errs}, hashed: make([][]typedHashes, len(f.tests)), scratch: sc}
+	pf, matched := planFiles(li.ix)
 	files := r.files(f, pf, matched)
 	if o.Keep != nil { // a file none of whose tasks is kept is not looked at
 		skip(files)
@@ -263,7 +281,7 @@ func (res *Result) runIndex(ctx context.Context, tbl *table.Table, f *predicate,
 	}
 	res.ScratchBytes = sc.heldBytes()
 	res.IndexErrors, res.BlocksRead, res.BytesRead, res.Requests = r.errs, r.blocks, r.bytes, r.requests
-	res.IndexTime = time.Since(indexStart)
+	res.IndexTime = time.Since(li.start)
 	return files, r, nil
 }
 
@@ -301,24 +319,22 @@ func PruneFiles(ctx context.Context, tbl *table.Table, files *Files, filter iceb
 	if f.root.kind == keepNode || len(res.Kept) == 0 {
 		return res, nil // nothing for the index to do
 	}
+	li, err := loadIndex(ctx, tbl, o.Cache)
+	if err != nil {
+		return nil, err
+	}
 	if tests, ok := conjunction(f); ok {
-		fsys, err := catalog.TableIO(ctx, tbl)
-		if err != nil {
-			return nil, fmt.Errorf("lookup: table file system: %w", err)
-		}
-		indexStart := time.Now()
-		ix, errs := index.Load(ctx, fsys, tbl.Metadata(), o.Cache)
 		fields := make([]int, len(tests))
 		for i, t := range tests {
 			fields[i] = t.fieldID
 		}
-		cols := o.Memo.columns(ix, files, fields)
+		cols := o.Memo.columns(li.ix, files, fields)
 		if !readsV1(cols, fields) {
 			release, err := o.reserve(columnarWorkBytes(len(files.Paths), tests))
 			if err != nil {
 				return nil, err
 			}
-			alive, stats, err := pruneColumns(ctx, fsys, len(files.Paths), o.Keep, tests, cols)
+			alive, stats, err := pruneColumns(ctx, li.fsys, len(files.Paths), o.Keep, tests, cols)
 			release()
 			if err != nil {
 				return nil, err
@@ -337,10 +353,10 @@ func PruneFiles(ctx context.Context, tbl *table.Table, files *Files, filter iceb
 				}
 			}
 			res.Kept = kept
-			res.IndexErrors = append(errs, stats.errs...)
+			res.IndexErrors = append(li.errs, stats.errs...)
 			res.BlocksRead, res.BytesRead, res.Requests = stats.blocks, stats.bytes, stats.requests
 			res.ScratchBytes = 2 * int64(len(files.Paths))
-			res.IndexTime = time.Since(indexStart)
+			res.IndexTime = time.Since(li.start)
 			return res, nil
 		}
 	}
@@ -353,7 +369,7 @@ func PruneFiles(ctx context.Context, tbl *table.Table, files *Files, filter iceb
 		return nil, err
 	}
 	defer release()
-	checks, r, err := res.runIndex(ctx, tbl, f, o, func(ix *index.TableIndex) (*planFiles, []*matchedFilters) {
+	checks, r, err := res.runIndex(ctx, li, f, o, func(ix *index.TableIndex) (*planFiles, []*matchedFilters) {
 		return o.Memo.planFilesOf(ix, files, f)
 	}, func(checks []fileCheck) {
 		for i := range checks {
