@@ -105,8 +105,7 @@ func (s *Segment) v1Filter(i int) StoredFilter {
 func (s *Segment) v2Filter(gi, m int) StoredFilter {
 	g := &s.Dir.Groups[gi]
 	mem := g.Members[m]
-	f := s.Dir.Files[mem.File]
-	return StoredFilter{DataFile: f.Path, DataFileSize: f.Size, FieldID: g.FieldID, ValueType: g.ValueType,
+	return StoredFilter{DataFile: s.Dir.Files.Path(mem.File), DataFileSize: s.Dir.Files.Size(mem.File), FieldID: g.FieldID, ValueType: g.ValueType,
 		NDV: mem.NDV, FPP: g.FPP, Blocks: g.Blocks, Path: s.File.StatisticsPath, group: g, member: m}
 }
 
@@ -193,7 +192,7 @@ type TableIndex struct {
 	// byFile is built on the first Lookup: a lookup over many files
 	// matches them with Match instead, which needs no map of the index.
 	once   sync.Once
-	byFile map[entryKey]filterRef
+	byFile map[entryKey]FilterRef
 }
 
 // entryKey is what makes an entry apply to a planned data file (§6).
@@ -202,10 +201,6 @@ type entryKey struct {
 	size     int64
 	fieldID  int
 }
-
-// filterRef locates a filter: of segments[segment], Entries[member] when
-// group is negative, else member member of Dir.Groups[group].
-type filterRef struct{ segment, group, member int32 }
 
 // Segments returns the index's segments in the order the table metadata
 // lists their statistics files. Their entries and directories are shared
@@ -224,11 +219,7 @@ func (ix *TableIndex) Lookup(dataFile string, size int64, fieldID int) (StoredFi
 	if !ok {
 		return StoredFilter{}, false
 	}
-	seg := &ix.segments[ref.segment]
-	if ref.group < 0 {
-		return seg.v1Filter(int(ref.member)), true
-	}
-	return seg.v2Filter(int(ref.group), int(ref.member)), true
+	return ref.Filter(), true
 }
 
 // A FooterCache keeps what was decoded of statistics files by path — a v2
@@ -419,8 +410,8 @@ func readFooters(ctx context.Context, fsys icebergio.IO, files []table.Statistic
 // index builds byFile, the first applicable filter of a file and field
 // winning.
 func (ix *TableIndex) index() {
-	ix.byFile = make(map[entryKey]filterRef)
-	put := func(file string, size int64, field int, ref filterRef) {
+	ix.byFile = make(map[entryKey]FilterRef)
+	put := func(file string, size int64, field int, ref FilterRef) {
 		key := entryKey{file, size, field}
 		if _, dup := ix.byFile[key]; !dup {
 			ix.byFile[key] = ref
@@ -429,49 +420,57 @@ func (ix *TableIndex) index() {
 	for si := range ix.segments {
 		seg := &ix.segments[si]
 		for j, e := range seg.Entries {
-			put(e.DataFile, e.DataFileSize, e.FieldID, filterRef{int32(si), -1, int32(j)})
+			put(e.DataFile, e.DataFileSize, e.FieldID, FilterRef{seg, -1, int32(j)})
 		}
 		if seg.Dir == nil {
 			continue
 		}
 		for gi, g := range seg.Dir.Groups {
 			for m, mem := range g.Members {
-				f := seg.Dir.Files[mem.File]
-				put(f.Path, f.Size, g.FieldID, filterRef{int32(si), int32(gi), int32(m)})
+				put(seg.Dir.Files.Path(mem.File), seg.Dir.Files.Size(mem.File), g.FieldID, FilterRef{seg, int32(gi), int32(m)})
 			}
 		}
 	}
 }
 
-// Match finds the filters that apply to planned data files: files maps
-// each file's location to its index in sizes, which holds its size. It
-// calls fn for every applicable filter of a field in fields, segment by
-// segment in Lookup's order, so the first call for a file and field is
-// the filter Lookup returns. It reads each segment's list of files once,
-// so it costs one map lookup per covered file and segment — far less than
-// a Lookup per file and field on a large index.
-func (ix *TableIndex) Match(files map[string]int, sizes []int64, fields []int, fn func(file int, f StoredFilter)) {
-	ix.MatchFrom(0, files, sizes, fields, fn)
+// FindFile finds a planned data file by its location and size, as a
+// manifest entry lists them, for Match: its index among the caller's
+// files. path is only valid during the call.
+type FindFile func(path []byte, size int64) (file int, ok bool)
+
+// Match finds the filters that apply to planned data files, which find
+// finds. It calls fn for every applicable filter of a field in fields,
+// segment by segment in Lookup's order, so the first call for a file and
+// field is the filter Lookup returns. It reads each segment's list of
+// files once, so it costs one find per covered file and segment — far
+// less than a Lookup per file and field on a large index.
+func (ix *TableIndex) Match(find FindFile, fields []int, fn func(file int, f FilterRef)) {
+	ix.MatchFrom(0, find, fields, fn)
 }
 
 // MatchFrom is Match over the segments from the first-th on (in Segments'
 // order): with Extends, a caller that matched files to prev matches only
 // the segments ix adds to it.
-func (ix *TableIndex) MatchFrom(first int, files map[string]int, sizes []int64, fields []int, fn func(file int, f StoredFilter)) {
+func (ix *TableIndex) MatchFrom(first int, find FindFile, fields []int, fn func(file int, f FilterRef)) {
+	var buf []byte
 	for si := first; si < len(ix.segments); si++ {
 		seg := &ix.segments[si]
 		for j, e := range seg.Entries {
-			if i, ok := files[e.DataFile]; ok && sizes[i] == e.DataFileSize && slices.Contains(fields, e.FieldID) {
-				fn(i, seg.v1Filter(j))
+			if !slices.Contains(fields, e.FieldID) {
+				continue
+			}
+			buf = append(buf[:0], e.DataFile...)
+			if i, ok := find(buf, e.DataFileSize); ok {
+				fn(i, FilterRef{seg, -1, int32(j)})
 			}
 		}
 		if seg.Dir == nil {
 			continue
 		}
-		planned := make([]int32, len(seg.Dir.Files)) // the directory's files' indexes in sizes, -1 if not planned
-		for k, f := range seg.Dir.Files {
+		planned := make([]int32, seg.Dir.Files.Len()) // the directory's files' indexes among the caller's, -1 if not planned
+		for k, path := range seg.Dir.Files.All() {
 			planned[k] = -1
-			if i, ok := files[f.Path]; ok && sizes[i] == f.Size {
+			if i, ok := find(path, seg.Dir.Files.Size(k)); ok {
 				planned[k] = int32(i)
 			}
 		}
@@ -481,11 +480,49 @@ func (ix *TableIndex) MatchFrom(first int, files map[string]int, sizes []int64, 
 			}
 			for m, mem := range g.Members {
 				if i := planned[mem.File]; i >= 0 {
-					fn(int(i), seg.v2Filter(gi, m))
+					fn(int(i), FilterRef{seg, int32(gi), int32(m)})
 				}
 			}
 		}
 	}
+}
+
+// FilterRef is where Match found a data file's filter: what a lookup over
+// many files needs of it (its field, its group) without the StoredFilter,
+// which makes the data file's location a string again.
+type FilterRef struct {
+	seg *Segment
+	// group is the filter's group in seg.Dir, and member its member
+	// there; a negative group makes member the index of a v1 entry.
+	group, member int32
+}
+
+// FieldID is the field the filter indexes.
+func (r FilterRef) FieldID() int {
+	if r.group < 0 {
+		return r.seg.Entries[r.member].FieldID
+	}
+	return r.seg.Dir.Groups[r.group].FieldID
+}
+
+// Group returns the v2 group holding the filter and its member index, or
+// nil for a v1 entry.
+func (r FilterRef) Group() (*segment.Group, int) {
+	if r.group < 0 {
+		return nil, 0
+	}
+	return &r.seg.Dir.Groups[r.group], int(r.member)
+}
+
+// StatisticsPath is the statistics file holding the filter.
+func (r FilterRef) StatisticsPath() string { return r.seg.File.StatisticsPath }
+
+// Filter returns the filter.
+func (r FilterRef) Filter() StoredFilter {
+	if r.group < 0 {
+		return r.seg.v1Filter(int(r.member))
+	}
+	return r.seg.v2Filter(int(r.group), int(r.member))
 }
 
 // Extends reports whether ix holds prev's segments, the same ones read

@@ -645,10 +645,10 @@ func chooseFilters(segments []index.Segment, held map[fileKey]int32, broken map[
 		if seg.Dir == nil {
 			continue
 		}
-		files := make([]int32, len(seg.Dir.Files)) // held file numbers, -1 if no snapshot holds it
-		for k, f := range seg.Dir.Files {
+		files := make([]int32, seg.Dir.Files.Len()) // held file numbers, -1 if no snapshot holds it
+		for k, path := range seg.Dir.Files.All() {
 			files[k] = -1
-			if n, ok := held[fileKey{f.Path, f.Size}]; ok {
+			if n, ok := held[fileKey{string(path), seg.Dir.Files.Size(k)}]; ok {
 				files[k] = n
 			}
 		}

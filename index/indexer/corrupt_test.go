@@ -17,6 +17,7 @@ import (
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/filelist"
 	"github.com/icebloom/icebloom/index/hashing"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/lookup"
@@ -160,7 +161,6 @@ func (fx *corruptionFixture) editDirectory(t *testing.T, tg target, edit func(*s
 	t.Helper()
 	old := tg.dir.Encode()
 	dir := *tg.dir
-	dir.Files = append([]segment.File(nil), dir.Files...)
 	dir.Groups = append([]segment.Group(nil), dir.Groups...)
 	edit(&dir)
 	enc := dir.Encode()
@@ -280,8 +280,16 @@ func TestCorruptionMatrix(t *testing.T) {
 		}, nil},
 		{"swapped file references", func(t *testing.T, fx *corruptionFixture, tg target) {
 			fx.editDirectory(t, tg, func(d *segment.Directory) {
-				last := len(d.Files) - 1
-				d.Files[0].Path, d.Files[last].Path = d.Files[last].Path, d.Files[0].Path
+				last := d.Files.Len() - 1
+				var swapped filelist.List // d.Files is shared with the fixture's directory
+				for k := range d.Files.Len() {
+					from := map[int]int{0: last, last: 0}[k]
+					if k != 0 && k != last {
+						from = k
+					}
+					swapped.Append(d.Files.Path(from), d.Files.Size(k))
+				}
+				d.Files = swapped
 			})
 		}, nil},
 		{"edited directory bytes", func(t *testing.T, fx *corruptionFixture, tg target) {

@@ -236,8 +236,8 @@ func filesFromRun(ix *index.TableIndex, segs []index.Segment, isLive map[segment
 	}
 	n := 0
 	for _, seg := range segs {
-		for _, f := range seg.Dir.Files {
-			if isLive[f] && (linked && fromRun(f) || !linked && covered(f)) {
+		for k := range seg.Dir.Files.Len() {
+			if f := seg.Dir.File(k); isLive[f] && (linked && fromRun(f) || !linked && covered(f)) {
 				n++
 			}
 		}

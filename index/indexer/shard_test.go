@@ -371,7 +371,7 @@ func TestMissingShardSegment(t *testing.T) {
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 	var lost index.Segment
 	for _, seg := range loadIndex(t, tbl).Segments() {
-		if seg.Link != nil && len(seg.Dir.Files) > 0 {
+		if seg.Link != nil && seg.Dir.Files.Len() > 0 {
 			lost = seg
 		}
 	}
@@ -379,8 +379,8 @@ func TestMissingShardSegment(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := map[string]bool{}
-	for _, f := range lost.Dir.Files {
-		gone[f.Path] = true
+	for _, path := range lost.Dir.Files.All() {
+		gone[string(path)] = true
 	}
 	for _, rows := range rowsByFile {
 		res, err := lookup.Plan(ctx, tbl, iceberg.EqualTo(iceberg.Reference("id"), rows[0].id), lookup.Options{})

@@ -132,8 +132,12 @@ func (j *job) coverage(files []filescan.File) *coverage {
 	for _, col := range j.cols {
 		c.fields = append(c.fields, col.Field.ID)
 	}
-	j.ix.Match(c.pos, c.sizes, c.fields, func(i int, f index.StoredFilter) {
-		k := i*len(c.fields) + slices.Index(c.fields, f.FieldID)
+	find := func(path []byte, size int64) (int, bool) {
+		i, ok := c.pos[string(path)]
+		return i, ok && c.sizes[i] == size
+	}
+	j.ix.Match(find, c.fields, func(i int, f index.FilterRef) {
+		k := i*len(c.fields) + slices.Index(c.fields, f.FieldID())
 		if c.covered[k] {
 			j.sum.FiltersDuplicated++
 		}

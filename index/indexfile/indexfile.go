@@ -319,7 +319,7 @@ func (s *Writer) CopyFilters(fs icebergio.IO, segs []index.Segment, keep func(se
 				}
 				i = len(merges[c])
 				byGroup[g] = i
-				merges[c] = append(merges[c], segment.Source{Path: seg.File.StatisticsPath, R: f, Group: g, Files: seg.Dir.Files})
+				merges[c] = append(merges[c], segment.Source{Path: seg.File.StatisticsPath, R: f, Group: g, Files: &seg.Dir.Files})
 			}
 			merges[c][i].Keep = append(merges[c][i].Keep, m)
 		}

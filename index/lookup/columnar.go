@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/filelist"
 	"github.com/icebloom/icebloom/index/hashing"
 	"github.com/icebloom/icebloom/index/sbbf"
 	"github.com/icebloom/icebloom/index/segment"
@@ -55,7 +56,7 @@ type memberFile struct{ member, file int32 }
 // index once for the fields not matched yet (its first applicable filter
 // for a file and field wins, as Lookup's does), or carrying them over from
 // the memo Carry named.
-func (m *Memo) columns(ix *index.TableIndex, files *Files, fields []int) map[int]*columnIndex {
+func (m *Memo) columns(ix *index.TableIndex, files *filelist.List, fields []int) map[int]*columnIndex {
 	if m == nil {
 		return matchColumns(ix, files, fields)
 	}
@@ -65,7 +66,7 @@ func (m *Memo) columns(ix *index.TableIndex, files *Files, fields []int) map[int
 		m.cols, m.colsIx, m.colsFiles = map[int]*columnIndex{}, ix, files
 		if c := m.carry; c != nil && c.files == files && ix.Extends(c.ix) {
 			for id, col := range c.cols {
-				m.cols[id] = carryColumn(col, c.moves, len(files.Paths))
+				m.cols[id] = carryColumn(col, c.moves, files.Len())
 			}
 			extendColumns(ix, len(c.ix.Segments()), files, m.cols)
 		}
@@ -94,7 +95,7 @@ type RowMove struct{ From, To, N int }
 type carried struct {
 	cols  map[int]*columnIndex
 	ix    *index.TableIndex
-	files *Files
+	files *filelist.List
 	moves []RowMove
 }
 
@@ -106,7 +107,7 @@ type carried struct {
 // makes a table version's plan from the last version's (a commit added a
 // manifest and the index a segment) calls it before the new plan's first
 // lookup: matching 1,000,000 files again costs more than the lookup.
-func (m *Memo) Carry(prev *Memo, prevFiles, files *Files, moves []RowMove) {
+func (m *Memo) Carry(prev *Memo, prevFiles, files *filelist.List, moves []RowMove) {
 	prev.mu.Lock()
 	c := &carried{cols: prev.cols, ix: prev.colsIx, files: files, moves: moves}
 	ok := prev.colsFiles == prevFiles && prev.cols != nil
@@ -147,10 +148,10 @@ func carryColumn(col *columnIndex, moves []RowMove, n int) *columnIndex {
 }
 
 // matchColumns matches the index's filters of fields to files.
-func matchColumns(ix *index.TableIndex, files *Files, fields []int) map[int]*columnIndex {
+func matchColumns(ix *index.TableIndex, files *filelist.List, fields []int) map[int]*columnIndex {
 	cols := map[int]*columnIndex{}
 	for _, id := range fields {
-		cols[id] = &columnIndex{indexed: make([]bool, len(files.Paths))}
+		cols[id] = &columnIndex{indexed: make([]bool, files.Len())}
 	}
 	extendColumns(ix, 0, files, cols)
 	return cols
@@ -159,31 +160,34 @@ func matchColumns(ix *index.TableIndex, files *Files, fields []int) map[int]*col
 // extendColumns matches the files of cols without a filter of some field
 // against the segments of ix from the first-th on (the first one met for a
 // file and field wins, as Lookup's does).
-func extendColumns(ix *index.TableIndex, first int, files *Files, cols map[int]*columnIndex) {
+func extendColumns(ix *index.TableIndex, first int, files *filelist.List, cols map[int]*columnIndex) {
 	if first >= len(ix.Segments()) || len(cols) == 0 {
 		return
 	}
 	var fields []int
-	byPath := map[string]int{} // for the match alone
-	seen := map[int][]bool{}   // by field, of files
-	for id, c := range cols {
+	seen := map[int][]bool{} // by field, of files
+	for id := range cols {
 		fields = append(fields, id)
-		seen[id] = make([]bool, len(files.Paths))
-		for i, ok := range c.indexed {
-			if !ok {
-				byPath[files.Paths[i]] = i
+		seen[id] = make([]bool, files.Len())
+	}
+	unmatched := func(i int) bool { // by some field: only those are looked for
+		for _, c := range cols {
+			if !c.indexed[i] {
+				return true
 			}
 		}
+		return false
 	}
 	groupOf := map[*segment.Group]int{}
 	gained := map[*columnIndex][]int{} // the groups each column gained
-	ix.MatchFrom(first, byPath, files.Sizes, fields, func(i int, flt index.StoredFilter) {
-		c, seen := cols[flt.FieldID], seen[flt.FieldID]
+	ix.MatchFrom(first, filelist.NewIndex(files, unmatched).Find, fields, func(i int, ref index.FilterRef) {
+		id := ref.FieldID()
+		c, seen := cols[id], seen[id]
 		if c.indexed[i] || seen[i] {
 			return
 		}
 		seen[i] = true
-		g, member := flt.Group()
+		g, member := ref.Group()
 		if g == nil {
 			c.v1 = true
 			return
@@ -192,7 +196,7 @@ func extendColumns(ix *index.TableIndex, first int, files *Files, cols map[int]*
 		if !ok {
 			gi = len(c.groups)
 			groupOf[g] = gi
-			c.groups = append(c.groups, columnGroup{g: g, path: flt.Path})
+			c.groups = append(c.groups, columnGroup{g: g, path: ref.StatisticsPath()})
 			gained[c] = append(gained[c], gi)
 		}
 		c.groups[gi].files = append(c.groups[gi].files, memberFile{int32(member), int32(i)})

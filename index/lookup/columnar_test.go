@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/filelist"
 	"github.com/icebloom/icebloom/index/segment"
 )
 
@@ -81,10 +82,9 @@ func TestColumnarIndexProblems(t *testing.T) {
 	}
 	fx.upload(seg.File.StatisticsPath, data)
 
-	files := &Files{}
+	files := &filelist.List{}
 	for _, df := range fx.files {
-		files.Paths = append(files.Paths, df.path)
-		files.Sizes = append(files.Sizes, df.size)
+		files.Append(df.path, df.size)
 	}
 	check := func(what string, o Options) {
 		t.Helper()
@@ -109,7 +109,7 @@ func TestColumnarIndexProblems(t *testing.T) {
 			if what == "corrupt chunks" && !errors.Is(res.IndexErrors[0], segment.ErrChecksum) {
 				t.Errorf("%s, %s: error %v, want a checksum error", what, filter, res.IndexErrors[0])
 			}
-			if len(res.Kept) == len(files.Paths) {
+			if len(res.Kept) == files.Len() {
 				t.Errorf("%s, %s: every file kept, the good segment's too", what, filter)
 			}
 		}
@@ -134,14 +134,14 @@ func TestColumnarIndexProblems(t *testing.T) {
 func TestMemoCarry(t *testing.T) {
 	fx := groupedFixture(t, 2, rowsPerFile) // files 0-3 in two segments
 	cache := index.NewFooterCache(16)
-	filesOf := func(dfs ...dataFile) *Files {
-		f := &Files{}
+	filesOf := func(dfs ...dataFile) *filelist.List {
+		f := &filelist.List{}
 		for _, df := range dfs {
-			f.Paths, f.Sizes = append(f.Paths, df.path), append(f.Sizes, df.size)
+			f.Append(df.path, df.size)
 		}
 		return f
 	}
-	same := func(what string, files *Files, memo *Memo) {
+	same := func(what string, files *filelist.List, memo *Memo) {
 		t.Helper()
 		for c := range fx.cols {
 			for _, v := range []any{fx.files[len(fx.files)-1].rows[1][c], fx.files[0].rows[2][c], fx.absent(c)} {
@@ -178,7 +178,7 @@ func TestMemoCarry(t *testing.T) {
 	// longer extends the last one, and is matched whole.
 	fx.index(fx.files[0], fx.files[1])
 	again := &Memo{}
-	again.Carry(memo, files, files, []RowMove{{From: 0, To: 0, N: len(files.Paths)}})
+	again.Carry(memo, files, files, []RowMove{{From: 0, To: 0, N: files.Len()}})
 	same("after the index changed", files, again)
 	if again.colsIx.Extends(memo.colsIx) {
 		t.Fatal("the replaced segment left an index that extends the last one")
@@ -195,9 +195,9 @@ func TestMemoCarry(t *testing.T) {
 func TestPruneFilesReserves(t *testing.T) {
 	for _, grouped := range []bool{true, false} {
 		fx := indexedFixture(t, 2, rowsPerFile, grouped)
-		files := &Files{}
+		files := &filelist.List{}
 		for _, df := range fx.files {
-			files.Paths, files.Sizes = append(files.Paths, df.path), append(files.Sizes, df.size)
+			files.Append(df.path, df.size)
 		}
 		filter := fx.where(0, fx.absent(0))
 		var reserved []int64
@@ -209,9 +209,9 @@ func TestPruneFilesReserves(t *testing.T) {
 		if _, err := PruneFiles(fx.ctx, fx.tbl, files, filter, o); err != nil {
 			t.Fatal(err)
 		}
-		want := workBytes(len(files.Paths), []int{1})
+		want := workBytes(files.Len(), []int{1})
 		if grouped {
-			want = columnarWorkBytes(len(files.Paths), []*test{{values: make([]iceberg.Literal, 1)}})
+			want = columnarWorkBytes(files.Len(), []*test{{values: make([]iceberg.Literal, 1)}})
 		}
 		if len(reserved) != 1 || reserved[0] != want || released != 1 {
 			t.Fatalf("grouped %v: reserved %v, released %d times; want %d once, released", grouped, reserved, released, want)

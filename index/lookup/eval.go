@@ -173,7 +173,7 @@ func Prunable(p iceberg.BoundPredicate) bool {
 // A lookup keeps one per data file, so it holds no map and allocates
 // nothing of its own: checks is carved from one slice for all files.
 type fileCheck struct {
-	path   string
+	file   int32       // in the run's planFiles
 	checks []testCheck // by test.idx
 	pruned bool
 	listed bool // in Result.Candidates already
@@ -236,7 +236,7 @@ func (fc *fileCheck) prepare(r *run, t *test) {
 	probes := r.arena.take(len(t.values))[:0]
 	for i, hv := range r.hashes(t, flt.ValueType) {
 		if hv.err != nil {
-			r.report(fmt.Errorf("lookup: %s = %s in %s (filter in %s): %w", t.column, t.values[i], fc.path, flt.Path, hv.err))
+			r.report(fmt.Errorf("lookup: %s = %s in %s (filter in %s): %w", t.column, t.values[i], r.planned.Path(int(fc.file)), flt.Path, hv.err))
 		}
 		switch hv.outcome {
 		case hashing.NeverPresent:

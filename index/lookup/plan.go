@@ -22,6 +22,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/filelist"
 	"github.com/icebloom/icebloom/index/where"
 )
 
@@ -230,7 +231,7 @@ func (res *Result) prune(ctx context.Context, tbl *table.Table, tasks []table.Fi
 		}
 		res.Candidates = append(res.Candidates, t)
 		if !fc.listed && !r.indexed(f, fc) {
-			res.Unindexed = append(res.Unindexed, fc.path)
+			res.Unindexed = append(res.Unindexed, t.File.FilePath())
 		}
 		fc.listed = true
 	}
@@ -285,33 +286,26 @@ func (res *Result) runIndex(ctx context.Context, li *loadedIndex, f *predicate, 
 	return files, r, nil
 }
 
-// Files are data files a caller holds in columns, one entry each: a
+// PruneFiles is Prune over data files a caller holds in a list (a
 // server's plan kept in memory for many lookups, in tens of bytes a file
-// rather than a task's kilobyte. PruneFiles prunes them; a Memo kept with
-// them serves every PruneFiles of the same Files.
-type Files struct {
-	Paths []string
-	Sizes []int64
-}
-
-// PruneFiles is Prune over files held in columns: it sets Result.Kept to
-// the indexes in files of those that neither o.Keep (an entry per file)
-// nor the index rules out, ascending, and leaves AfterStats and Candidates
-// nil. Errors are Prune's.
-func PruneFiles(ctx context.Context, tbl *table.Table, files *Files, filter iceberg.BooleanExpression, o Options) (*Result, error) {
+// rather than a task's kilobyte): it sets Result.Kept to the indexes in
+// files of those that neither o.Keep (an entry per file) nor the index
+// rules out, ascending, and leaves AfterStats and Candidates nil. A Memo
+// kept with files serves every PruneFiles of them. Errors are Prune's.
+func PruneFiles(ctx context.Context, tbl *table.Table, files *filelist.List, filter iceberg.BooleanExpression, o Options) (*Result, error) {
 	snap, schema, bound, f, err := prepare(tbl, filter, o)
 	if err != nil {
 		return nil, err
 	}
-	if len(files.Sizes) != len(files.Paths) || o.Keep != nil && len(o.Keep) != len(files.Paths) {
-		return nil, fmt.Errorf("lookup: %d paths, %d sizes and %d entries of Keep", len(files.Paths), len(files.Sizes), len(o.Keep))
+	if o.Keep != nil && len(o.Keep) != files.Len() {
+		return nil, fmt.Errorf("lookup: %d files and %d entries of Keep", files.Len(), len(o.Keep))
 	}
 	res := &Result{Schema: schema, Bound: bound}
 	if snap != nil {
 		res.SnapshotID = snap.SnapshotID
 	}
-	res.Kept = make([]int32, 0, len(files.Paths))
-	for i := range files.Paths {
+	res.Kept = make([]int32, 0, files.Len())
+	for i := range files.Len() {
 		if o.Keep == nil || o.Keep[i] {
 			res.Kept = append(res.Kept, int32(i))
 		}
@@ -330,11 +324,11 @@ func PruneFiles(ctx context.Context, tbl *table.Table, files *Files, filter iceb
 		}
 		cols := o.Memo.columns(li.ix, files, fields)
 		if !readsV1(cols, fields) {
-			release, err := o.reserve(columnarWorkBytes(len(files.Paths), tests))
+			release, err := o.reserve(columnarWorkBytes(files.Len(), tests))
 			if err != nil {
 				return nil, err
 			}
-			alive, stats, err := pruneColumns(ctx, li.fsys, len(files.Paths), o.Keep, tests, cols)
+			alive, stats, err := pruneColumns(ctx, li.fsys, files.Len(), o.Keep, tests, cols)
 			release()
 			if err != nil {
 				return nil, err
@@ -347,7 +341,7 @@ func PruneFiles(ctx context.Context, tbl *table.Table, files *Files, filter iceb
 				kept = append(kept, i)
 				for _, id := range fields {
 					if !cols[id].indexed[i] {
-						res.Unindexed = append(res.Unindexed, files.Paths[i])
+						res.Unindexed = append(res.Unindexed, files.Path(int(i)))
 						break
 					}
 				}
@@ -355,7 +349,7 @@ func PruneFiles(ctx context.Context, tbl *table.Table, files *Files, filter iceb
 			res.Kept = kept
 			res.IndexErrors = append(li.errs, stats.errs...)
 			res.BlocksRead, res.BytesRead, res.Requests = stats.blocks, stats.bytes, stats.requests
-			res.ScratchBytes = 2 * int64(len(files.Paths))
+			res.ScratchBytes = 2 * int64(files.Len())
 			res.IndexTime = time.Since(li.start)
 			return res, nil
 		}
@@ -364,7 +358,7 @@ func PruneFiles(ctx context.Context, tbl *table.Table, files *Files, filter iceb
 	for i, t := range f.tests {
 		counts[i] = len(t.values)
 	}
-	release, err := o.reserve(workBytes(len(files.Paths), counts))
+	release, err := o.reserve(workBytes(files.Len(), counts))
 	if err != nil {
 		return nil, err
 	}
@@ -388,7 +382,7 @@ func PruneFiles(ctx context.Context, tbl *table.Table, files *Files, filter iceb
 		}
 		kept = append(kept, i)
 		if !r.indexed(f, fc) {
-			res.Unindexed = append(res.Unindexed, fc.path)
+			res.Unindexed = append(res.Unindexed, files.Path(int(i)))
 		}
 	}
 	res.Kept = kept
@@ -454,9 +448,10 @@ func countFiles(ctx context.Context, tbl *table.Table, snap *table.Snapshot, sca
 
 // run is the index's part of one Plan call, with its I/O and problems.
 type run struct {
-	ix     *index.TableIndex
-	fsys   icebergio.IO
-	hashed [][]typedHashes // by test.idx
+	ix      *index.TableIndex
+	planned *filelist.List // the data files of the checks
+	fsys    icebergio.IO
+	hashed  [][]typedHashes // by test.idx
 	*scratch
 	blockStats
 }
@@ -546,11 +541,12 @@ func (r *run) report(err error) { r.errs = append(r.errs, err) }
 // files returns one check per data file of pf, with each test's filter for
 // it (matched, by test index).
 func (r *run) files(f *predicate, pf *planFiles, matched []*matchedFilters) []fileCheck {
-	r.scratch.files = grown(r.scratch.files, len(pf.paths))
-	r.checks = grown(r.checks, len(pf.paths)*len(f.tests))
+	r.planned = pf.files
+	r.scratch.files = grown(r.scratch.files, pf.files.Len())
+	r.checks = grown(r.checks, pf.files.Len()*len(f.tests))
 	files, checks := r.scratch.files, r.checks
 	for i := range files {
-		files[i] = fileCheck{path: pf.paths[i], checks: checks[i*len(f.tests) : (i+1)*len(f.tests) : (i+1)*len(f.tests)]}
+		files[i] = fileCheck{file: int32(i), checks: checks[i*len(f.tests) : (i+1)*len(f.tests) : (i+1)*len(f.tests)]}
 	}
 	for _, t := range f.tests {
 		ff := matched[t.idx]
@@ -628,10 +624,8 @@ func (r *run) pruneChunk(ctx context.Context, f *predicate, pending []*fileCheck
 // tasks.
 type planFiles struct {
 	ix     *index.TableIndex
-	paths  []string
-	sizes  []int64
-	byPath map[string]int
-	fileOf []int                   // by task: its file's index in paths; nil for Files
+	files  *filelist.List
+	fileOf []int                   // by task: its file's index in files; nil for a list's own
 	fields map[int]*matchedFilters // by field id
 }
 
@@ -678,29 +672,25 @@ func (m *matchedFilters) sortOrder() {
 }
 
 func newPlanFiles(ix *index.TableIndex, tasks []table.FileScanTask) *planFiles {
-	pf := &planFiles{ix: ix, byPath: make(map[string]int, len(tasks)), fileOf: make([]int, len(tasks)), fields: map[int]*matchedFilters{}}
+	pf := &planFiles{ix: ix, files: &filelist.List{}, fileOf: make([]int, len(tasks)), fields: map[int]*matchedFilters{}}
+	byPath := make(map[string]int, len(tasks))
 	for ti, t := range tasks {
 		path := t.File.FilePath()
-		i, ok := pf.byPath[path]
+		i, ok := byPath[path]
 		if !ok {
-			i = len(pf.paths)
-			pf.byPath[path] = i
-			pf.paths = append(pf.paths, path)
-			pf.sizes = append(pf.sizes, t.File.FileSizeBytes())
+			i = pf.files.Len()
+			byPath[path] = i
+			pf.files.Append(path, t.File.FileSizeBytes())
 		}
 		pf.fileOf[ti] = i
 	}
 	return pf
 }
 
-// newPlanFilesOf returns the plan files of files: their own columns, each
-// file its own (fileOf nil).
-func newPlanFilesOf(ix *index.TableIndex, files *Files) *planFiles {
-	pf := &planFiles{ix: ix, paths: files.Paths, sizes: files.Sizes, byPath: make(map[string]int, len(files.Paths)), fields: map[int]*matchedFilters{}}
-	for i, path := range files.Paths {
-		pf.byPath[path] = i
-	}
-	return pf
+// newPlanFilesOf returns the plan files of files, each file its own
+// (fileOf nil).
+func newPlanFilesOf(ix *index.TableIndex, files *filelist.List) *planFiles {
+	return &planFiles{ix: ix, files: files, fields: map[int]*matchedFilters{}}
 }
 
 // match finds each file's applicable filter for the fields of f's tests
@@ -710,14 +700,14 @@ func (pf *planFiles) match(f *predicate) []*matchedFilters {
 	var fields []int
 	for _, t := range f.tests {
 		if pf.fields[t.fieldID] == nil {
-			pf.fields[t.fieldID] = &matchedFilters{filters: make([]index.StoredFilter, len(pf.paths)), found: make([]bool, len(pf.paths))}
+			pf.fields[t.fieldID] = &matchedFilters{filters: make([]index.StoredFilter, pf.files.Len()), found: make([]bool, pf.files.Len())}
 			fields = append(fields, t.fieldID)
 		}
 	}
 	if len(fields) > 0 {
-		pf.ix.Match(pf.byPath, pf.sizes, fields, func(i int, flt index.StoredFilter) {
-			if m := pf.fields[flt.FieldID]; !m.found[i] { // the first segment's wins
-				m.filters[i], m.found[i] = flt, true
+		pf.ix.Match(filelist.NewIndex(pf.files, nil).Find, fields, func(i int, ref index.FilterRef) {
+			if m := pf.fields[ref.FieldID()]; !m.found[i] { // the first segment's wins
+				m.filters[i], m.found[i] = ref.Filter(), true
 			}
 		})
 		for _, id := range fields {
@@ -742,13 +732,13 @@ func (pf *planFiles) match(f *predicate) []*matchedFilters {
 type Memo struct {
 	mu    sync.Mutex
 	tasks []table.FileScanTask
-	files *Files
+	files *filelist.List
 	pf    *planFiles
 	// cols are the column indexes of colsFiles for colsIx, by field id:
 	// the columnar prober's (columnar.go).
 	cols      map[int]*columnIndex
 	colsIx    *index.TableIndex
-	colsFiles *Files
+	colsFiles *filelist.List
 	carry     *carried // what Carry named, until the first columns
 	// fullMatches counts the times the memo matched every file to the
 	// index, for tests.
@@ -773,7 +763,7 @@ func (m *Memo) planFiles(ix *index.TableIndex, tasks []table.FileScanTask, f *pr
 }
 
 // planFilesOf is planFiles for Files.
-func (m *Memo) planFilesOf(ix *index.TableIndex, files *Files, f *predicate) (*planFiles, []*matchedFilters) {
+func (m *Memo) planFilesOf(ix *index.TableIndex, files *filelist.List, f *predicate) (*planFiles, []*matchedFilters) {
 	if m == nil {
 		pf := newPlanFilesOf(ix, files)
 		return pf, pf.match(f)

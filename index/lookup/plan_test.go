@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/filelist"
 	"github.com/icebloom/icebloom/index/hashing"
 	"github.com/icebloom/icebloom/index/sbbf"
 	"github.com/icebloom/icebloom/index/where"
@@ -75,10 +76,9 @@ func (fx *fixture) plan(filter iceberg.BooleanExpression, o Options) *Result {
 // index problem and predicate they make. The memo says which way it went.
 func (fx *fixture) sameByPruneFiles(filter iceberg.BooleanExpression, o Options, res *Result) {
 	fx.t.Helper()
-	files := &Files{}
+	files := &filelist.List{}
 	for _, task := range res.AfterStats {
-		files.Paths = append(files.Paths, task.File.FilePath())
-		files.Sizes = append(files.Sizes, task.File.FileSizeBytes())
+		files.Append(task.File.FilePath(), task.File.FileSizeBytes())
 	}
 	memo := &Memo{}
 	o.Memo, o.Keep = memo, nil
@@ -88,7 +88,7 @@ func (fx *fixture) sameByPruneFiles(filter iceberg.BooleanExpression, o Options,
 	}
 	var kept []string
 	for _, i := range got.Kept {
-		kept = append(kept, files.Paths[i])
+		kept = append(kept, files.Path(int(i)))
 	}
 	way := "the general evaluation"
 	if memo.cols != nil && memo.pf == nil {

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/filelist"
 	"github.com/icebloom/icebloom/index/where"
 )
 
@@ -177,15 +178,14 @@ func TestPruneFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := &Files{}
+	files := &filelist.List{}
 	for _, task := range all {
-		files.Paths = append(files.Paths, task.File.FilePath())
-		files.Sizes = append(files.Sizes, task.File.FileSizeBytes())
+		files.Append(task.File.FilePath(), task.File.FileSizeBytes())
 	}
 	kept := func(res *Result) []string {
 		var out []string
 		for _, i := range res.Kept {
-			out = append(out, files.Paths[i])
+			out = append(out, files.Path(int(i)))
 		}
 		return out
 	}
@@ -218,7 +218,7 @@ func TestPruneFiles(t *testing.T) {
 			for i := range keep {
 				keep[i] = i%2 == 0
 				if keep[i] {
-					some = append(some, files.Paths[i])
+					some = append(some, files.Path(int(i)))
 				}
 			}
 			marked, err := PruneFiles(fx.ctx, fx.tbl, files, filter, Options{Cache: cache, Memo: memo, Keep: keep})
@@ -240,7 +240,7 @@ func TestPruneFiles(t *testing.T) {
 	if dropped == 0 {
 		t.Fatal("PruneFiles dropped no file")
 	}
-	if _, err := PruneFiles(fx.ctx, fx.tbl, &Files{Paths: []string{"a"}}, fx.where(0, fx.absent(0)), Options{}); err == nil {
-		t.Fatal("PruneFiles of paths without sizes succeeded")
+	if _, err := PruneFiles(fx.ctx, fx.tbl, files, fx.where(0, fx.absent(0)), Options{Keep: []bool{true}}); err == nil {
+		t.Fatalf("PruneFiles of %d files with 1 entry of Keep succeeded", files.Len())
 	}
 }

@@ -71,7 +71,7 @@ func BenchmarkWriteVsMerge(b *testing.B) {
 	var sources []Source
 	for gi := range res.Directory.Groups {
 		g := &res.Directory.Groups[gi]
-		s := Source{Path: "src", R: bytes.NewReader(src.Bytes()), Group: g, Files: res.Directory.Files}
+		s := Source{Path: "src", R: bytes.NewReader(src.Bytes()), Group: g, Files: &res.Directory.Files}
 		for m := range g.Members {
 			s.Keep = append(s.Keep, m)
 		}

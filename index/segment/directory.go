@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
-	"strings"
 
+	"github.com/icebloom/icebloom/index/filelist"
 	"github.com/icebloom/icebloom/index/hashing"
 )
 
 // Directory is what a segment holds: the data files it covers and its
 // groups. It is read whole, once per segment, and is immutable once read.
 type Directory struct {
-	Files  []File
+	// Files are the covered data files, in the order members number them,
+	// their locations coded compactly: a directory of 1,000,000 files is
+	// kept in memory for every lookup.
+	Files  filelist.List
 	Groups []Group
 	// Links are other segment files this one incorporates by reference
 	// (docs/format.md §2.5): the shards of a sharded build, committed one
@@ -50,6 +53,11 @@ type File struct {
 	Size int64
 }
 
+// File returns covered data file i.
+func (d *Directory) File(i int) File {
+	return File{Path: d.Files.Path(i), Size: d.Files.Size(i)}
+}
+
 // directoryMagic starts an encoded directory.
 var directoryMagic = [4]byte{'I', 'B', 'D', '2'}
 
@@ -67,15 +75,15 @@ const MaxDirectoryBytes = 1 << 30
 func (d *Directory) Encode() []byte {
 	b := append([]byte(nil), directoryMagic[:]...)
 	b = binary.AppendUvarint(b, ChunkMembers)
-	b = binary.AppendUvarint(b, uint64(len(d.Files)))
-	prev := ""
-	for _, f := range d.Files {
-		shared := commonPrefix(prev, f.Path)
+	b = binary.AppendUvarint(b, uint64(d.Files.Len()))
+	var prev []byte
+	for i, path := range d.Files.All() {
+		shared := commonPrefix(prev, path)
 		b = binary.AppendUvarint(b, uint64(shared))
-		b = binary.AppendUvarint(b, uint64(len(f.Path)-shared))
-		b = append(b, f.Path[shared:]...)
-		b = binary.AppendUvarint(b, uint64(f.Size))
-		prev = f.Path
+		b = binary.AppendUvarint(b, uint64(len(path)-shared))
+		b = append(b, path[shared:]...)
+		b = binary.AppendUvarint(b, uint64(d.Files.Size(i)))
+		prev = append(prev[:0], path...)
 	}
 	b = binary.AppendUvarint(b, uint64(len(d.Groups)))
 	for _, g := range d.Groups {
@@ -114,7 +122,7 @@ func (d *Directory) Encode() []byte {
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
-func commonPrefix(a, b string) int {
+func commonPrefix(a, b []byte) int {
 	n := min(len(a), len(b))
 	for i := range n {
 		if a[i] != b[i] {
@@ -140,28 +148,26 @@ func DecodeDirectory(data []byte, groupsEnd int64) (*Directory, error) {
 		return nil, fmt.Errorf("directory: chunks of %d members, this reader knows %d", c, ChunkMembers)
 	}
 	nFiles := d.count(2) // a file takes at least 3 bytes
-	dir := &Directory{Files: make([]File, 0, nFiles)}
-	prev := ""
+	dir := &Directory{}
+	dir.Files.Grow(nFiles)
+	var prev []byte
 	for range nFiles {
 		shared, n := d.uvarint(), d.uvarint()
 		if shared > uint64(len(prev)) {
-			d.fail("file %d shares %d bytes of a %d-byte path", len(dir.Files), shared, len(prev))
+			d.fail("file %d shares %d bytes of a %d-byte path", dir.Files.Len(), shared, len(prev))
 		}
 		suffix := d.bytes(n)
 		if d.err != nil {
 			break
 		}
-		var sb strings.Builder
-		sb.Grow(int(shared) + len(suffix))
-		sb.WriteString(prev[:shared])
-		sb.Write(suffix)
-		f := File{Path: sb.String(), Size: d.int64()}
-		if f.Path == "" {
-			d.fail("file %d has no path", len(dir.Files))
+		prev = append(prev[:shared], suffix...)
+		size := d.int64()
+		if len(prev) == 0 {
+			d.fail("file %d has no path", dir.Files.Len())
 		}
-		dir.Files = append(dir.Files, f)
-		prev = f.Path
+		dir.Files.AppendBytes(prev, size)
 	}
+	dir.Files.Clip()
 	nGroups := d.count(20)
 	for gi := 0; gi < nGroups && d.err == nil; gi++ {
 		g := Group{FieldID: d.intN(math.MaxInt32)} // int(uvarint) would wrap past 2^63
@@ -183,13 +189,13 @@ func DecodeDirectory(data []byte, groupsEnd int64) (*Directory, error) {
 			d.fail("group %d: fpp %v", gi, fpp)
 		case g.Blocks < 1 || nMembers < 1:
 			d.fail("group %d: %d blocks, %d members", gi, g.Blocks, nMembers)
-		case len(dir.Files) == 0:
+		case dir.Files.Len() == 0:
 			// intN(-1) below would take file 0 of none (docs/format.md §2.3).
 			d.fail("group %d has members, but the directory lists no files", gi)
 		}
 		g.Members = make([]Member, nMembers)
 		for i := range g.Members {
-			g.Members[i] = Member{File: d.intN(len(dir.Files) - 1), NDV: d.int64()}
+			g.Members[i] = Member{File: d.intN(dir.Files.Len() - 1), NDV: d.int64()}
 		}
 		if d.err == nil && (g.Offset < 4 || g.Offset > groupsEnd || runBytes(nMembers) > (groupsEnd-g.Offset)/int64(g.Blocks)) {
 			d.fail("group %d: %d runs of %d members at offset %d reach past the directory at %d", gi, g.Blocks, nMembers, g.Offset, groupsEnd)

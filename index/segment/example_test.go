@@ -27,10 +27,9 @@ func workedExample() (run []byte, dir []byte, g Group) {
 	run = append(run, b.Bytes()...)
 	c := g.ChunkOf(0, 0)
 	run = binary.LittleEndian.AppendUint32(run, c.sum(run))
-	d := Directory{
-		Files:  []File{{Path: "s3://b/t/data/a.parquet", Size: 1000}, {Path: "s3://b/t/data/b.parquet", Size: 2000}},
-		Groups: []Group{g},
-	}
+	d := Directory{Groups: []Group{g}}
+	d.Files.Append("s3://b/t/data/a.parquet", 1000)
+	d.Files.Append("s3://b/t/data/b.parquet", 2000)
 	return run, d.Encode(), g
 }
 

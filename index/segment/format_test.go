@@ -100,7 +100,7 @@ func TestFormatLinkingOnly(t *testing.T) {
 		t.Errorf("directory blob properties %v", d)
 	}
 	dir, err := DecodeDirectory(res.Directory.Encode(), res.DirectoryOffset)
-	if err != nil || len(dir.Files) != 0 || len(dir.Groups) != 0 || !reflect.DeepEqual(dir.Links, links) {
+	if err != nil || dir.Files.Len() != 0 || len(dir.Groups) != 0 || !reflect.DeepEqual(dir.Links, links) {
 		t.Fatalf("directory %+v, %v", dir, err)
 	}
 }

@@ -20,7 +20,7 @@ func FuzzDecodeDirectory(f *testing.F) {
 	f.Add(linked.Encode(), int64(72))
 	f.Add(memberOfNoFile().Encode(), int64(72))
 	wrapped := memberOfNoFile()
-	wrapped.Files, wrapped.Groups[0].FieldID = []File{{"a", 1}}, -1 // encoded as 2^64−1
+	wrapped.Files, wrapped.Groups[0].FieldID = listOf(File{"a", 1}), -1 // encoded as 2^64−1
 	f.Add(wrapped.Encode(), int64(72))
 	f.Fuzz(func(t *testing.T, data []byte, groupsEnd int64) {
 		check(t, data, groupsEnd)
@@ -42,8 +42,8 @@ func check(t *testing.T, data []byte, groupsEnd int64) {
 			t.Fatalf("accepted a group of %d runs of %d members at %d, directory at %d", g.Blocks, len(g.Members), g.Offset, groupsEnd)
 		}
 		for _, m := range g.Members {
-			if m.File < 0 || m.File >= len(d.Files) {
-				t.Fatalf("accepted a member of file %d of %d", m.File, len(d.Files))
+			if m.File < 0 || m.File >= d.Files.Len() {
+				t.Fatalf("accepted a member of file %d of %d", m.File, d.Files.Len())
 			}
 		}
 	}

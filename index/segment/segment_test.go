@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/icebloom/icebloom/index/filelist"
 	"github.com/icebloom/icebloom/index/sbbf"
 	"github.com/icebloom/icebloom/puffin"
 )
@@ -91,7 +92,7 @@ func filtersOf(t *testing.T, file []byte, res Result) map[string][]byte {
 	for gi := range dir.Groups {
 		g := &dir.Groups[gi]
 		for m, mem := range g.Members {
-			out[fmt.Sprintf("%s/%d", dir.Files[mem.File].Path, g.FieldID)] = gather(t, file, g, m)
+			out[fmt.Sprintf("%s/%d", dir.Files.Path(mem.File), g.FieldID)] = gather(t, file, g, m)
 		}
 	}
 	return out
@@ -157,11 +158,11 @@ func TestMergeKeepsChosenMembers(t *testing.T) {
 		}
 		for gi := range s.res.Directory.Groups {
 			g := &s.res.Directory.Groups[gi]
-			src := Source{Path: "src", R: bytes.NewReader(s.file), Group: g, Files: s.res.Directory.Files}
+			src := Source{Path: "src", R: bytes.NewReader(s.file), Group: g, Files: &s.res.Directory.Files}
 			for m, mem := range g.Members {
 				if m%3 != 1 {
 					src.Keep = append(src.Keep, m)
-					want = append(want, byPath[s.res.Directory.Files[mem.File].Path])
+					want = append(want, byPath[s.res.Directory.Files.Path(mem.File)])
 				}
 			}
 			sources = append(sources, src)
@@ -298,7 +299,7 @@ func TestWriterMemoryBudget(t *testing.T) {
 // as it did before links existed (no section), so older segments read
 // unchanged; links out of bounds are refused.
 func TestDirectoryLinks(t *testing.T) {
-	plain := Directory{Files: []File{{"s3://b/t/data/a.parquet", 10}}}
+	plain := Directory{Files: listOf(File{"s3://b/t/data/a.parquet", 10})}
 	before := plain.Encode()
 	link := Link{Path: "s3://b/t/metadata/icebloom-1-x.puffin", Size: 5000, FooterSize: 300, DirectoryOffset: 4000, DirectoryLength: 600,
 		Fields: []int{1, 7}, Run: "job-1", Shard: 3, Shards: 4}
@@ -355,7 +356,7 @@ func TestDirectoryMemberOfNoFile(t *testing.T) {
 		t.Errorf("error %q does not say the directory lists no files", err)
 	}
 	ok := *bad
-	ok.Files = []File{{"s3://b/t/data/a.parquet", 10}}
+	ok.Files = listOf(File{"s3://b/t/data/a.parquet", 10})
 	if _, err := DecodeDirectory(ok.Encode(), 1<<20); err != nil {
 		t.Fatalf("the same directory with its file: %v", err)
 	}
@@ -367,10 +368,18 @@ func TestDirectoryMemberOfNoFile(t *testing.T) {
 func TestDirectoryFieldIDBounds(t *testing.T) {
 	for id, ok := range map[int]bool{1: true, math.MaxInt32: true, math.MaxInt32 + 1: false, -1: false, math.MinInt64: false} {
 		d := memberOfNoFile()
-		d.Files, d.Groups[0].FieldID = []File{{"s3://b/t/data/a.parquet", 10}}, id // -1 encodes as 2^64−1
+		d.Files, d.Groups[0].FieldID = listOf(File{"s3://b/t/data/a.parquet", 10}), id // -1 encodes as 2^64−1
 		got, err := DecodeDirectory(d.Encode(), 1<<20)
 		if (err == nil) != ok {
 			t.Errorf("field id %d (uvarint %d): %+v, %v; want ok %v", id, uint64(id), got, err, ok)
 		}
 	}
+}
+
+// listOf returns a list of files.
+func listOf(files ...File) (l filelist.List) {
+	for _, f := range files {
+		l.Append(f.Path, f.Size)
+	}
+	return l
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/icebloom/icebloom/index/filelist"
 	"github.com/icebloom/icebloom/index/hashing"
 	"github.com/icebloom/icebloom/index/sbbf"
 	"github.com/icebloom/icebloom/puffin"
@@ -61,6 +62,7 @@ type Writer struct {
 	pw       *puffin.Writer
 	o        WriterOptions
 	files    map[File]int
+	order    []File // the files by the number members know them by, until sortFiles
 	dir      Directory
 	classes  map[class]*pending
 	buffered int64 // capacity of the pending classes' bitsets
@@ -139,9 +141,9 @@ func groupCapacity(blocks int) int {
 func (w *Writer) fileIndex(f File) int {
 	i, ok := w.files[f]
 	if !ok {
-		i = len(w.dir.Files)
+		i = len(w.order)
 		w.files[f] = i
-		w.dir.Files = append(w.dir.Files, f)
+		w.order = append(w.order, f)
 	}
 	return i
 }
@@ -240,7 +242,7 @@ type Source struct {
 	R     io.ReaderAt
 	Group *Group
 	// Files are the source directory's files, which members index.
-	Files []File
+	Files *filelist.List
 	// Keep are the indexes of the members to keep, in order.
 	Keep []int
 }
@@ -303,7 +305,8 @@ func (w *Writer) mergeParts(c class, vt iceberg.PrimitiveType, parts []mergePart
 	for i, p := range parts {
 		for _, m := range p.keep {
 			sm := p.src.Group.Members[m]
-			members = append(members, Member{File: w.fileIndex(p.src.Files[sm.File]), NDV: sm.NDV})
+			f := File{Path: p.src.Files.Path(sm.File), Size: p.src.Files.Size(sm.File)}
+			members = append(members, Member{File: w.fileIndex(f), NDV: sm.NDV})
 		}
 		readers[i] = newRunReader(p.src, bufSize)
 	}
@@ -397,7 +400,7 @@ func (w *Writer) Finish() (Result, error) {
 		return Result{}, errors.New("segment: no filter to write")
 	}
 	w.sortFiles()
-	props := map[string]string{"files": strconv.Itoa(len(w.dir.Files)), "groups": strconv.Itoa(len(w.dir.Groups))}
+	props := map[string]string{"files": strconv.Itoa(w.dir.Files.Len()), "groups": strconv.Itoa(len(w.dir.Groups))}
 	if len(w.dir.Links) > 0 {
 		props[PropLinks] = strconv.Itoa(len(w.dir.Links))
 	}
@@ -439,24 +442,25 @@ func (w *Writer) fields() []int32 {
 	return ids
 }
 
-// sortFiles orders the directory's files by path, which front coding
-// compresses best, and renumbers the members.
+// sortFiles makes the directory's files, ordered by path, which front
+// coding compresses best, and renumbers the members.
 func (w *Writer) sortFiles() {
-	order := make([]int, len(w.dir.Files))
+	order := make([]int, len(w.order))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int {
-		fa, fb := w.dir.Files[a], w.dir.Files[b]
+		fa, fb := w.order[a], w.order[b]
 		return cmp.Or(cmp.Compare(fa.Path, fb.Path), cmp.Compare(fa.Size, fb.Size))
 	})
 	renumber := make([]int, len(order))
-	files := make([]File, len(order))
+	w.dir.Files = filelist.List{}
+	w.dir.Files.Grow(len(order))
 	for to, from := range order {
 		renumber[from] = to
-		files[to] = w.dir.Files[from]
+		w.dir.Files.Append(w.order[from].Path, w.order[from].Size)
 	}
-	w.dir.Files = files
+	w.dir.Files.Clip()
 	for gi := range w.dir.Groups {
 		for mi := range w.dir.Groups[gi].Members {
 			m := &w.dir.Groups[gi].Members[mi]

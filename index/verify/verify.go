@@ -25,6 +25,7 @@ import (
 
 	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/index"
+	"github.com/icebloom/icebloom/index/filelist"
 	"github.com/icebloom/icebloom/index/filescan"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/indexfile"
@@ -237,15 +238,16 @@ type duplicates struct {
 // of the index applies to: a fault no writer may leave (docs/format.md
 // §2.5 rule 4), which doubles what lookups read.
 func coveredTwice(ix *index.TableIndex, live []filescan.File, ids []int) map[int]duplicates {
-	pos, sizes := make(map[string]int, len(live)), make([]int64, len(live))
-	for i, df := range live {
-		pos[df.Path], sizes[i] = i, df.Size
+	var files filelist.List
+	for _, df := range live {
+		files.Append(df.Path, df.Size)
 	}
 	type key struct{ file, field int }
 	first := map[key]string{}
 	counted := map[key]bool{}
 	out := map[int]duplicates{}
-	ix.Match(pos, sizes, ids, func(i int, f index.StoredFilter) {
+	ix.Match(filelist.NewIndex(&files, nil).Find, ids, func(i int, ref index.FilterRef) {
+		f := ref.Filter()
 		k := key{i, f.FieldID}
 		at, seen := first[k]
 		if !seen {

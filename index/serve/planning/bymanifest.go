@@ -150,16 +150,15 @@ func (p *Planner) planByManifest(ctx context.Context, tbl *table.Table, access s
 	for i, m := range manifests {
 		start := sb.s.len()
 		if r, ok := kept[m.FilePath()]; ok {
-			err = sb.addRows(last.set, r.start, r.end)
+			sb.addRows(last.set, r.start, r.end)
 		} else {
-			err = sb.addRows(decoded[i], 0, decoded[i].len())
-		}
-		if err != nil {
-			return nil, true, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
+			sb.addRows(decoded[i], 0, decoded[i].len())
 		}
 		b.manifests[i] = manifestRows{m.FilePath(), start, sb.s.len()}
 	}
-	b.set = sb.finish()
+	if b.set, err = sb.finish(); err != nil {
+		return nil, true, fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
+	}
 	if last != nil { // the index's matches of the kept files are kept too
 		var moves []lookup.RowMove
 		for _, r := range b.manifests {
@@ -184,9 +183,11 @@ func manifestSet(ctx context.Context, fsys icebergio.IO, m iceberg.ManifestFile,
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if err := sb.add(&table.FileScanTask{File: entry.DataFile()}); err != nil {
-			return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
-		}
+		sb.add(&table.FileScanTask{File: entry.DataFile()})
 	}
-	return sb.finish(), nil
+	set, err := sb.finish()
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
+	}
+	return set, nil
 }

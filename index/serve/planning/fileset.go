@@ -10,7 +10,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/icebloom/icebloom/index/lookup"
+	"github.com/icebloom/icebloom/index/filelist"
 )
 
 // fileSet is a base plan held in columns: per data file only what the fast
@@ -28,7 +28,7 @@ import (
 // not kept, so a request that asks for them (stats-fields) takes the usual
 // path, which decodes the manifests again.
 type fileSet struct {
-	files   lookup.Files // paths and sizes, for the index
+	files   filelist.List // paths and sizes, for the index
 	records []int64
 	formats []uint8 // index into formatNames
 	parts   []int32 // index into partValues and partSpecs: a file's spec is its partition's
@@ -75,11 +75,9 @@ type deleteRef struct {
 func newFileSet(tasks []table.FileScanTask, schema *iceberg.Schema, fieldIDs []int) (*fileSet, error) {
 	b := newSetBuilder(schema, fieldIDs, len(tasks))
 	for i := range tasks {
-		if err := b.add(&tasks[i]); err != nil {
-			return nil, err
-		}
+		b.add(&tasks[i])
 	}
-	return b.finish(), nil
+	return b.finish()
 }
 
 // setBuilder makes a fileSet a file at a time, or a range of another
@@ -93,20 +91,19 @@ type setBuilder struct {
 	partIdx   map[string]int32
 	extraIdx  map[string]int32
 	deleteIdx map[iceberg.DataFile]int32
-	seen      map[string]struct{}
 	key       []byte
 }
 
 func newSetBuilder(schema *iceberg.Schema, fieldIDs []int, capacity int) *setBuilder {
 	b := &setBuilder{
 		s: &fileSet{
-			files:   lookup.Files{Paths: make([]string, 0, capacity), Sizes: make([]int64, 0, capacity)},
 			records: make([]int64, 0, capacity), formats: make([]uint8, 0, capacity),
 			parts: make([]int32, 0, capacity), extras: make([]int32, 0, capacity), stats: map[int]*columnStats{},
 		},
 		formatIdx: map[iceberg.FileFormat]uint8{}, partIdx: map[string]int32{}, extraIdx: map[string]int32{},
-		deleteIdx: map[iceberg.DataFile]int32{}, seen: make(map[string]struct{}, capacity),
+		deleteIdx: map[iceberg.DataFile]int32{},
 	}
+	b.s.files.Grow(capacity)
 	for _, id := range fieldIDs {
 		if field, ok := schema.FindFieldByID(id); ok {
 			b.fields = append(b.fields, field)
@@ -117,13 +114,10 @@ func newSetBuilder(schema *iceberg.Schema, fieldIDs []int, capacity int) *setBui
 }
 
 // add adds the data file of task t, with its delete files.
-func (b *setBuilder) add(t *table.FileScanTask) error {
+func (b *setBuilder) add(t *table.FileScanTask) {
 	f := t.File
-	i, err := b.row(f.FilePath(), f.FileSizeBytes(), f.Count(), f.SpecID(), f.FileFormat(), f.Partition(),
+	i := b.row(f.FilePath(), f.FileSizeBytes(), f.Count(), f.SpecID(), f.FileFormat(), f.Partition(),
 		fileExtra{keyMetadata: f.KeyMetadata(), splits: f.SplitOffsets(), sortOrder: copied(f.SortOrderID())}, f.FirstRowID())
-	if err != nil {
-		return err
-	}
 	for kind, group := range [][]iceberg.DataFile{t.DeleteFiles, t.EqualityDeleteFiles, t.DeletionVectorFiles} {
 		for _, d := range group {
 			b.addDelete(i, uint8(kind), d, func() *compactFile { return compact(d) })
@@ -135,7 +129,6 @@ func (b *setBuilder) add(t *table.FileScanTask) error {
 			sb.add(&m)
 		}
 	}
-	return nil
 }
 
 // fileStats are a data file's statistics maps, got once.
@@ -146,17 +139,15 @@ type fileStats struct {
 
 // addRows adds files [start, end) of src, whose statistics hold every
 // field of b's.
-func (b *setBuilder) addRows(src *fileSet, start, end int) error {
+func (b *setBuilder) addRows(src *fileSet, start, end int) {
+	b.s.files.AppendFrom(&src.files, start, end)
 	for i := start; i < end; i++ {
 		var firstRowID *int64
 		if src.firstRowIDs != nil && src.firstRowIDs[i] != noRowID {
 			firstRowID = &src.firstRowIDs[i]
 		}
-		row, err := b.row(src.files.Paths[i], src.files.Sizes[i], src.records[i], src.partSpecs[src.parts[i]], src.formatNames[src.formats[i]],
+		row := b.columns(src.records[i], src.partSpecs[src.parts[i]], src.formatNames[src.formats[i]],
 			src.partValues[src.parts[i]], src.extraValues[src.extras[i]], firstRowID)
-		if err != nil {
-			return err
-		}
 		if src.deleteRefs != nil {
 			for _, ref := range src.deleteRefs[i] {
 				d := src.deletes[ref.index]
@@ -167,18 +158,19 @@ func (b *setBuilder) addRows(src *fileSet, start, end int) error {
 	for k, field := range b.fields {
 		b.stats[k].addRows(src.stats[field.ID], start, end)
 	}
-	return nil
 }
 
-// row adds one data file's columns and returns its index.
-func (b *setBuilder) row(path string, size, records int64, spec int32, format iceberg.FileFormat, part map[int]any, extra fileExtra, firstRowID *int64) (int, error) {
+// row adds one data file and returns its index.
+func (b *setBuilder) row(path string, size, records int64, spec int32, format iceberg.FileFormat, part map[int]any, extra fileExtra, firstRowID *int64) int {
+	b.s.files.Append(path, size)
+	return b.columns(records, spec, format, part, extra, firstRowID)
+}
+
+// columns adds the columns of a data file whose path was just added, and
+// returns its index.
+func (b *setBuilder) columns(records int64, spec int32, format iceberg.FileFormat, part map[int]any, extra fileExtra, firstRowID *int64) int {
 	s := b.s
-	if _, dup := b.seen[path]; dup {
-		return 0, fmt.Errorf("%s: several tasks of one data file", path)
-	}
-	b.seen[path] = struct{}{}
-	i := len(s.files.Paths)
-	s.files.Paths, s.files.Sizes = append(s.files.Paths, path), append(s.files.Sizes, size)
+	i := len(s.records)
 	s.records = append(s.records, records)
 	fi, ok := b.formatIdx[format]
 	if !ok {
@@ -208,7 +200,7 @@ func (b *setBuilder) row(path string, size, records int64, spec int32, format ic
 	s.extras = append(s.extras, ei)
 
 	if firstRowID != nil && s.firstRowIDs == nil {
-		s.firstRowIDs = make([]int64, i, cap(s.files.Paths))
+		s.firstRowIDs = make([]int64, i, cap(s.records))
 		for j := range s.firstRowIDs {
 			s.firstRowIDs[j] = noRowID
 		}
@@ -223,7 +215,7 @@ func (b *setBuilder) row(path string, size, records int64, spec int32, format ic
 	if s.deleteRefs != nil {
 		s.deleteRefs = append(s.deleteRefs, nil)
 	}
-	return i, nil
+	return i
 }
 
 // addDelete adds a delete file of kind to file i, made by held the first
@@ -237,17 +229,23 @@ func (b *setBuilder) addDelete(i int, kind uint8, d iceberg.DataFile, held func(
 		s.deletes = append(s.deletes, held())
 	}
 	if s.deleteRefs == nil {
-		s.deleteRefs = make([][]deleteRef, len(s.files.Paths), cap(s.files.Paths))
+		s.deleteRefs = make([][]deleteRef, len(s.records), cap(s.records))
 	}
 	s.deleteRefs[i] = append(s.deleteRefs[i], deleteRef{kind, di})
 }
 
-// finish returns the set made.
-func (b *setBuilder) finish() *fileSet {
+// finish returns the set made, or an error for a data file it holds
+// twice (a plan with several tasks of one file, which a set does not
+// hold).
+func (b *setBuilder) finish() (*fileSet, error) {
+	if path, dup := b.s.files.Duplicate(); dup {
+		return nil, fmt.Errorf("%s: several tasks of one data file", path)
+	}
 	for k, field := range b.fields {
 		b.s.stats[field.ID] = b.stats[k].finish()
 	}
-	return b.s
+	b.s.files.Clip()
+	return b.s, nil
 }
 
 // partitionKey appends to b what tells a file's partition apart from
@@ -297,16 +295,13 @@ func (e fileExtra) key(b []byte) []byte {
 }
 
 // len is the number of data files.
-func (s *fileSet) len() int { return len(s.files.Paths) }
+func (s *fileSet) len() int { return len(s.records) }
 
 // bytes is the memory s holds, for the cache's accounting: its columns,
 // the paths' bytes, what is shared, and the statistics.
 func (s *fileSet) bytes() int64 {
 	n := int64(s.len())
-	size := 512 + n*(16+8+8+1+4+4) // path header, size, records, format, partition, extra
-	for _, p := range s.files.Paths {
-		size += int64(len(p))
-	}
+	size := 512 + s.files.Bytes() + n*(8+1+4+4) // paths and sizes, records, format, partition, extra
 	size += int64(len(s.partValues)) * 200
 	for _, e := range s.extraValues {
 		size += 64 + int64(len(e.keyMetadata)) + 8*int64(len(e.splits))
@@ -332,8 +327,8 @@ func (s *fileSet) bytes() int64 {
 func (s *fileSet) file(i int) *compactFile {
 	e := s.extraValues[s.extras[i]]
 	c := &compactFile{
-		path: s.files.Paths[i], format: s.formatNames[s.formats[i]], content: iceberg.EntryContentData, specID: s.partSpecs[s.parts[i]],
-		count: s.records[i], size: s.files.Sizes[i], keyMetadata: e.keyMetadata, splits: e.splits, sortOrder: e.sortOrder,
+		path: s.files.Path(i), format: s.formatNames[s.formats[i]], content: iceberg.EntryContentData, specID: s.partSpecs[s.parts[i]],
+		count: s.records[i], size: s.files.Size(i), keyMetadata: e.keyMetadata, splits: e.splits, sortOrder: e.sortOrder,
 	}
 	for id, v := range s.partValues[s.parts[i]] {
 		c.partition = append(c.partition, fieldValue{id, v})
@@ -348,7 +343,7 @@ func (s *fileSet) file(i int) *compactFile {
 
 // task returns the scan task of data file i, its delete files included.
 func (s *fileSet) task(i int) table.FileScanTask {
-	t := table.FileScanTask{File: s.file(i), Length: s.files.Sizes[i]}
+	t := table.FileScanTask{File: s.file(i), Length: s.files.Size(i)}
 	if s.deleteRefs != nil {
 		for _, ref := range s.deleteRefs[i] {
 			d := iceberg.DataFile(s.deletes[ref.index])

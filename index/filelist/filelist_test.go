@@ -1,0 +1,227 @@
+package filelist
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// uuid returns a random UUID's text.
+func uuid(r *rand.Rand) string {
+	const hex = "0123456789abcdef"
+	b := make([]byte, 36)
+	for i := range b {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			b[i] = '-'
+		} else {
+			b[i] = hex[r.IntN(16)]
+		}
+	}
+	return string(b)
+}
+
+// sparkNames returns n locations as a Spark job names its files: a write's
+// UUID shared by its tasks, partition and task counters.
+func sparkNames(n int, r *rand.Rand) []string {
+	out := make([]string, n)
+	var write string
+	for i := range out {
+		if i%1000 == 0 {
+			write = uuid(r)
+		}
+		out[i] = fmt.Sprintf("s3://warehouse-bucket/analytics.db/events/data/event_date=2026-12-%02d/%05d-%d-%s-%05d.parquet", 1+i/5000%28, i%1000, i, write, 1)
+	}
+	return out
+}
+
+// odd returns locations that share little or all: empty, repeated, one a
+// prefix or suffix of the next, multi-byte characters.
+func odd(r *rand.Rand) []string {
+	out := []string{"", "", "a", "ab", "b", "ab", "abab", "ab", "x/é/ü.parquet", "x/é/ü.parquet", "x/é/ü.parquet.1", "y" + strings.Repeat("z", 300)}
+	for range 200 {
+		n := r.IntN(12)
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = "ab/"[r.IntN(3)]
+		}
+		out = append(out, string(b))
+	}
+	return out
+}
+
+func TestRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	random := make([]string, 500)
+	for i := range random {
+		random[i] = "s3://b/t/data/" + uuid(r) + ".parquet"
+	}
+	for name, paths := range map[string][]string{"spark": sparkNames(3000, r), "random": random, "odd": odd(r), "one": {"s3://b/t/a.parquet"}} {
+		t.Run(name, func(t *testing.T) {
+			var l List
+			for i, p := range paths {
+				l.Append(p, int64(i*7))
+			}
+			check := func(l *List) {
+				t.Helper()
+				if l.Len() != len(paths) {
+					t.Fatalf("Len %d, want %d", l.Len(), len(paths))
+				}
+				for i, p := range paths {
+					if got := l.Path(i); got != p || l.Size(i) != int64(i*7) {
+						t.Fatalf("file %d: %q size %d, want %q size %d", i, got, l.Size(i), p, i*7)
+					}
+				}
+				n := 0
+				for i, p := range l.All() {
+					if i != n || string(p) != paths[i] {
+						t.Fatalf("All: file %d is %q, want file %d %q", i, p, n, paths[n])
+					}
+					n++
+				}
+				if n != len(paths) {
+					t.Fatalf("All yielded %d files, want %d", n, len(paths))
+				}
+			}
+			check(&l)
+			l.Clip()
+			check(&l)
+			// Appending after Clip codes against the last location still.
+			paths = append(paths, paths[0], "tail")
+			l.Append(paths[len(paths)-2], int64((len(paths)-2)*7))
+			l.Append("tail", int64((len(paths)-1)*7))
+			check(&l)
+		})
+	}
+}
+
+func TestAllStops(t *testing.T) {
+	var l List
+	for i := range 100 {
+		l.Append(fmt.Sprint(i), 1)
+	}
+	n := 0
+	for i := range l.All() {
+		if i == 40 {
+			break
+		}
+		n++
+	}
+	if n != 40 {
+		t.Fatalf("%d iterations before break, want 40", n)
+	}
+}
+
+// TestCompact: a Spark write's locations, the kind users' tables hold,
+// cost a few bytes each, where Go strings cost their length and a
+// header (a hundred and fifty bytes here); random UUID names cost what
+// makes them their own.
+func TestCompact(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	paths := sparkNames(100_000, r)
+	var l List
+	strs := 0
+	for _, p := range paths {
+		l.Append(p, 1)
+		strs += 16 + len(p)
+	}
+	l.Clip()
+	perFile := float64(l.Bytes()-8*int64(l.Len())) / float64(l.Len())
+	t.Logf("spark names: %.1f bytes a location in a List, %.1f as strings", perFile, float64(strs)/float64(len(paths)))
+	if perFile > 20 {
+		t.Errorf("spark names: %.1f bytes a location, want at most 20", perFile)
+	}
+
+	var random List
+	for range 100_000 {
+		random.Append("s3://warehouse-bucket/analytics.db/events/data/00000-0-"+uuid(r)+"-00001.parquet", 1)
+	}
+	random.Clip()
+	perFile = float64(random.Bytes()-8*int64(random.Len())) / float64(random.Len())
+	t.Logf("random names: %.1f bytes a location", perFile)
+	if perFile > 45 {
+		t.Errorf("random names: %.1f bytes a location, want at most 45 (a 36-byte UUID, the differing counter and 3 lengths)", perFile)
+	}
+}
+
+func TestIndex(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	paths := append(sparkNames(2000, r), odd(r)...)
+	var l List
+	for i, p := range paths {
+		l.Append(p, int64(len(p)+i%3))
+	}
+	x := NewIndex(&l, nil)
+	for i, p := range paths {
+		want := i
+		for k := range i { // the first file of that location and size
+			if paths[k] == p && l.Size(k) == l.Size(i) {
+				want = k
+				break
+			}
+		}
+		if got, ok := x.Find([]byte(p), l.Size(i)); !ok || got != want {
+			t.Fatalf("Find(%q, %d) = %d, %t; want %d", p, l.Size(i), got, ok, want)
+		}
+	}
+	for _, miss := range []struct {
+		path string
+		size int64
+	}{{"s3://nowhere", 1}, {paths[0], -1}, {paths[0] + "x", l.Size(0)}} {
+		if i, ok := x.Find([]byte(miss.path), miss.size); ok {
+			t.Errorf("Find(%q, %d) = %d, want none", miss.path, miss.size, i)
+		}
+	}
+	if p, ok := l.Duplicate(); !ok || !slices.Contains(paths[slices.Index(paths, p)+1:], p) {
+		t.Errorf("Duplicate() = %q, %t; want a location listed twice", p, ok)
+	}
+	// Only the files included are found.
+	even := NewIndex(&l, func(i int) bool { return i%2 == 0 })
+	for i := range 100 {
+		got, ok := even.Find([]byte(paths[i]), l.Size(i))
+		if ok != (i%2 == 0) || ok && got != i {
+			t.Fatalf("even index: Find(file %d) = %d, %t", i, got, ok)
+		}
+	}
+	// A location listed twice with different sizes is found by either.
+	var dup List
+	dup.Append("a", 1)
+	dup.Append("a", 2)
+	dx := NewIndex(&dup, nil)
+	if i, ok := dx.Find([]byte("a"), 2); !ok || i != 1 {
+		t.Errorf("Find(a, 2) = %d, %t; want 1", i, ok)
+	}
+	if p, ok := dup.Duplicate(); !ok || p != "a" {
+		t.Errorf("Duplicate() = %q, %t; want a", p, ok)
+	}
+	spark := sparkNames(5000, r)
+	var unique List
+	for _, p := range spark {
+		unique.Append(p, 1)
+	}
+	if p, ok := unique.Duplicate(); ok {
+		t.Errorf("Duplicate() = %q of distinct locations", p)
+	}
+	var copied List
+	copied.Append("other/a.parquet", 3)
+	copied.AppendFrom(&unique, 1000, 1100)
+	copied.AppendFrom(&unique, 37, 38)
+	if copied.Len() != 102 || copied.Path(0) != "other/a.parquet" || copied.Path(1) != spark[1000] || copied.Path(100) != spark[1099] || copied.Path(101) != spark[37] {
+		t.Errorf("AppendFrom: %d files, %q %q %q", copied.Len(), copied.Path(1), copied.Path(100), copied.Path(101))
+	}
+}
+
+func BenchmarkPath(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	paths := sparkNames(100_000, r)
+	var l List
+	for _, p := range paths {
+		l.Append(p, 1)
+	}
+	b.ResetTimer()
+	var buf []byte
+	for i := range b.N {
+		buf = l.AppendPath(buf[:0], i*7919%len(paths))
+	}
+}
