@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/apache/iceberg-go"
 
@@ -200,6 +201,24 @@ type entryKey struct {
 	dataFile string
 	size     int64
 	fieldID  int
+}
+
+// Bytes is the memory the index's segments hold: their directories and v1
+// entries, and 16 KiB a segment for what reading it keeps (its statistics
+// entry, its Puffin footer). Directories are shared with the FooterCache
+// the index was loaded with, and with other indexes of the same
+// statistics files.
+func (ix *TableIndex) Bytes() int64 {
+	n := int64(len(ix.segments)) << 14
+	for _, seg := range ix.segments {
+		if seg.Dir != nil {
+			n += seg.Dir.Bytes()
+		}
+		for _, e := range seg.Entries {
+			n += int64(unsafe.Sizeof(e)) + int64(len(e.DataFile))
+		}
+	}
+	return n
 }
 
 // Segments returns the index's segments in the order the table metadata

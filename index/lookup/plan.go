@@ -632,8 +632,9 @@ type planFiles struct {
 // matchedFilters are each file's applicable filter for one field; the
 // first segment's wins.
 type matchedFilters struct {
-	filters []index.StoredFilter
-	found   []bool
+	filters   []index.StoredFilter
+	found     []bool
+	pathBytes int64 // of the filters' DataFile
 	// order lists the files by where their filters lie in the index (the
 	// files without one last): evaluated in this order, a lookup's probes
 	// of one value come sorted by statistics file and offset, since the
@@ -708,6 +709,7 @@ func (pf *planFiles) match(f *predicate) []*matchedFilters {
 		pf.ix.Match(filelist.NewIndex(pf.files, nil).Find, fields, func(i int, ref index.FilterRef) {
 			if m := pf.fields[ref.FieldID()]; !m.found[i] { // the first segment's wins
 				m.filters[i], m.found[i] = ref.Filter(), true
+				m.pathBytes += int64(len(m.filters[i].DataFile))
 			}
 		})
 		for _, id := range fields {
@@ -743,6 +745,39 @@ type Memo struct {
 	// fullMatches counts the times the memo matched every file to the
 	// index, for tests.
 	fullMatches int
+}
+
+// Bytes is the memory the memo holds: its matches, and the index it
+// matched, whose directories (shared with the index's FooterCache) it
+// keeps alive as long as it is kept. A server keeping a memo with each
+// plan it holds charges it this.
+func (m *Memo) Bytes() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var n int64
+	indexes := map[*index.TableIndex]bool{}
+	for _, c := range m.cols {
+		n += int64(cap(c.indexed))
+		for _, g := range c.groups {
+			n += int64(unsafe.Sizeof(g)) + 8*int64(cap(g.files))
+		}
+	}
+	if m.colsIx != nil {
+		indexes[m.colsIx] = true
+	}
+	if pf := m.pf; pf != nil {
+		indexes[pf.ix] = true
+		if pf.files != m.files { // made of tasks: its own list
+			n += pf.files.Bytes() + 8*int64(cap(pf.fileOf))
+		}
+		for _, mf := range pf.fields {
+			n += int64(cap(mf.filters))*int64(unsafe.Sizeof(index.StoredFilter{})) + mf.pathBytes + int64(cap(mf.found)) + 4*int64(cap(mf.order))
+		}
+	}
+	for ix := range indexes {
+		n += ix.Bytes()
+	}
+	return n
 }
 
 // planFiles returns the plan files of tasks for ix and the filters matched

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"unsafe"
 
 	"github.com/icebloom/icebloom/index/filelist"
 	"github.com/icebloom/icebloom/index/hashing"
@@ -56,6 +57,19 @@ type File struct {
 // File returns covered data file i.
 func (d *Directory) File(i int) File {
 	return File{Path: d.Files.Path(i), Size: d.Files.Size(i)}
+}
+
+// Bytes is the memory a decoded directory holds: its files, its groups
+// and their members (16 bytes each), its links.
+func (d *Directory) Bytes() int64 {
+	n := d.Files.Bytes() + int64(cap(d.Groups))*int64(unsafe.Sizeof(Group{}))
+	for _, g := range d.Groups {
+		n += 16 * int64(cap(g.Members))
+	}
+	for _, l := range d.Links {
+		n += 128 + int64(len(l.Path)+len(l.Run)+8*len(l.Fields))
+	}
+	return n
 }
 
 // directoryMagic starts an encoded directory.

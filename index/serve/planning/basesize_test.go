@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/lookup"
 	"github.com/icebloom/icebloom/index/serve/internal/servetest"
 )
@@ -85,9 +86,11 @@ func measuredPlanner(t *testing.T, files int, filters ...string) (*Planner, *tab
 }
 
 // TestBaseSizeMeasured: the bytes a base plan is charged in the memory
-// budget (its tasks, the index's matches, decoded statistics) are at least
-// what it holds on the heap, measured by dropping it, and not more than
-// twice that: the budget neither overflows nor wastes half its room.
+// budget (its files, decoded statistics, the index's matches and the
+// index's directories, which its memo keeps alive) are at least what it
+// holds on the heap, measured by dropping it and the FooterCache, and not
+// more than twice that: the budget neither overflows nor wastes half its
+// room.
 func TestBaseSizeMeasured(t *testing.T) {
 	if !measureAlone(t) {
 		return
@@ -103,7 +106,8 @@ func TestBaseSizeMeasured(t *testing.T) {
 		t.Fatalf("%d base plans, want 1", n)
 	}
 	with := liveHeap()
-	p.bases = newLRU[*base](1 << 30) // the base alone dropped
+	p.bases = newLRU[*base](1 << 30) // the base and the directories dropped
+	p.footers = index.NewFooterCache(1)
 	without := liveHeap()
 	runtime.KeepAlive(p)
 	held := int64(with) - int64(without)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -132,6 +133,10 @@ type base struct {
 	filesTotal int
 	size       int64
 	memo       lookup.Memo // the index's matches for set, kept for every value
+	// memoCharged is what the cache was charged for memo (and the index
+	// it keeps alive): matchBytesPerFile a file and column at first, what
+	// memo.Bytes says once a lookup matched it.
+	memoCharged atomic.Int64
 
 	mu       sync.Mutex
 	partRecs []iceberg.StructLike // by set.partValues, nil until a partition check needs them
@@ -221,7 +226,9 @@ func (p *Planner) makeBase(ctx context.Context, tbl *table.Table, access string,
 	if err != nil {
 		return madeBase{}, err
 	}
-	b.size = 512 + int64(len(key)) + b.set.bytes() + int64(b.set.len())*int64(len(b.set.stats))*matchBytesPerFile
+	memo := int64(b.set.len()) * int64(len(b.set.stats)) * matchBytesPerFile
+	b.memoCharged.Store(memo)
+	b.size = 512 + int64(len(key)) + b.set.bytes() + memo
 	if n, ok := summaryFiles(snap); ok {
 		b.filesTotal = n
 	} else if rKey == (iceberg.AlwaysTrue{}).String() {
@@ -306,10 +313,11 @@ func (p *Planner) planBase(ctx context.Context, tbl *table.Table, access string,
 }
 
 // matchBytesPerFile estimates what a base plan's memo holds per file and
-// column the base holds statistics of (the columns of P): the file's place
-// in the index's groups (lookup's columnar prober: 9 bytes), with room
-// for what the match leaves behind.
-const matchBytesPerFile = 32
+// column the base holds statistics of (the columns of P), before a lookup
+// says (lookup.Memo.Bytes): the file's place in the index's groups
+// (lookup's columnar prober: 9 bytes) and its share of the index's
+// directories, whose location and members cost about 40.
+const matchBytesPerFile = 48
 
 // summaryFiles is the snapshot summary's count of live data files.
 func summaryFiles(snap *table.Snapshot) (int, bool) {
@@ -614,6 +622,12 @@ func (p *Planner) fastPlan(ctx context.Context, tbl *table.Table, access string,
 	res, err := lookup.PruneFiles(ctx, tbl, &b.set.files, c.p, o)
 	if err != nil {
 		return nil, 0, "", err
+	}
+	// The memo holds what this lookup matched, and the index's directories
+	// (outside every other part of the budget) as long as the base is kept:
+	// at 1,000,000 files, 90 bytes a file.
+	if held := b.memo.Bytes(); held != b.memoCharged.Load() {
+		p.bases.grow(key, held-b.memoCharged.Swap(held))
 	}
 	res.FilesTotal = b.filesTotal
 	afterStats := b.set.len()

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/catalog/catalogtest"
+	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
 	"github.com/icebloom/icebloom/index/lookup"
 )
@@ -412,4 +413,47 @@ func TestConcurrentPlansMakeOneBase(t *testing.T) {
 	if _, n, _, _, _ := p.bases.stats(); n == 0 {
 		t.Fatal("no base kept")
 	}
+}
+
+// TestBaseChargedForItsIndex: once a lookup matched a base's files to the
+// index, the base is charged what its memo holds, the index's directories
+// included (which nothing else in the budget counts and the memo keeps
+// alive), in place of the estimate it was added with.
+func TestBaseChargedForItsIndex(t *testing.T) {
+	_, load, _ := idTable(t, 6)
+	p := NewPlanner(load, PlannerOptions{MemoryBudget: 64 << 20})
+	planFiles(t, p, `{"type":"eq","term":"id","value":3}`)
+	used, n, _, _, _ := p.bases.stats()
+	if n != 1 {
+		t.Fatalf("%d bases, want 1", n)
+	}
+	var b *base
+	var key string
+	for _, el := range p.bases.entries {
+		e := el.Value.(*lruEntry[*base])
+		b, key = e.val, e.key
+	}
+	memo := b.memo.Bytes()
+	tbl, err := load(context.Background(), table.Identifier{"db", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, errs := index.Load(context.Background(), must(tbl.Table.FS(context.Background())), tbl.Table.Metadata(), nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if memo < ix.Bytes() {
+		t.Fatalf("the memo holds %d bytes, less than its index's %d", memo, ix.Bytes())
+	}
+	want := 512 + int64(len(key)) + b.set.bytes() + memo + int64(len(key))
+	if used != want || b.memoCharged.Load() != memo {
+		t.Fatalf("the base is charged %d bytes (memo %d), want %d (memo %d)", used, b.memoCharged.Load(), want, memo)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -26,7 +26,10 @@ import (
 // (those of the filters that made it): a lookup of another column makes
 // the base again with its statistics too. Statistics of other columns are
 // not kept, so a request that asks for them (stats-fields) takes the usual
-// path, which decodes the manifests again.
+// path, which decodes the manifests again. String and binary bounds are
+// held to their first 16 bytes (heldBoundBytes), widened as Iceberg's
+// truncate(16) metrics mode widens them: they rule out no value the whole
+// bounds would keep.
 type fileSet struct {
 	files   filelist.List // paths and sizes, for the index
 	records []int64
@@ -436,10 +439,43 @@ func (sb *statsBuilder) add(f *fileStats) {
 		h, _ := asInt64(hi)
 		s.ilo, s.ihi = append(s.ilo, l), append(s.ihi, h)
 	case bytesBounds:
-		sb.los, sb.his = append(sb.los, literalBytes(lo)), append(sb.his, literalBytes(hi))
+		sb.los, sb.his = append(sb.los, lowerPrefix(literalBytes(lo))), append(sb.his, upperPrefix(literalBytes(hi)))
 	default:
 		s.lower, s.upper = append(s.lower, lo), append(s.upper, hi)
 	}
+}
+
+// heldBoundBytes is how much of a string or binary bound a base holds:
+// Iceberg's default metrics mode, truncate(16), writes no more, and a
+// writer in mode full writes whole values (e-mail addresses, URLs), which
+// at 1,000,000 files cost a base tens of megabytes for little: a value
+// within 16 bytes of a bound is rare, and the index still checks the file.
+const heldBoundBytes = 16
+
+// lowerPrefix returns a lower bound of at most heldBoundBytes that is at
+// most lo: its prefix.
+func lowerPrefix(lo []byte) []byte {
+	if len(lo) <= heldBoundBytes {
+		return lo
+	}
+	return lo[:heldBoundBytes]
+}
+
+// upperPrefix returns an upper bound of at most heldBoundBytes that is at
+// least hi, as Iceberg truncates upper bounds: its prefix with the last
+// byte that can be incremented incremented; hi itself when none can.
+func upperPrefix(hi []byte) []byte {
+	if len(hi) <= heldBoundBytes {
+		return hi
+	}
+	for n := heldBoundBytes; n > 0; n-- {
+		if hi[n-1] < 0xff {
+			up := append([]byte(nil), hi[:n]...)
+			up[n-1]++
+			return up
+		}
+	}
+	return hi
 }
 
 // addRows adds files [start, end) of src, statistics of the same field.
@@ -459,7 +495,7 @@ func (sb *statsBuilder) addRows(src *columnStats, start, end int) {
 		}
 	case s.kind == bytesBounds: // src fell back to literals
 		for i := start; i < end; i++ {
-			sb.los, sb.his = append(sb.los, literalBytes(src.lower[i])), append(sb.his, literalBytes(src.upper[i]))
+			sb.los, sb.his = append(sb.los, lowerPrefix(literalBytes(src.lower[i]))), append(sb.his, upperPrefix(literalBytes(src.upper[i])))
 		}
 	default:
 		s.lower, s.upper = append(s.lower, src.lower[start:end]...), append(s.upper, src.upper[start:end]...)
