@@ -456,6 +456,11 @@ func (p *Planner) statsKeep(key string, b *base, tbl *table.Table, c conjuncts) 
 			}
 		}
 	}
+	if !slices.Contains(partKeep, false) && !slices.ContainsFunc(checks, func(vc valueCheck) bool {
+		return !vc.stats.span.ok || vc.values != nil && !vc.stats.keepsAll(vc.ints, vc.raw)
+	}) {
+		return nil // a value within every file's bounds, no partition ruled out: the common case
+	}
 	var keep []bool // nil until a file is dropped
 	for i := range set.len() {
 		if !keepFile(i, set, checks, partKeep) {

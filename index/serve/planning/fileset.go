@@ -380,6 +380,68 @@ type columnStats struct {
 	blo, bhi     []uint32
 	slab         []byte
 	lower, upper []iceberg.Literal // kind literalBounds
+	// span is what every file's statistics have in common (intBounds and
+	// bytesBounds), so that a value they cannot rule out for any file
+	// costs no look at each.
+	span columnSpan
+}
+
+// columnSpan is the range of values that no file's bounds exclude: from
+// the largest lower bound to the smallest upper bound, when no file holds
+// only nulls or NaNs.
+type columnSpan struct {
+	ok                 bool // no file holds only nulls or NaNs
+	hasMaxLo, hasMinHi bool // some file has the bound
+	maxLo, minHi       int64
+	maxLoRaw, minHiRaw []byte
+}
+
+// keepsAll reports whether s's bounds rule out no file for some of the
+// values (as ints or raw bytes, by kind): one within every file's bounds.
+func (s *columnStats) keepsAll(ints []int64, raw [][]byte) bool {
+	sp := &s.span
+	if !sp.ok {
+		return false
+	}
+	switch s.kind {
+	case intBounds:
+		for _, v := range ints {
+			if (!sp.hasMaxLo || sp.maxLo <= v) && (!sp.hasMinHi || v <= sp.minHi) {
+				return true
+			}
+		}
+	case bytesBounds:
+		for _, v := range raw {
+			if (!sp.hasMaxLo || bytes.Compare(sp.maxLoRaw, v) <= 0) && (!sp.hasMinHi || bytes.Compare(v, sp.minHiRaw) <= 0) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// setSpan computes s.span.
+func (s *columnStats) setSpan() {
+	sp := columnSpan{ok: !slices.Contains(s.nullsOnly, true) && !slices.Contains(s.nansOnly, true)}
+	for i := range s.hasLower {
+		switch s.kind {
+		case intBounds:
+			if s.hasLower[i] && (!sp.hasMaxLo || s.ilo[i] > sp.maxLo) {
+				sp.hasMaxLo, sp.maxLo = true, s.ilo[i]
+			}
+			if s.hasUpper[i] && (!sp.hasMinHi || s.ihi[i] < sp.minHi) {
+				sp.hasMinHi, sp.minHi = true, s.ihi[i]
+			}
+		case bytesBounds:
+			if lo := s.slab[s.blo[i]:s.blo[i+1]]; s.hasLower[i] && (!sp.hasMaxLo || bytes.Compare(lo, sp.maxLoRaw) > 0) {
+				sp.hasMaxLo, sp.maxLoRaw = true, lo
+			}
+			if hi := s.slab[s.bhi[i]:s.bhi[i+1]]; s.hasUpper[i] && (!sp.hasMinHi || bytes.Compare(hi, sp.minHiRaw) < 0) {
+				sp.hasMinHi, sp.minHiRaw = true, hi
+			}
+		}
+	}
+	s.span = sp
 }
 
 // boundKind is how a column's bounds are held.
@@ -506,6 +568,7 @@ func (sb *statsBuilder) addRows(src *columnStats, start, end int) {
 // or as literals where offsets of 32 bits would not hold them.
 func (sb *statsBuilder) finish() *columnStats {
 	s := sb.s
+	defer s.setSpan()
 	if s.kind != bytesBounds {
 		return s
 	}

@@ -2,7 +2,11 @@ package planning
 
 import (
 	"bytes"
+	"math/rand/v2"
+	"strconv"
 	"testing"
+
+	"github.com/apache/iceberg-go"
 )
 
 // TestBoundPrefixes: the bounds a base holds of long strings and binaries
@@ -29,6 +33,42 @@ func TestBoundPrefixes(t *testing.T) {
 		}
 		if len(c.hi) > heldBoundBytes && c.want[0] != 0xff && len(hi) > heldBoundBytes {
 			t.Errorf("%s: held upper bound of %d bytes", c.name, len(hi))
+		}
+	}
+}
+
+// TestColumnSpan: a value the span says no file's bounds rule out is
+// within every file's bounds (so statsKeep may skip looking at each), and
+// the span says so of the values between the largest lower bound and the
+// smallest upper one alone; a file of nulls only turns it off.
+func TestColumnSpan(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, typ := range []iceberg.PrimitiveType{iceberg.PrimitiveTypes.Int64, iceberg.PrimitiveTypes.String} {
+		field := iceberg.NestedField{ID: 1, Name: "c", Type: typ}
+		sb := newStatsBuilder(field, 0)
+		for range 500 {
+			a, b := 1000+r.Int64N(1000), 3000+r.Int64N(1000)
+			lo, hi := must(iceberg.Int64Literal(a).MarshalBinary()), must(iceberg.Int64Literal(b).MarshalBinary())
+			if typ == iceberg.PrimitiveTypes.String {
+				lo, hi = []byte(strconv.FormatInt(a, 10)), []byte(strconv.FormatInt(b, 10))
+			}
+			sb.add(&fileStats{values: map[int]int64{1: 10}, nulls: map[int]int64{1: 0}, lower: map[int][]byte{1: lo}, upper: map[int][]byte{1: hi}})
+		}
+		s := sb.finish()
+		for v := int64(0); v < 5000; v += 7 {
+			ints, raw := []int64{v}, [][]byte{[]byte(strconv.FormatInt(v, 10))}
+			all := true
+			for i := range s.hasLower {
+				all = all && s.within(i, nil, ints, raw)
+			}
+			if got := s.keepsAll(ints, raw); got != all {
+				t.Fatalf("%s: keepsAll(%d) = %t, every file within: %t", typ, v, got, all)
+			}
+		}
+		s.nullsOnly[7] = true
+		s.setSpan()
+		if s.keepsAll([]int64{2500}, [][]byte{[]byte("2500")}) {
+			t.Fatalf("%s: keepsAll with a file of nulls only", typ)
 		}
 	}
 }
