@@ -173,9 +173,10 @@ func (p *Planner) planByManifest(ctx context.Context, tbl *table.Table, access s
 	return b, true, nil
 }
 
-// manifestSet decodes the live data files of one data manifest into a
-// set, with iceberg-go's projected decoding (no column sizes).
-func manifestSet(ctx context.Context, fsys icebergio.IO, m iceberg.ManifestFile, schema *iceberg.Schema, fields []int) (*fileSet, error) {
+// manifestSetIceberg decodes the live data files of one data manifest
+// into a set, with iceberg-go's projected decoding (no column sizes):
+// manifestSet's way for the manifests its own decoder does not read.
+func manifestSetIceberg(ctx context.Context, fsys icebergio.IO, m iceberg.ManifestFile, schema *iceberg.Schema, fields []int) (*fileSet, error) {
 	sb := newSetBuilder(schema, fields, max(0, int(m.AddedDataFiles())+int(m.ExistingDataFiles())))
 	for entry, err := range iceberg.EntriesWithProjection(fsys, m, true, iceberg.ManifestEntryProjection{IncludePruningStats: true}) {
 		if err != nil {

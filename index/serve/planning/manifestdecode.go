@@ -1,0 +1,203 @@
+package planning
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sync/atomic"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+
+	"github.com/icebloom/icebloom/index/serve/planning/internal/manifestdec"
+)
+
+// A manifest's set is made by icebloom's own manifest decoder
+// (internal/manifestdec), which reads only what a set holds — the scan
+// task's fields of each live data file and the statistics of the set's
+// columns — and hands it to the set builder without making iceberg-go's
+// DataFile and its maps: a cold plan of a large table spends most of its
+// time decoding manifests, and iceberg-go's decoding of a file costs some
+// eighty allocations. What the decoder does not read as iceberg-go does
+// (manifestdec.ErrUnsupported: an unknown codec or schema shape, a value
+// iceberg-go converts in a way of its own) is decoded by iceberg-go
+// (manifestSetIceberg), so the set is the same either way
+// (TestManifestSetDecodersAgree).
+
+// manifestFallbacks counts the manifests decoded by iceberg-go because
+// icebloom's decoder did not read them, for tests.
+var manifestFallbacks atomic.Int64
+
+// manifestSet decodes the live data files of one data manifest into a
+// set with the statistics of fields.
+func manifestSet(ctx context.Context, fsys icebergio.IO, m iceberg.ManifestFile, schema *iceberg.Schema, fields []int) (*fileSet, error) {
+	set, err := decodeManifestSet(ctx, fsys, m, schema, fields)
+	if errors.Is(err, manifestdec.ErrUnsupported) {
+		manifestFallbacks.Add(1)
+		return manifestSetIceberg(ctx, fsys, m, schema, fields)
+	}
+	return set, err
+}
+
+// decodeManifestSet is manifestSet with icebloom's decoder; an error
+// wrapping manifestdec.ErrUnsupported says to decode m with iceberg-go.
+func decodeManifestSet(ctx context.Context, fsys icebergio.IO, m iceberg.ManifestFile, schema *iceberg.Schema, fields []int) (*fileSet, error) {
+	data, err := readManifest(fsys, m.FilePath())
+	if err != nil {
+		return nil, err
+	}
+	sb := newSetBuilder(schema, fields, max(0, int(m.AddedDataFiles())+int(m.ExistingDataFiles())))
+	ids := make([]int, len(sb.fields))
+	for i, f := range sb.fields {
+		ids[i] = f.ID
+	}
+	md, err := manifestdec.Open(data, m, ids)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
+	}
+	// First row ids are inherited as iceberg-go's ManifestReader does:
+	// from the manifest list's first_row_id, by each live file without
+	// one, advancing by its record count.
+	inherit := m.FirstRowID() != nil
+	var next int64
+	if inherit {
+		if next = *m.FirstRowID(); next < 0 {
+			return nil, fmt.Errorf("manifest %s: %w: first row id %d", m.FilePath(), manifestdec.ErrUnsupported, next)
+		}
+	}
+	var arena boundArena
+	feed := func(blk *manifestdec.Block) error {
+		n := len(ids)
+		for k := range blk.Entries {
+			e := &blk.Entries[k]
+			var firstRowID *int64
+			switch {
+			case e.HasFirstRowID:
+				firstRowID = &e.FirstRowID
+			case inherit:
+				if e.Records < 0 || e.Records > math.MaxInt64-next {
+					return fmt.Errorf("%w: cannot inherit a first row id for %s", manifestdec.ErrUnsupported, e.Path)
+				}
+				id := next
+				next += e.Records
+				firstRowID = &id
+			}
+			if _, err := sb.row(e.Path, e.Size, e.Records, m.PartitionSpecID(), e.Format, e.Partition,
+				fileExtra{keyMetadata: e.KeyMetadata, splits: e.SplitOffsets, sortOrder: e.SortOrderID}, firstRowID); err != nil {
+				return err
+			}
+			for j, st := range sb.stats {
+				st.addDecoded(&blk.Stats[k*n+j], &arena)
+			}
+		}
+		return nil
+	}
+	dec := md.NewDecoder()
+	var blk manifestdec.Block
+	for i := range md.Blocks() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := dec.Decode(i, &blk); err != nil {
+			return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
+		}
+		if err := feed(&blk); err != nil {
+			return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
+		}
+	}
+	return sb.finish(), nil
+}
+
+// readManifest reads a manifest whole.
+func readManifest(fsys icebergio.IO, path string) ([]byte, error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest %s: %w", path, err)
+	}
+	defer f.Close()
+	var data []byte
+	if info, err := f.Stat(); err == nil && info.Size() > 0 && info.Size() < 1<<31 {
+		data = make([]byte, 0, info.Size()+1) // one more, so ReadAll sees the end without growing
+	}
+	for {
+		if len(data) == cap(data) {
+			data = slices.Grow(data, max(512, len(data)))
+		}
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read manifest %s: %w", path, err)
+		}
+	}
+}
+
+// boundArena holds copies of many small byte strings (bounds of string
+// and binary columns) in a few large chunks instead of one allocation
+// each.
+type boundArena struct{ chunk []byte }
+
+// copy returns a copy of b held in the arena (nil for nil).
+func (a *boundArena) copy(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	if len(b) > 1<<10 {
+		return append(make([]byte, 0, len(b)), b...)
+	}
+	if cap(a.chunk)-len(a.chunk) < len(b) {
+		a.chunk = make([]byte, 0, 64<<10)
+	}
+	start := len(a.chunk)
+	a.chunk = append(a.chunk, b...)
+	return a.chunk[start:len(a.chunk):len(a.chunk)]
+}
+
+// addDecoded adds a file's statistics of the field as the manifest
+// decoder gives them, as add adds them from a DataFile's maps: counts
+// present or not, bounds decoded as iceberg.LiteralFromBytes decodes them
+// (an integer of another width than its type's is no bound).
+func (sb *statsBuilder) addDecoded(st *manifestdec.ColumnStats, arena *boundArena) {
+	s := sb.s
+	s.nullsOnly = append(s.nullsOnly, st.HasNulls && st.HasValues && st.Nulls == st.Values)
+	s.nansOnly = append(s.nansOnly, st.HasNaNs && st.HasValues && st.NaNs == st.Values)
+	switch s.kind {
+	case intBounds:
+		lo, lok := intBound(sb.field.Type, st.Lower)
+		hi, hok := intBound(sb.field.Type, st.Upper)
+		s.hasLower, s.hasUpper = append(s.hasLower, lok), append(s.hasUpper, hok)
+		s.ilo, s.ihi = append(s.ilo, lo), append(s.ihi, hi)
+	case bytesBounds: // strings and binaries: every byte string is a bound
+		s.hasLower, s.hasUpper = append(s.hasLower, st.Lower != nil), append(s.hasUpper, st.Upper != nil)
+		sb.los, sb.his = append(sb.los, arena.copy(st.Lower)), append(sb.his, arena.copy(st.Upper))
+	default:
+		lo := decodeBound(sb.field.Type, slices.Clone(st.Lower)) // literals may keep the bytes
+		hi := decodeBound(sb.field.Type, slices.Clone(st.Upper))
+		s.hasLower, s.hasUpper = append(s.hasLower, lo != nil), append(s.hasUpper, hi != nil)
+		s.lower, s.upper = append(s.lower, lo), append(s.upper, hi)
+	}
+}
+
+// intBound is a bound of an integer column (int, long, date, time,
+// timestamps), decoded as iceberg.LiteralFromBytes does: 4 bytes
+// little-endian for int and date, 8 for the others, anything else no
+// bound.
+func intBound(typ iceberg.Type, raw []byte) (int64, bool) {
+	switch typ.(type) {
+	case iceberg.Int32Type, iceberg.DateType:
+		if len(raw) == 4 {
+			return int64(int32(binary.LittleEndian.Uint32(raw))), true
+		}
+	default:
+		if len(raw) == 8 {
+			return int64(binary.LittleEndian.Uint64(raw)), true
+		}
+	}
+	return 0, false
+}
