@@ -45,7 +45,12 @@ func manifestSet(ctx context.Context, fsys icebergio.IO, m iceberg.ManifestFile,
 
 // decodeManifestSet is manifestSet with icebloom's decoder; an error
 // wrapping manifestdec.ErrUnsupported says to decode m with iceberg-go.
-func decodeManifestSet(ctx context.Context, fsys icebergio.IO, m iceberg.ManifestFile, schema *iceberg.Schema, fields []int) (*fileSet, error) {
+func decodeManifestSet(ctx context.Context, fsys icebergio.IO, m iceberg.ManifestFile, schema *iceberg.Schema, fields []int) (_ *fileSet, err error) {
+	defer func() { // a decoder's bug on a hostile file is that manifest's error, not the server's end
+		if p := recover(); p != nil {
+			err = fmt.Errorf("manifest %s: decoder failed: %v", m.FilePath(), p)
+		}
+	}()
 	data, err := readManifest(fsys, m.FilePath())
 	if err != nil {
 		return nil, err

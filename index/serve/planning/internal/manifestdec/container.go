@@ -36,13 +36,15 @@ type container struct {
 	meta   map[string][]byte
 	codec  string
 	blocks []block
+	header int // the header's length: where the first block starts
 }
 
 // block is one block of a container: count objects in data (compressed by
-// the container's codec).
+// the container's codec), ending (its sync marker included) at end.
 type block struct {
 	count int64
 	data  []byte
+	end   int
 }
 
 // parseContainer reads the header of an object container file and finds
@@ -93,6 +95,7 @@ func parseContainer(data []byte) (*container, error) {
 	default:
 		return nil, unsupported("codec %q", c.codec)
 	}
+	c.header = r.p
 	for i := 0; r.p < len(data); i++ {
 		r.field = fmt.Sprintf("block %d", i)
 		count := r.long()
@@ -107,6 +110,7 @@ func parseContainer(data []byte) (*container, error) {
 		if s := r.fixed(16); r.err != nil || !bytes.Equal(s, sync) {
 			return nil, fmt.Errorf("block %d: sync marker does not match the header's", i)
 		}
+		b.end = r.p
 		c.blocks = append(c.blocks, b)
 	}
 	return c, nil
