@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"slices"
 	"sync/atomic"
 
@@ -101,20 +102,97 @@ func decodeManifestSet(ctx context.Context, fsys icebergio.IO, m iceberg.Manifes
 		}
 		return nil
 	}
-	dec := md.NewDecoder()
-	var blk manifestdec.Block
-	for i := range md.Blocks() {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := dec.Decode(i, &blk); err != nil {
-			return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
-		}
-		if err := feed(&blk); err != nil {
-			return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
-		}
+	err = decodeBlocks(ctx, md, feed)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
 	}
 	return sb.finish(), nil
+}
+
+// parallelBlocks is the fewest blocks a manifest has for them to be
+// decoded by several goroutines: a manifest of fewer (Java's and
+// iceberg-go's writers make blocks of 64 KiB to 1 MiB) is decoded whole
+// in less time than that would save.
+const parallelBlocks = 4
+
+// decodeBlocks decodes md's blocks and feeds each to feed, in order. A
+// manifest of many blocks is decompressed and decoded by several
+// goroutines (GOMAXPROCS, at most 4), a few blocks ahead of feed, which
+// adds their files to the set one after another: the first large manifest
+// of a table is often alone, while the rest of a plan decodes several
+// manifests at once.
+func decodeBlocks(ctx context.Context, md *manifestdec.Manifest, feed func(*manifestdec.Block) error) error {
+	n := md.Blocks()
+	workers := min(runtime.GOMAXPROCS(0), 4)
+	if n < parallelBlocks || workers < 2 {
+		dec := md.NewDecoder()
+		var blk manifestdec.Block
+		for i := range n {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := dec.Decode(i, &blk); err != nil {
+				return err
+			}
+			if err := feed(&blk); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// Blocks in flight are bounded by buffers: a worker takes a buffer,
+	// then the next block's number, so the buffers taken are always those
+	// of the blocks next to be fed, and the block fed next is being
+	// decoded or waits for a free buffer that its feeding will not hold.
+	type decoded struct {
+		blk *manifestdec.Block
+		err error
+	}
+	free := make(chan *manifestdec.Block, 2*workers)
+	for range cap(free) {
+		free <- new(manifestdec.Block)
+	}
+	results := make([]chan decoded, n)
+	for i := range results {
+		results[i] = make(chan decoded, 1)
+	}
+	done := make(chan struct{})
+	defer close(done)
+	var next atomic.Int64
+	for range workers {
+		go func() {
+			dec := md.NewDecoder()
+			for {
+				var blk *manifestdec.Block
+				select {
+				case blk = <-free:
+				case <-done:
+					return
+				}
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				results[i] <- decoded{blk, dec.Decode(i, blk)}
+			}
+		}()
+	}
+	for i := range n {
+		var r decoded
+		select {
+		case r = <-results[i]:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if r.err != nil {
+			return r.err
+		}
+		if err := feed(r.blk); err != nil {
+			return err
+		}
+		free <- r.blk
+	}
+	return nil
 }
 
 // readManifest reads a manifest whole.

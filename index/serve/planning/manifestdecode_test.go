@@ -452,7 +452,7 @@ func TestManifestSetErrorsName(t *testing.T) {
 		"block content": func(b []byte) []byte { // a path's length made negative
 			b = reencode(t, b, nil, 1000)
 			i := bytes.Index(b, []byte("s3://warehouse"))
-			b[i-1] = 0x7f
+			b[i-2] = 0x7f
 			return b
 		},
 		"entries": func(b []byte) []byte { // more entries than the block holds
@@ -466,6 +466,15 @@ func TestManifestSetErrorsName(t *testing.T) {
 			}
 			return b
 		},
+		"a later block": func(b []byte) []byte { // blocks decoded by several goroutines, the fourth corrupt
+			b = reencode(t, b, nil, 5)
+			i := 0
+			for range 16 { // the 16th path is the first of the fourth block
+				i += 1 + bytes.Index(b[i:], []byte("s3://warehouse"))
+			}
+			b[i-2] = 0x7f
+			return b
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			fsys["mem://c.avro"] = corrupt(append([]byte(nil), good...))
@@ -473,7 +482,11 @@ func TestManifestSetErrorsName(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if !strings.Contains(err.Error(), "mem://c.avro") || !strings.Contains(err.Error(), "block 0") {
+			block := "block 0"
+			if name == "a later block" {
+				block = "block 3"
+			}
+			if !strings.Contains(err.Error(), "mem://c.avro") || !strings.Contains(err.Error(), block) {
 				t.Fatalf("error %q does not name the manifest and block", err)
 			}
 			t.Log(err)

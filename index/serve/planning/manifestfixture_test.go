@@ -114,8 +114,13 @@ func writeManifest(t testing.TB, fsys memIO, name string, version int, spec iceb
 }
 
 // BenchmarkManifestSet makes the set of one manifest of 100,000 Spark-like
-// entries, with the statistics of two columns (id and email).
+// entries, with the statistics of two columns (id and email), both ways:
+// with iceberg-go's decoding and with icebloom's.
 func BenchmarkManifestSet(b *testing.B) {
+	ways := []struct {
+		name string
+		set  func(context.Context, icebergio.IO, iceberg.ManifestFile, *iceberg.Schema, []int) (*fileSet, error)
+	}{{"iceberg-go", manifestSetIceberg}, {"icebloom", decodeManifestSet}}
 	for _, partitioned := range []bool{false, true} {
 		fsys := memIO{}
 		spec := *iceberg.UnpartitionedSpec
@@ -123,17 +128,19 @@ func BenchmarkManifestSet(b *testing.B) {
 			spec = eventsDaySpec
 		}
 		m := writeManifest(b, fsys, "s3://warehouse/db/events/metadata/m0.avro", 2, spec, eventsSchema, 1, eventsEntries(100_000, partitioned, 1), 0)
-		b.Run(fmt.Sprintf("partitioned=%t", partitioned), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				set, err := manifestSet(context.Background(), fsys, m, eventsSchema, []int{1, 2})
-				if err != nil {
-					b.Fatal(err)
+		for _, way := range ways {
+			b.Run(fmt.Sprintf("partitioned=%t/%s", partitioned, way.name), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					set, err := way.set(context.Background(), fsys, m, eventsSchema, []int{1, 2})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if set.len() != 100_000 {
+						b.Fatalf("%d files", set.len())
+					}
 				}
-				if set.len() != 100_000 {
-					b.Fatalf("%d files", set.len())
-				}
-			}
-		})
+			})
+		}
 	}
 }

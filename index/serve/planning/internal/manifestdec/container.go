@@ -116,11 +116,10 @@ func parseContainer(data []byte) (*container, error) {
 	return c, nil
 }
 
-// decompressor decompresses blocks of one codec, reusing its state and
-// output buffer between blocks; one goroutine's.
+// decompressor decompresses blocks of one codec, reusing its state
+// between blocks; one goroutine's.
 type decompressor struct {
 	codec string
-	out   []byte
 	flate io.ReadCloser
 	src   bytes.Reader
 }
@@ -131,9 +130,9 @@ var zstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
 	return zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(MaxBlockBytes))
 })
 
-// decompress returns b's bytes decompressed, in a buffer reused by the
-// next call.
-func (d *decompressor) decompress(b []byte) ([]byte, error) {
+// decompress returns b's bytes decompressed, in out's array when it has
+// room (b itself when the codec is null).
+func (d *decompressor) decompress(b, out []byte) ([]byte, error) {
 	switch d.codec {
 	case "null":
 		if len(b) > MaxBlockBytes {
@@ -147,7 +146,7 @@ func (d *decompressor) decompress(b []byte) ([]byte, error) {
 		} else if err := d.flate.(flate.Resetter).Reset(&d.src, nil); err != nil {
 			return nil, err
 		}
-		out := d.out[:0]
+		out = out[:0]
 		for {
 			if len(out) == cap(out) {
 				if len(out) >= MaxBlockBytes {
@@ -164,7 +163,6 @@ func (d *decompressor) decompress(b []byte) ([]byte, error) {
 				return nil, fmt.Errorf("deflate: %w", err)
 			}
 		}
-		d.out = out
 		return out, nil
 	case "snappy":
 		if len(b) < 4 {
@@ -178,10 +176,10 @@ func (d *decompressor) decompress(b []byte) ([]byte, error) {
 		if n > MaxBlockBytes {
 			return nil, unsupported("block decompresses to %d bytes", n)
 		}
-		if cap(d.out) < n {
-			d.out = make([]byte, n)
+		if cap(out) < n {
+			out = make([]byte, n)
 		}
-		out, err := snappy.Decode(d.out[:cap(d.out)], body)
+		out, err = snappy.Decode(out[:cap(out)], body)
 		if err != nil {
 			return nil, fmt.Errorf("snappy: %w", err)
 		}
@@ -194,11 +192,10 @@ func (d *decompressor) decompress(b []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		out, err := dec.DecodeAll(b, d.out[:0])
+		out, err := dec.DecodeAll(b, out[:0])
 		if err != nil {
 			return nil, fmt.Errorf("zstandard: %w", err)
 		}
-		d.out = out
 		return out, nil
 	}
 	return nil, unsupported("codec %q", d.codec)

@@ -123,7 +123,8 @@ type Entry struct {
 
 // ColumnStats are a data file's statistics of one column; each is absent
 // when the file's map has no entry for the column. The bounds alias the
-// decoder's block buffer: they are valid until its next Decode.
+// Block's decompressed bytes: they are valid until the Block is decoded
+// into again.
 type ColumnStats struct {
 	Values, Nulls, NaNs          int64
 	HasValues, HasNulls, HasNaNs bool
@@ -135,6 +136,7 @@ type ColumnStats struct {
 type Block struct {
 	Entries []Entry
 	Stats   []ColumnStats
+	buf     []byte // the decompressed block
 }
 
 // Decoder decodes blocks of one manifest, reusing its buffers and keeping
@@ -168,9 +170,12 @@ func (m *Manifest) NewDecoder() *Decoder {
 // does not convert as iceberg-go does is ErrUnsupported.
 func (d *Decoder) Decode(i int, blk *Block) error {
 	b := d.m.c.blocks[i]
-	data, err := d.dec.decompress(b.data)
+	data, err := d.dec.decompress(b.data, blk.buf)
 	if err != nil {
 		return fmt.Errorf("block %d: %w", i, err)
+	}
+	if d.dec.codec != "null" {
+		blk.buf = data
 	}
 	blk.Entries, blk.Stats = blk.Entries[:0], blk.Stats[:0]
 	d.paths, d.pathEnds = d.paths[:0], d.pathEnds[:0]

@@ -34,6 +34,11 @@ func (r *reader) failErr(err error) {
 
 // long reads a zig-zag varint of at most 10 bytes.
 func (r *reader) long() int64 {
+	if r.p < len(r.b) && r.b[r.p] < 0x80 { // most are one byte
+		c := r.b[r.p]
+		r.p++
+		return int64(c>>1) ^ -int64(c&1)
+	}
 	var u uint64
 	for shift := uint(0); shift < 70; shift += 7 {
 		if r.p >= len(r.b) {
@@ -88,6 +93,23 @@ func (r *reader) fixed(n int) []byte {
 	b := r.b[r.p : r.p+n : r.p+n]
 	r.p += n
 	return b
+}
+
+// skipVarints skips n varints.
+func (r *reader) skipVarints(n int) {
+	for range n {
+		for {
+			if r.p >= len(r.b) {
+				r.failErr(errShort)
+				return
+			}
+			c := r.b[r.p]
+			r.p++
+			if c < 0x80 {
+				break
+			}
+		}
+	}
 }
 
 func (r *reader) advance(n int) {

@@ -47,6 +47,9 @@ type node struct {
 	symbols  int // enum
 	name     string
 	minSize  int // the fewest bytes a value takes
+	// varints is, for a record of ints and longs only (a statistics map's
+	// entry), how many; 0 for other types.
+	varints int
 	props    map[string]any
 }
 
@@ -305,6 +308,12 @@ func finish(n *node) *node {
 	case kRecord:
 		for _, f := range n.fields {
 			n.minSize += f.typ.minSize
+			if f.typ.kind == kInt || f.typ.kind == kLong {
+				n.varints++
+			}
+		}
+		if n.varints != len(n.fields) {
+			n.varints = 0
 		}
 	default:
 		n.minSize = 1
@@ -357,6 +366,10 @@ func (r *reader) skip(n *node, depth int) {
 			}
 			if n.items.minSize == 0 && n.kind == kArray {
 				continue // items of no bytes: nothing to skip
+			}
+			if n.kind == kArray && n.items.varints > 0 {
+				r.skipVarints(int(count) * n.items.varints)
+				continue
 			}
 			for range count {
 				if n.kind == kMap {
