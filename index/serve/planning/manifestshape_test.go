@@ -239,4 +239,3 @@ func TestManifestSetFallsBack(t *testing.T) {
 		})
 	}
 }
-

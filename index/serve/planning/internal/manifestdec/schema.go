@@ -50,7 +50,7 @@ type node struct {
 	// varints is, for a record of ints and longs only (a statistics map's
 	// entry), how many; 0 for other types.
 	varints int
-	props    map[string]any
+	props   map[string]any
 }
 
 // field is a record's field.
