@@ -29,9 +29,10 @@ import (
 // (manifestSetIceberg), so the set is the same either way
 // (TestManifestSetDecodersAgree).
 
-// manifestFallbacks counts the manifests decoded by iceberg-go because
-// icebloom's decoder did not read them, for tests.
-var manifestFallbacks atomic.Int64
+// manifestDecodes and manifestFallbacks count the manifests decoded by
+// icebloom's decoder and those decoded by iceberg-go because icebloom's
+// did not read them, for tests.
+var manifestDecodes, manifestFallbacks atomic.Int64
 
 // manifestSet decodes the live data files of one data manifest into a
 // set with the statistics of fields.
@@ -40,6 +41,9 @@ func manifestSet(ctx context.Context, fsys icebergio.IO, m iceberg.ManifestFile,
 	if errors.Is(err, manifestdec.ErrUnsupported) {
 		manifestFallbacks.Add(1)
 		return manifestSetIceberg(ctx, fsys, m, schema, fields)
+	}
+	if err == nil {
+		manifestDecodes.Add(1)
 	}
 	return set, err
 }

@@ -13,7 +13,11 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+
+	"github.com/icebloom/icebloom/index/serve/internal/servetest"
 )
 
 // allTypes has a column of every primitive type iceberg-go writes.
@@ -494,5 +498,29 @@ func TestManifestSetErrorsName(t *testing.T) {
 				t.Fatal("manifestSet: no error")
 			}
 		})
+	}
+}
+
+// TestPlanDecodesManifestsItself checks that a plan of a table made by
+// iceberg-go (add_files, indexed) decodes its manifests with icebloom's
+// decoder, none with iceberg-go's.
+func TestPlanDecodesManifestsItself(t *testing.T) {
+	cat := servetest.AddFilesTable(t, 30)
+	ident := table.Identifier{"db", "events"}
+	load := func(ctx context.Context, ident table.Identifier) (*Loaded, error) {
+		tbl, err := cat.LoadTable(ctx, ident)
+		return &Loaded{Table: tbl}, err
+	}
+	p := NewPlanner(load, PlannerOptions{MemoryBudget: 1 << 30})
+	decodes, fallbacks := manifestDecodes.Load(), manifestFallbacks.Load()
+	res, err := p.Plan(context.Background(), ident, rest.PlanTableScanRequest{Filter: []byte(`{"type":"eq","term":"id","value":4}`)})
+	if err != nil || !res.FastPath {
+		t.Fatalf("plan: %v (fast path %v)", err, res != nil && res.FastPath)
+	}
+	if n := manifestFallbacks.Load() - fallbacks; n != 0 {
+		t.Fatalf("%d manifests decoded by iceberg-go, want none", n)
+	}
+	if n := manifestDecodes.Load() - decodes; n == 0 {
+		t.Fatal("no manifest decoded by icebloom's decoder")
 	}
 }
