@@ -524,3 +524,29 @@ func TestPlanDecodesManifestsItself(t *testing.T) {
 		t.Fatal("no manifest decoded by icebloom's decoder")
 	}
 }
+
+// TestManifestSetOfOlderManifestInV3List makes both ways the set of a v2
+// manifest listed by a v3 table's manifest list, which gives it a first
+// row id: its files inherit row ids though the manifest is v2.
+func TestManifestSetOfOlderManifestInV3List(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	fsys := memIO{}
+	spec := transformSpec()
+	m := writeManifest(t, fsys, "mem://m.avro", 2, spec, allTypes, 7, typedEntries(t, rng, 200, 2, spec, 7), 0)
+	var list bytes.Buffer
+	seq := int64(3)
+	if err := iceberg.WriteManifestList(3, &list, 7, nil, &seq, 5000, []iceberg.ManifestFile{m}); err != nil {
+		t.Fatal(err)
+	}
+	listed, err := iceberg.ReadManifestList(&list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != 1 || listed[0].FirstRowID() == nil || *listed[0].FirstRowID() != 5000 {
+		t.Fatalf("the listed manifest's first row id: %v", listed)
+	}
+	set := setsBothWays(t, fsys, listed[0], allTypes, []int{1})
+	if set.firstRowIDs == nil || set.firstRowIDs[0] != 5000 {
+		t.Fatalf("first row ids %v, want inherited from 5000", set.firstRowIDs)
+	}
+}
