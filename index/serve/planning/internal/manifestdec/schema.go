@@ -50,7 +50,6 @@ type node struct {
 	// varints is, for a record of ints and longs only (a statistics map's
 	// entry), how many; 0 for other types.
 	varints int
-	props   map[string]any
 }
 
 // field is a record's field.
@@ -139,7 +138,7 @@ func (p *schemaParser) parseObject(v map[string]any, namespace string, depth int
 	}
 	logical, _ := v["logicalType"].(string)
 	if k, ok := primitives[typ]; ok {
-		n := &node{kind: k, logical: logical, props: v}
+		n := &node{kind: k, logical: logical}
 		if logical == "decimal" {
 			if err := decimalProps(n, v); err != nil {
 				return nil, err
@@ -149,7 +148,7 @@ func (p *schemaParser) parseObject(v map[string]any, namespace string, depth int
 	}
 	switch typ {
 	case "record", "error":
-		n := &node{kind: kRecord, logical: logical, props: v}
+		n := &node{kind: kRecord, logical: logical}
 		full, ns, err := p.define(n, v, namespace)
 		if err != nil {
 			return nil, err
@@ -191,7 +190,7 @@ func (p *schemaParser) parseObject(v map[string]any, namespace string, depth int
 		delete(p.defining, full)
 		return finish(n), nil
 	case "enum":
-		n := &node{kind: kEnum, logical: logical, props: v}
+		n := &node{kind: kEnum, logical: logical}
 		if _, _, err := p.define(n, v, namespace); err != nil {
 			return nil, err
 		}
@@ -202,7 +201,7 @@ func (p *schemaParser) parseObject(v map[string]any, namespace string, depth int
 		n.symbols = len(symbols)
 		return finish(n), nil
 	case "fixed":
-		n := &node{kind: kFixed, logical: logical, props: v}
+		n := &node{kind: kFixed, logical: logical}
 		if _, _, err := p.define(n, v, namespace); err != nil {
 			return nil, err
 		}
@@ -218,7 +217,7 @@ func (p *schemaParser) parseObject(v map[string]any, namespace string, depth int
 		}
 		return finish(n), nil
 	case "array", "map":
-		n := &node{kind: kArray, logical: logical, props: v}
+		n := &node{kind: kArray, logical: logical}
 		key := "items"
 		if typ == "map" {
 			n.kind, key = kMap, "values"
