@@ -24,10 +24,11 @@ import (
 // decodes only the new one, instead of decoding every manifest again; the
 // index's matches of the kept files are carried over too
 // (lookup.Memo.Carry), so only the new files are matched. The
-// manifests are read with iceberg-go's projected decoding (the fields a
-// scan task needs and the pruning statistics), several at once, one at a
-// time in memory each, so making a base never holds iceberg-go's decoded
-// entries of the whole table.
+// manifests are read by icebloom's own decoder (manifestdecode.go: the
+// fields a scan task needs and the statistics of the set's columns;
+// iceberg-go's projected decoding for what it does not read), several at
+// once, a few blocks at a time in memory each, so making a base never
+// holds the decoded entries of the whole table.
 //
 // A table version with delete manifests is planned by iceberg-go whole
 // (planBase), which matches delete files to data files.
@@ -36,7 +37,7 @@ import (
 // per file of the table while it works: the new set (about 180 bytes a
 // file of one column and a path of 60; TestBaseSizeMeasured) and a
 // decoded manifest's own set, with room for their slices' growth.
-// iceberg-go's decoded entries are streamed, one at a time.
+// Decoded entries are streamed, a few blocks of them at a time.
 const byManifestBytesPerFile = 512
 
 // byManifestWorkBytes is what making the base of snap manifest by manifest
@@ -172,9 +173,10 @@ func (p *Planner) planByManifest(ctx context.Context, tbl *table.Table, access s
 	return b, true, nil
 }
 
-// manifestSet decodes the live data files of one data manifest into a
-// set, with iceberg-go's projected decoding (no column sizes).
-func manifestSet(ctx context.Context, fsys icebergio.IO, m iceberg.ManifestFile, schema *iceberg.Schema, fields []int) (*fileSet, error) {
+// manifestSetIceberg decodes the live data files of one data manifest
+// into a set, with iceberg-go's projected decoding (no column sizes):
+// manifestSet's way for the manifests its own decoder does not read.
+func manifestSetIceberg(ctx context.Context, fsys icebergio.IO, m iceberg.ManifestFile, schema *iceberg.Schema, fields []int) (*fileSet, error) {
 	sb := newSetBuilder(schema, fields, max(0, int(m.AddedDataFiles())+int(m.ExistingDataFiles())))
 	for entry, err := range iceberg.EntriesWithProjection(fsys, m, true, iceberg.ManifestEntryProjection{IncludePruningStats: true}) {
 		if err != nil {
