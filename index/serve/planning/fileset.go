@@ -527,17 +527,27 @@ func lowerPrefix(lo []byte) []byte {
 // least hi, as Iceberg truncates upper bounds: its prefix with the last
 // byte that can be incremented incremented; hi itself when none can.
 func upperPrefix(hi []byte) []byte {
-	if len(hi) <= heldBoundBytes {
+	n := upperCut(hi)
+	if n == 0 {
 		return hi
+	}
+	up := append([]byte(nil), hi[:n]...)
+	up[n-1]++
+	return up
+}
+
+// upperCut is the length of upperPrefix(hi) when it is a prefix of hi with
+// its last byte incremented, 0 when it is hi itself.
+func upperCut(hi []byte) int {
+	if len(hi) <= heldBoundBytes {
+		return 0
 	}
 	for n := heldBoundBytes; n > 0; n-- {
 		if hi[n-1] < 0xff {
-			up := append([]byte(nil), hi[:n]...)
-			up[n-1]++
-			return up
+			return n
 		}
 	}
-	return hi
+	return 0
 }
 
 // addRows adds files [start, end) of src, statistics of the same field.

@@ -96,21 +96,22 @@ func decodeManifestSet(ctx context.Context, fsys icebergio.IO, m iceberg.Manifes
 				next += e.Records
 				firstRowID = &id
 			}
-			if _, err := sb.row(e.Path, e.Size, e.Records, m.PartitionSpecID(), e.Format, e.Partition,
-				fileExtra{keyMetadata: e.KeyMetadata, splits: e.SplitOffsets, sortOrder: e.SortOrderID}, firstRowID); err != nil {
-				return err
-			}
+			sb.row(e.Path, e.Size, e.Records, m.PartitionSpecID(), e.Format, e.Partition,
+				fileExtra{keyMetadata: e.KeyMetadata, splits: e.SplitOffsets, sortOrder: e.SortOrderID}, firstRowID)
 			for j, st := range sb.stats {
 				st.addDecoded(&blk.Stats[k*n+j], &arena)
 			}
 		}
 		return nil
 	}
-	err = decodeBlocks(ctx, md, feed)
+	var set *fileSet
+	if err = decodeBlocks(ctx, md, feed); err == nil {
+		set, err = sb.finish()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
 	}
-	return sb.finish(), nil
+	return set, nil
 }
 
 // parallelBlocks is the fewest blocks a manifest has for them to be
@@ -246,6 +247,17 @@ func (a *boundArena) copy(b []byte) []byte {
 	return a.chunk[start:len(a.chunk):len(a.chunk)]
 }
 
+// copyUpper returns upperPrefix(hi) held in the arena.
+func (a *boundArena) copyUpper(hi []byte) []byte {
+	n := upperCut(hi)
+	if n == 0 {
+		return a.copy(hi)
+	}
+	up := a.copy(hi[:n])
+	up[n-1]++
+	return up
+}
+
 // addDecoded adds a file's statistics of the field as the manifest
 // decoder gives them, as add adds them from a DataFile's maps: counts
 // present or not, bounds decoded as iceberg.LiteralFromBytes decodes them
@@ -262,7 +274,7 @@ func (sb *statsBuilder) addDecoded(st *manifestdec.ColumnStats, arena *boundAren
 		s.ilo, s.ihi = append(s.ilo, lo), append(s.ihi, hi)
 	case bytesBounds: // strings and binaries: every byte string is a bound
 		s.hasLower, s.hasUpper = append(s.hasLower, st.Lower != nil), append(s.hasUpper, st.Upper != nil)
-		sb.los, sb.his = append(sb.los, arena.copy(st.Lower)), append(sb.his, arena.copy(st.Upper))
+		sb.los, sb.his = append(sb.los, arena.copy(lowerPrefix(st.Lower))), append(sb.his, arena.copyUpper(st.Upper))
 	default:
 		lo := decodeBound(sb.field.Type, slices.Clone(st.Lower)) // literals may keep the bytes
 		hi := decodeBound(sb.field.Type, slices.Clone(st.Upper))
