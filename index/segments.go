@@ -17,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/icebloom/icebloom/index/sbbf"
 	"github.com/icebloom/icebloom/index/segment"
@@ -258,6 +259,10 @@ type FooterCache struct {
 	scope   string
 	footers *lru.Cache[string, *footer]
 	indexes *lru.Cache[string, *TableIndex]
+	// loads are the loads of whole indexes under way, by key: callers
+	// that want one at once share its reading (a server reads a table's
+	// index while it makes the plan that needs it).
+	loads *singleflight.Group
 }
 
 // cachedIndexes is how many whole indexes a FooterCache keeps.
@@ -273,7 +278,7 @@ func NewFooterCache(maxFiles int) *FooterCache {
 	if err != nil {
 		panic(err)
 	}
-	return &FooterCache{maxFiles: max(maxFiles, 1), footers: footers, indexes: indexes}
+	return &FooterCache{maxFiles: max(maxFiles, 1), footers: footers, indexes: indexes, loads: &singleflight.Group{}}
 }
 
 // Scoped returns a view of c that shares its room but none of its
@@ -334,14 +339,27 @@ func Load(ctx context.Context, fsys icebergio.IO, meta table.Metadata, cache *Fo
 		}
 	}
 
-	key := indexKey(files)
-	if cache != nil {
-		key = cache.scope + key
-		if ix, ok := cache.indexes.Get(key); ok {
-			return ix, nil
-		}
+	if cache == nil {
+		return load(ctx, fsys, files, nil, "")
 	}
+	key := cache.scope + indexKey(files)
+	if ix, ok := cache.indexes.Get(key); ok {
+		return ix, nil
+	}
+	type loaded struct {
+		ix   *TableIndex
+		errs []error
+	}
+	v, _, _ := cache.loads.Do(key, func() (any, error) {
+		ix, errs := load(ctx, fsys, files, cache, key)
+		return loaded{ix, errs}, nil
+	})
+	return v.(loaded).ix, v.(loaded).errs
+}
 
+// load is Load of the index of files, kept in cache (which may be nil)
+// under key.
+func load(ctx context.Context, fsys icebergio.IO, files []table.StatisticsFile, cache *FooterCache, key string) (*TableIndex, []error) {
 	footers, errs := readFooters(ctx, fsys, files, cache)
 	// The files linked by those read: a second round of reads, all at once.
 	var linked []table.StatisticsFile

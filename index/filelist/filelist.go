@@ -15,6 +15,7 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"iter"
+	"slices"
 	"strings"
 	"unsafe"
 )
@@ -28,18 +29,30 @@ const restartEvery = 32
 // against the one before it, and their sizes. The zero List is empty and
 // ready to use. A List is not safe for concurrent Appends; once built,
 // reading it (Path, AppendPath, All, Size) is safe from many goroutines.
+//
+// Its locations are held in runs: the one appended to, and sealed ones
+// (Clip seals it), which never change and which AppendFrom shares rather
+// than copies. A server's list of a table's files is made of its
+// manifests' lists, and the next table version's of the same runs but
+// the new manifest's.
 type List struct {
-	// anchor is the first location: a restart entry keeps what follows
-	// the prefix it shares with it.
-	anchor string
-	// data holds the entries. A restart entry (every restartEvery-th) is
-	// uvarint(prefix shared with anchor), uvarint(n), n bytes; another is
-	// uvarint(prefix shared with the location before it),
-	// uvarint(suffix shared with it), uvarint(n), the n bytes between.
+	runs  []*run // sealed
+	ends  []int  // ends[k] is the number of files of runs[:k+1]
+	open  run    // the run appended to, after the sealed ones
+	last  []byte // the last location of open, to code the next one
+	sizes []int64
+}
+
+// run is a sequence of coded locations. Its first is kept whole but for
+// what it shares with anchor (that first location), as is every
+// restartEvery-th: uvarint(prefix shared with anchor), uvarint(n), n
+// bytes. Every other is uvarint(prefix shared with the location before
+// it), uvarint(suffix shared with it), uvarint(n), the n bytes between.
+type run struct {
+	anchor   string
 	data     []byte
 	restarts []int // offset in data of entry k*restartEvery
-	sizes    []int64
-	last     []byte // the last location appended, to code the next one
+	n        int
 }
 
 // Len is the number of files.
@@ -48,28 +61,37 @@ func (l *List) Len() int { return len(l.sizes) }
 // Size returns the size of file i.
 func (l *List) Size(i int) int64 { return l.sizes[i] }
 
+// sealed is the number of files of the sealed runs.
+func (l *List) sealed() int {
+	if len(l.ends) == 0 {
+		return 0
+	}
+	return l.ends[len(l.ends)-1]
+}
+
 // Append adds a file.
 func (l *List) Append(path string, size int64) {
-	i := len(l.sizes)
 	l.sizes = append(l.sizes, size)
-	if i == 0 {
-		l.anchor = strings.Clone(path) // AppendBytes's path is not the caller's to keep
+	r := &l.open
+	if r.n == 0 {
+		r.anchor = strings.Clone(path) // AppendBytes's path is not the caller's to keep
 	}
-	if i%restartEvery == 0 {
-		l.restarts = append(l.restarts, len(l.data))
-		p := sharedPrefix(l.anchor, path)
-		l.data = binary.AppendUvarint(l.data, uint64(p))
-		l.data = binary.AppendUvarint(l.data, uint64(len(path)-p))
-		l.data = append(l.data, path[p:]...)
+	if r.n%restartEvery == 0 {
+		r.restarts = append(r.restarts, len(r.data))
+		p := sharedPrefix(r.anchor, path)
+		r.data = binary.AppendUvarint(r.data, uint64(p))
+		r.data = binary.AppendUvarint(r.data, uint64(len(path)-p))
+		r.data = append(r.data, path[p:]...)
 	} else {
 		p := sharedPrefix(string(l.last), path)
 		s := sharedSuffix(string(l.last[p:]), path[p:])
 		mid := path[p : len(path)-s]
-		l.data = binary.AppendUvarint(l.data, uint64(p))
-		l.data = binary.AppendUvarint(l.data, uint64(s))
-		l.data = binary.AppendUvarint(l.data, uint64(len(mid)))
-		l.data = append(l.data, mid...)
+		r.data = binary.AppendUvarint(r.data, uint64(p))
+		r.data = binary.AppendUvarint(r.data, uint64(s))
+		r.data = binary.AppendUvarint(r.data, uint64(len(mid)))
+		r.data = append(r.data, mid...)
 	}
+	r.n++
 	l.last = append(l.last[:0], path...)
 }
 
@@ -79,31 +101,75 @@ func (l *List) AppendBytes(path []byte, size int64) {
 	l.Append(unsafe.String(unsafe.SliceData(path), len(path)), size)
 }
 
+// AppendFrom appends files [start, end) of src: the sealed runs of src
+// they cover whole are shared, the others coded again.
+func (l *List) AppendFrom(src *List, start, end int) {
+	if start < 0 || end > src.Len() || start > end {
+		panic("filelist: range out of bounds")
+	}
+	l.Grow(end - start)
+	from := 0
+	for k, r := range src.runs {
+		to := src.ends[k]
+		if start <= from && to <= end && r.n > 0 {
+			l.seal()
+			l.runs = append(l.runs, r)
+			l.ends = append(l.ends, l.sealed()+r.n)
+			l.sizes = append(l.sizes, src.sizes[from:to]...)
+		} else if lo, hi := max(start, from), min(end, to); lo < hi {
+			l.appendCoded(src, lo, hi)
+		}
+		from = to
+	}
+	if lo := max(start, from); lo < end {
+		l.appendCoded(src, lo, end)
+	}
+}
+
+// appendCoded appends files [start, end) of src, coding them again.
+func (l *List) appendCoded(src *List, start, end int) {
+	for i, p := range src.Range(start, end) {
+		l.AppendBytes(p, src.sizes[i])
+	}
+}
+
+// seal makes the open run a sealed one, its room clipped.
+func (l *List) seal() {
+	r := l.open
+	if r.n == 0 {
+		return
+	}
+	r.data, r.restarts = slices.Clip(r.data), slices.Clip(r.restarts)
+	l.runs = append(l.runs, &r)
+	l.ends = append(l.ends, l.sealed()+r.n)
+	l.open, l.last = run{}, nil
+}
+
 // Grow makes room for n more files (their sizes; locations grow as they
 // come).
 func (l *List) Grow(n int) {
-	if n > 0 && cap(l.sizes)-len(l.sizes) < n {
-		sizes := make([]int64, len(l.sizes), len(l.sizes)+n)
-		copy(sizes, l.sizes)
-		l.sizes = sizes
-	}
+	l.sizes = slices.Grow(l.sizes, n)
 }
 
-// Clip drops the room appends left for more: a list that is built once
-// and then kept holds what it needs and no more.
+// Clip drops the room appends left for more, sealing what was appended: a
+// list that is built once and then kept holds what it needs and no more.
 func (l *List) Clip() {
-	l.data = append([]byte(nil), l.data...)
-	l.restarts = append([]int(nil), l.restarts...)
-	l.sizes = append([]int64(nil), l.sizes...)
-	l.last = nil
-	if len(l.sizes) > 0 {
-		l.last = []byte(l.Path(len(l.sizes) - 1))
+	if r := &l.open; r.n > 0 {
+		r.data, r.restarts = append([]byte(nil), r.data...), append([]int(nil), r.restarts...)
 	}
+	l.seal()
+	l.runs, l.ends = slices.Clip(l.runs), slices.Clip(l.ends)
+	l.sizes = append([]int64(nil), l.sizes...)
 }
 
-// Bytes is the memory the list holds.
+// Bytes is the memory the list holds, its runs shared with other lists
+// included.
 func (l *List) Bytes() int64 {
-	return int64(len(l.anchor) + cap(l.data) + 8*cap(l.restarts) + 8*cap(l.sizes) + cap(l.last))
+	n := int64(8*cap(l.sizes) + cap(l.last) + 16*cap(l.runs))
+	for _, r := range append(l.runs, &l.open) {
+		n += int64(64 + len(r.anchor) + cap(r.data) + 8*cap(r.restarts))
+	}
+	return n
 }
 
 // Path returns the location of file i.
@@ -114,12 +180,26 @@ func (l *List) AppendPath(dst []byte, i int) []byte {
 	if i < 0 || i >= len(l.sizes) {
 		panic("filelist: index out of range")
 	}
+	r, j := l.locate(i)
 	var d decoder
-	d.start(l, i/restartEvery)
-	for range i % restartEvery {
-		d.next(l)
+	d.start(r, j/restartEvery)
+	for range j % restartEvery {
+		d.next(r)
 	}
 	return append(dst, d.cur...)
+}
+
+// locate returns the run holding file i and i's place in it.
+func (l *List) locate(i int) (*run, int) {
+	sealed := l.sealed()
+	if i >= sealed {
+		return &l.open, i - sealed
+	}
+	k, _ := slices.BinarySearch(l.ends, i+1)
+	if k > 0 {
+		i -= l.ends[k-1]
+	}
+	return l.runs[k], i
 }
 
 // All yields each file's index and location, in order. The location's
@@ -129,72 +209,56 @@ func (l *List) All() iter.Seq2[int, []byte] { return l.Range(0, l.Len()) }
 // Range is All of files [start, end).
 func (l *List) Range(start, end int) iter.Seq2[int, []byte] {
 	return func(yield func(int, []byte) bool) {
-		if start < 0 || end > len(l.sizes) {
+		if start < 0 || end > len(l.sizes) || start > end {
 			panic("filelist: range out of bounds")
 		}
 		var d decoder
-		for i := start; i < end; i++ {
-			if i == start || i%restartEvery == 0 {
-				d.start(l, i/restartEvery)
-				for range i % restartEvery {
-					d.next(l)
+		for i := start; i < end; {
+			r, j := l.locate(i)
+			for ; j < r.n && i < end; i, j = i+1, j+1 {
+				if i == start || j%restartEvery == 0 {
+					d.start(r, j/restartEvery)
+					for range j % restartEvery {
+						d.next(r)
+					}
+				} else {
+					d.next(r)
 				}
-			} else {
-				d.next(l)
-			}
-			if !yield(i, d.cur) {
-				return
+				if !yield(i, d.cur) {
+					return
+				}
 			}
 		}
 	}
 }
 
-// AppendFrom appends files [start, end) of src.
-func (l *List) AppendFrom(src *List, start, end int) {
-	l.Grow(end - start)
-	for i, p := range src.Range(start, end) {
-		l.AppendBytes(p, src.sizes[i])
-	}
-}
-
-// Duplicate returns a location the list holds more than once, if any.
-func (l *List) Duplicate() (string, bool) {
-	x := NewIndex(l, nil)
-	for p, files := range x.others {
-		if len(files) > 1 || x.equal(int(x.first[maphash.String(x.seed, p)]), []byte(p)) {
-			return p, true
-		}
-	}
-	return "", false
-}
-
-// decoder decodes entries one after another from a restart.
+// decoder decodes a run's entries one after another from a restart.
 type decoder struct {
 	cur, spare []byte
 	off        int
 }
 
-// start decodes restart entry k.
-func (d *decoder) start(l *List, k int) {
-	d.off = l.restarts[k]
-	p := d.uvarint(l)
-	n := d.uvarint(l)
-	d.cur = append(append(d.cur[:0], l.anchor[:p]...), l.data[d.off:d.off+n]...)
+// start decodes restart entry k of r.
+func (d *decoder) start(r *run, k int) {
+	d.off = r.restarts[k]
+	p := d.uvarint(r)
+	n := d.uvarint(r)
+	d.cur = append(append(d.cur[:0], r.anchor[:p]...), r.data[d.off:d.off+n]...)
 	d.off += n
 }
 
 // next decodes the entry after the current one.
-func (d *decoder) next(l *List) {
-	p := d.uvarint(l)
-	s := d.uvarint(l)
-	n := d.uvarint(l)
-	d.spare = append(append(append(d.spare[:0], d.cur[:p]...), l.data[d.off:d.off+n]...), d.cur[len(d.cur)-s:]...)
+func (d *decoder) next(r *run) {
+	p := d.uvarint(r)
+	s := d.uvarint(r)
+	n := d.uvarint(r)
+	d.spare = append(append(append(d.spare[:0], d.cur[:p]...), r.data[d.off:d.off+n]...), d.cur[len(d.cur)-s:]...)
 	d.off += n
 	d.cur, d.spare = d.spare, d.cur
 }
 
-func (d *decoder) uvarint(l *List) int {
-	v, n := binary.Uvarint(l.data[d.off:])
+func (d *decoder) uvarint(r *run) int {
+	v, n := binary.Uvarint(r.data[d.off:])
 	d.off += n
 	return int(v)
 }
@@ -219,39 +283,44 @@ func sharedSuffix(a, b string) int {
 	return n
 }
 
-// Index finds files of a List by location and size, in a map of 12 bytes
-// or so a file rather than one keyed by the locations (which would make
-// each a string again): a location's hash leads to a file, whose location
-// is compared.
+// Index finds files of a List by location and size, in a map of about 30
+// bytes a file rather than one keyed by the locations (which would make
+// each a string again, a hundred bytes and more): a location is known by
+// two 64-bit hashes of it under seeds drawn for the index, one the map's
+// key, the other kept beside it. Two locations that differ share both with
+// a chance of 2^-128 a pair, which neither a table nor a caller who does
+// not know the seeds can arrange; comparing the locations themselves
+// instead would decode one from the list for each file found, most of the
+// time of matching 1,000,000 files to an index.
 type Index struct {
-	l    *List
-	seed maphash.Seed
-	// first is the first file of each location hash; files whose hash an
-	// earlier one had are in others, by location.
-	first  map[uint64]int32
-	others map[string][]int32
+	l            *List
+	seed1, seed2 maphash.Seed
+	first        map[uint64]int32 // by the first hash: the first file included with it
+	second       []uint64         // by file: the second hash
+	// others are the files whose first hash an earlier one had, by both
+	// hashes.
+	others map[[2]uint64][]int32
 }
 
 // NewIndex indexes the files of l for which include is true (every file
 // when include is nil). l must not change while the index is used.
 func NewIndex(l *List, include func(i int) bool) *Index {
-	x := &Index{l: l, seed: maphash.MakeSeed(), first: map[uint64]int32{}}
-	if include == nil {
-		x.first = make(map[uint64]int32, l.Len())
-	}
+	x := &Index{l: l, seed1: maphash.MakeSeed(), seed2: maphash.MakeSeed(), first: make(map[uint64]int32, l.Len()),
+		second: make([]uint64, l.Len())}
 	for i, p := range l.All() {
 		if include != nil && !include(i) {
 			continue
 		}
-		h := maphash.Bytes(x.seed, p)
-		if _, dup := x.first[h]; !dup {
-			x.first[h] = int32(i)
+		h1, h2 := maphash.Bytes(x.seed1, p), maphash.Bytes(x.seed2, p)
+		x.second[i] = h2
+		if _, dup := x.first[h1]; !dup {
+			x.first[h1] = int32(i)
 			continue
 		}
 		if x.others == nil {
-			x.others = map[string][]int32{}
+			x.others = map[[2]uint64][]int32{}
 		}
-		x.others[string(p)] = append(x.others[string(p)], int32(i))
+		x.others[[2]uint64{h1, h2}] = append(x.others[[2]uint64{h1, h2}], int32(i))
 	}
 	return x
 }
@@ -259,23 +328,19 @@ func NewIndex(l *List, include func(i int) bool) *Index {
 // Find returns the first file of the list at location path with size
 // size.
 func (x *Index) Find(path []byte, size int64) (int, bool) {
-	i, ok := x.first[maphash.Bytes(x.seed, path)]
+	h1 := maphash.Bytes(x.seed1, path)
+	i, ok := x.first[h1]
 	if !ok {
 		return 0, false
 	}
-	if x.l.sizes[i] == size && x.equal(int(i), path) {
+	h2 := maphash.Bytes(x.seed2, path)
+	if x.second[i] == h2 && x.l.sizes[i] == size {
 		return int(i), true
 	}
-	for _, k := range x.others[string(path)] {
+	for _, k := range x.others[[2]uint64{h1, h2}] {
 		if x.l.sizes[k] == size {
 			return int(k), true
 		}
 	}
 	return 0, false
-}
-
-// equal reports whether file i's location is path.
-func (x *Index) equal(i int, path []byte) bool {
-	var buf [256]byte
-	return string(x.l.AppendPath(buf[:0], i)) == string(path)
 }

@@ -173,9 +173,6 @@ func TestIndex(t *testing.T) {
 			t.Errorf("Find(%q, %d) = %d, want none", miss.path, miss.size, i)
 		}
 	}
-	if p, ok := l.Duplicate(); !ok || !slices.Contains(paths[slices.Index(paths, p)+1:], p) {
-		t.Errorf("Duplicate() = %q, %t; want a location listed twice", p, ok)
-	}
 	// Only the files included are found.
 	even := NewIndex(&l, func(i int) bool { return i%2 == 0 })
 	for i := range 100 {
@@ -192,16 +189,10 @@ func TestIndex(t *testing.T) {
 	if i, ok := dx.Find([]byte("a"), 2); !ok || i != 1 {
 		t.Errorf("Find(a, 2) = %d, %t; want 1", i, ok)
 	}
-	if p, ok := dup.Duplicate(); !ok || p != "a" {
-		t.Errorf("Duplicate() = %q, %t; want a", p, ok)
-	}
 	spark := sparkNames(5000, r)
 	var unique List
 	for _, p := range spark {
 		unique.Append(p, 1)
-	}
-	if p, ok := unique.Duplicate(); ok {
-		t.Errorf("Duplicate() = %q of distinct locations", p)
 	}
 	var copied List
 	copied.Append("other/a.parquet", 3)
@@ -223,5 +214,77 @@ func BenchmarkPath(b *testing.B) {
 	var buf []byte
 	for i := range b.N {
 		buf = l.AppendPath(buf[:0], i*7919%len(paths))
+	}
+}
+
+// TestRuns: a list made of other lists' sealed runs shares them (a
+// table version's files made of its manifests' lists copies no
+// location), and reads across runs, partial ones coded again, as one list.
+func TestRuns(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	paths := sparkNames(500, r)
+	parts := []*List{{}, {}, {}}
+	bounds := []int{0, 70, 71, 500} // a run of 70, of 1, of 429
+	for k, part := range parts {
+		for i := bounds[k]; i < bounds[k+1]; i++ {
+			part.Append(paths[i], int64(i))
+		}
+		part.Clip()
+	}
+	var whole List
+	for _, part := range parts {
+		whole.AppendFrom(part, 0, part.Len())
+	}
+	whole.Clip()
+	if len(whole.runs) != 3 || whole.runs[0] != parts[0].runs[0] || whole.runs[2] != parts[2].runs[0] {
+		t.Fatalf("the whole list has %d runs, not its parts' own", len(whole.runs))
+	}
+	check := func(what string, l *List, want []string, sizes []int64) {
+		t.Helper()
+		if l.Len() != len(want) {
+			t.Fatalf("%s: %d files, want %d", what, l.Len(), len(want))
+		}
+		for i := range want {
+			if l.Path(i) != want[i] || l.Size(i) != sizes[i] {
+				t.Fatalf("%s: file %d is %q (%d), want %q (%d)", what, i, l.Path(i), l.Size(i), want[i], sizes[i])
+			}
+		}
+		for start := 0; start <= len(want); start += 13 {
+			for i, p := range l.Range(start, len(want)) {
+				if string(p) != want[i] {
+					t.Fatalf("%s: Range(%d, ...) yields %q as file %d, want %q", what, start, p, i, want[i])
+				}
+			}
+		}
+	}
+	sizesOf := func(from, to int) []int64 {
+		var s []int64
+		for i := from; i < to; i++ {
+			s = append(s, int64(i))
+		}
+		return s
+	}
+	check("whole", &whole, paths, sizesOf(0, 500))
+
+	// A new version: the first two runs kept whole, part of the third, and
+	// new files after.
+	var next List
+	next.Append("s3://other/new-0.parquet", 7)
+	next.AppendFrom(&whole, 0, 71)
+	next.AppendFrom(&whole, 100, 300)
+	next.Append("s3://other/new-1.parquet", 8)
+	want := append(append(append([]string{"s3://other/new-0.parquet"}, paths[:71]...), paths[100:300]...), "s3://other/new-1.parquet")
+	sizes := append(append(append([]int64{7}, sizesOf(0, 71)...), sizesOf(100, 300)...), 8)
+	check("next", &next, want, sizes)
+	if !slices.Contains(next.runs, whole.runs[0]) || !slices.Contains(next.runs, whole.runs[1]) || slices.Contains(next.runs, whole.runs[2]) {
+		t.Fatal("next shares the wrong runs")
+	}
+	next.Clip()
+	check("next, clipped", &next, want, sizes)
+	x := NewIndex(&next, nil)
+	for i, p := range want {
+		if got, ok := x.Find([]byte(p), sizes[i]); !ok || got != i {
+			t.Fatalf("Find(%q) = %d, %t; want %d", p, got, ok, i)
+		}
 	}
 }

@@ -157,9 +157,7 @@ func (p *Planner) planByManifest(ctx context.Context, tbl *table.Table, access s
 		}
 		b.manifests[i] = manifestRows{m.FilePath(), start, sb.s.len()}
 	}
-	if b.set, err = sb.finish(); err != nil {
-		return nil, true, fmt.Errorf("snapshot %d: %w", snap.SnapshotID, err)
-	}
+	b.set = sb.finish()
 	if last != nil { // the index's matches of the kept files are kept too
 		var moves []lookup.RowMove
 		for _, r := range b.manifests {
@@ -187,9 +185,5 @@ func manifestSetIceberg(ctx context.Context, fsys icebergio.IO, m iceberg.Manife
 		}
 		sb.add(&table.FileScanTask{File: entry.DataFile()})
 	}
-	set, err := sb.finish()
-	if err != nil {
-		return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
-	}
-	return set, nil
+	return sb.finish(), nil
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
+	"github.com/icebloom/icebloom/catalog"
+	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/lookup"
 	"github.com/icebloom/icebloom/index/serve/wire"
 	"github.com/icebloom/icebloom/index/where"
@@ -222,6 +224,14 @@ func (p *Planner) makeBase(ctx context.Context, tbl *table.Table, access string,
 			}
 		}
 	}
+	// The plan's lookup reads the table's index next: read it (into the
+	// FooterCache) while the base is made. At 1,000,000 files its
+	// directory alone takes a core a third of a second to decode.
+	go func() {
+		if fsys, err := catalog.TableIO(ctx, tbl); err == nil {
+			index.Load(ctx, fsys, tbl.Metadata(), p.footers.Scoped(access))
+		}
+	}()
 	b, err := p.planBase(ctx, tbl, access, snap, caseSensitive, r, rKey, schema, fields)
 	if err != nil {
 		return madeBase{}, err

@@ -77,10 +77,16 @@ type deleteRef struct {
 // does not hold.
 func newFileSet(tasks []table.FileScanTask, schema *iceberg.Schema, fieldIDs []int) (*fileSet, error) {
 	b := newSetBuilder(schema, fieldIDs, len(tasks))
+	seen := make(map[string]struct{}, len(tasks))
 	for i := range tasks {
+		path := tasks[i].File.FilePath()
+		if _, dup := seen[path]; dup { // a file split into byte ranges
+			return nil, fmt.Errorf("%s: several tasks of one data file", path)
+		}
+		seen[path] = struct{}{}
 		b.add(&tasks[i])
 	}
-	return b.finish()
+	return b.finish(), nil
 }
 
 // setBuilder makes a fileSet a file at a time, or a range of another
@@ -237,18 +243,16 @@ func (b *setBuilder) addDelete(i int, kind uint8, d iceberg.DataFile, held func(
 	s.deleteRefs[i] = append(s.deleteRefs[i], deleteRef{kind, di})
 }
 
-// finish returns the set made, or an error for a data file it holds
-// twice (a plan with several tasks of one file, which a set does not
-// hold).
-func (b *setBuilder) finish() (*fileSet, error) {
-	if path, dup := b.s.files.Duplicate(); dup {
-		return nil, fmt.Errorf("%s: several tasks of one data file", path)
-	}
+// finish returns the set made. A data file its manifests list twice (a
+// table the specification does not allow) is held twice, and answered
+// twice, as iceberg-go's planning does; the index matches the first
+// (filelist.Index), so the second is always kept.
+func (b *setBuilder) finish() *fileSet {
 	for k, field := range b.fields {
 		b.s.stats[field.ID] = b.stats[k].finish()
 	}
 	b.s.files.Clip()
-	return b.s, nil
+	return b.s
 }
 
 // partitionKey appends to b what tells a file's partition apart from

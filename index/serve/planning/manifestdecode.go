@@ -104,14 +104,10 @@ func decodeManifestSet(ctx context.Context, fsys icebergio.IO, m iceberg.Manifes
 		}
 		return nil
 	}
-	var set *fileSet
-	if err = decodeBlocks(ctx, md, feed); err == nil {
-		set, err = sb.finish()
-	}
-	if err != nil {
+	if err = decodeBlocks(ctx, md, feed); err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
 	}
-	return set, nil
+	return sb.finish(), nil
 }
 
 // parallelBlocks is the fewest blocks a manifest has for them to be
