@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/icebloom/icebloom/index/filelist"
 	"github.com/icebloom/icebloom/index/sbbf"
 	"github.com/icebloom/icebloom/index/segment"
 	"github.com/icebloom/icebloom/puffin"
@@ -472,7 +474,8 @@ func (ix *TableIndex) index() {
 
 // FindFile finds a planned data file by its location and size, as a
 // manifest entry lists them, for Match: its index among the caller's
-// files. path is only valid during the call.
+// files. path is only valid during the call. Match calls it from several
+// goroutines at once.
 type FindFile func(path []byte, size int64) (file int, ok bool)
 
 // Match finds the filters that apply to planned data files, which find
@@ -504,13 +507,7 @@ func (ix *TableIndex) MatchFrom(first int, find FindFile, fields []int, fn func(
 		if seg.Dir == nil {
 			continue
 		}
-		planned := make([]int32, seg.Dir.Files.Len()) // the directory's files' indexes among the caller's, -1 if not planned
-		for k, path := range seg.Dir.Files.All() {
-			planned[k] = -1
-			if i, ok := find(path, seg.Dir.Files.Size(k)); ok {
-				planned[k] = int32(i)
-			}
-		}
+		planned := plan(&seg.Dir.Files, find)
 		for gi, g := range seg.Dir.Groups {
 			if !slices.Contains(fields, g.FieldID) {
 				continue
@@ -522,6 +519,27 @@ func (ix *TableIndex) MatchFrom(first int, find FindFile, fields []int, fn func(
 			}
 		}
 	}
+}
+
+// plan returns the index among the caller's files of each of files,
+// -1 for one not planned. A directory of 1,000,000 files is looked up in
+// parts, a goroutine each.
+func plan(files *filelist.List, find FindFile) []int32 {
+	planned := make([]int32, files.Len())
+	parts := max(1, min(runtime.GOMAXPROCS(0), files.Len()/(1<<16)))
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Go(func() {
+			for k, path := range files.Range(files.Len()*p/parts, files.Len()*(p+1)/parts) {
+				planned[k] = -1
+				if i, ok := find(path, files.Size(k)); ok {
+					planned[k] = int32(i)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return planned
 }
 
 // FilterRef is where Match found a data file's filter: what a lookup over

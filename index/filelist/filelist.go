@@ -15,8 +15,10 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"iter"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"unsafe"
 )
 
@@ -295,41 +297,72 @@ func sharedSuffix(a, b string) int {
 type Index struct {
 	l            *List
 	seed1, seed2 maphash.Seed
-	first        map[uint64]int32 // by the first hash: the first file included with it
-	second       []uint64         // by file: the second hash
-	// others are the files whose first hash an earlier one had, by both
-	// hashes.
+	shards       []indexShard // by the first hash, modulo their number
+	second       []uint64     // by file: the second hash
+}
+
+// indexShard is the files whose first hash falls to it: by the first
+// hash, the first file included with it; the files whose first hash an
+// earlier one had, by both hashes.
+type indexShard struct {
+	first  map[uint64]int32
 	others map[[2]uint64][]int32
 }
 
+// parallelIndexFiles is the fewest files an index is made of by several
+// goroutines, a shard each: a server matching 1,000,000 files to an index
+// waits for it.
+const parallelIndexFiles = 1 << 16
+
 // NewIndex indexes the files of l for which include is true (every file
-// when include is nil). l must not change while the index is used.
+// when include is nil; it may be called from several goroutines at once).
+// l must not change while the index is used.
 func NewIndex(l *List, include func(i int) bool) *Index {
-	x := &Index{l: l, seed1: maphash.MakeSeed(), seed2: maphash.MakeSeed(), first: make(map[uint64]int32, l.Len()),
-		second: make([]uint64, l.Len())}
-	for i, p := range l.All() {
-		if include != nil && !include(i) {
-			continue
-		}
-		h1, h2 := maphash.Bytes(x.seed1, p), maphash.Bytes(x.seed2, p)
-		x.second[i] = h2
-		if _, dup := x.first[h1]; !dup {
-			x.first[h1] = int32(i)
-			continue
-		}
-		if x.others == nil {
-			x.others = map[[2]uint64][]int32{}
-		}
-		x.others[[2]uint64{h1, h2}] = append(x.others[[2]uint64{h1, h2}], int32(i))
+	n := 1
+	if l.Len() >= parallelIndexFiles {
+		n = max(1, min(runtime.GOMAXPROCS(0), 8))
 	}
+	x := &Index{l: l, seed1: maphash.MakeSeed(), seed2: maphash.MakeSeed(), shards: make([]indexShard, n), second: make([]uint64, l.Len())}
+	var wg sync.WaitGroup
+	for k := range x.shards {
+		wg.Go(func() { x.fill(k, include) })
+	}
+	wg.Wait()
 	return x
 }
 
+// fill adds the included files of shard k: each shard's goroutine reads
+// every location, and hashes and keeps its own.
+func (x *Index) fill(k int, include func(i int) bool) {
+	sh := &x.shards[k]
+	sh.first = make(map[uint64]int32, x.l.Len()/len(x.shards))
+	for i, p := range x.l.All() {
+		if include != nil && !include(i) {
+			continue
+		}
+		h1 := maphash.Bytes(x.seed1, p)
+		if int(h1%uint64(len(x.shards))) != k {
+			continue
+		}
+		h2 := maphash.Bytes(x.seed2, p)
+		x.second[i] = h2
+		if _, dup := sh.first[h1]; !dup {
+			sh.first[h1] = int32(i)
+			continue
+		}
+		if sh.others == nil {
+			sh.others = map[[2]uint64][]int32{}
+		}
+		sh.others[[2]uint64{h1, h2}] = append(sh.others[[2]uint64{h1, h2}], int32(i))
+	}
+}
+
 // Find returns the first file of the list at location path with size
-// size.
+// size. It is safe for concurrent use.
 func (x *Index) Find(path []byte, size int64) (int, bool) {
 	h1 := maphash.Bytes(x.seed1, path)
-	i, ok := x.first[h1]
+	sh := &x.shards[h1%uint64(len(x.shards))]
+	i, ok := sh.first[h1]
 	if !ok {
 		return 0, false
 	}
@@ -337,7 +370,7 @@ func (x *Index) Find(path []byte, size int64) (int, bool) {
 	if x.second[i] == h2 && x.l.sizes[i] == size {
 		return int(i), true
 	}
-	for _, k := range x.others[[2]uint64{h1, h2}] {
+	for _, k := range sh.others[[2]uint64{h1, h2}] {
 		if x.l.sizes[k] == size {
 			return int(k), true
 		}

@@ -181,6 +181,18 @@ func TestIndex(t *testing.T) {
 			t.Fatalf("even index: Find(file %d) = %d, %t", i, got, ok)
 		}
 	}
+	// A list large enough to be indexed in shards, one a goroutine.
+	large := sparkNames(parallelIndexFiles+1000, r)
+	var big List
+	for i, p := range large {
+		big.Append(p, int64(i))
+	}
+	bx := NewIndex(&big, func(i int) bool { return i%3 != 0 })
+	for i, p := range large {
+		if got, ok := bx.Find([]byte(p), int64(i)); ok != (i%3 != 0) || ok && got != i {
+			t.Fatalf("a large index: Find(file %d) = %d, %t", i, got, ok)
+		}
+	}
 	// A location listed twice with different sizes is found by either.
 	var dup List
 	dup.Append("a", 1)
