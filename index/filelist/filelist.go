@@ -23,7 +23,7 @@ import (
 )
 
 // restartEvery is how often a location is kept whole (but for what it
-// shares with the list's first one), so that reading one costs decoding at
+// shares with its run's first one), so that reading one costs decoding at
 // most restartEvery-1 others.
 const restartEvery = 32
 
