@@ -45,6 +45,9 @@ type ServeCmd struct {
 }
 
 func (c *ServeCmd) run(ctx context.Context, e *env) error {
+	if c.MemoryBudgetMiB < 0 {
+		return fmt.Errorf("--memory-budget-mib %d: want 0 (keep nothing warm) or more MiB", c.MemoryBudgetMiB)
+	}
 	budget := c.MemoryBudgetMiB << 20
 	if budget <= 0 {
 		budget = -1 // --memory-budget-mib 0 keeps nothing warm

@@ -334,6 +334,19 @@ func TestServeStorageFlags(t *testing.T) {
 	}
 }
 
+// TestServeRefusesBadLimits: a limit out of its range is refused with
+// its flag named, before anything is served (a negative budget was taken
+// for 0, which keeps nothing warm).
+func TestServeRefusesBadLimits(t *testing.T) {
+	for flag, value := range map[string]string{"--memory-budget-mib": "-5", "--tasks-per-page": "0", "--plan-timeout": "0s"} {
+		args := []string{"serve", "--listen", "127.0.0.1:0", flag, value}
+		_, stderr, code := icebloom(t, args...)
+		if code == 0 || !strings.Contains(stderr, flag+" "+value) {
+			t.Errorf("icebloom %s: exit %d, %s, want a refusal naming %s %s", strings.Join(args, " "), code, stderr, flag, value)
+		}
+	}
+}
+
 // TestServeReplicaSecret: two serves over one catalog with the same
 // --replica-secret-file answer each other's plan tasks; without it the
 // other answers NoSuchPlanTaskException; a missing or short secret file
