@@ -102,6 +102,8 @@ func (s *scaler) sharded(ctx context.Context, cat icecatalog.Catalog, n int, cou
 			Detail: fmt.Sprintf("CPU against the run of %d shards", counts[0])})
 		run.add(BenchLine{Key: fmt.Sprintf("shards_%d_commits", k), Value: float64(after - before), Unit: "commits", Target: "none (reported)",
 			Detail: "catalog commits of the run (metadata versions written)"})
+		run.add(BenchLine{Key: fmt.Sprintf("shards_%d_linkers", k), Value: float64(linkers), Unit: "shards", Target: "none (reported)",
+			Detail: "shards whose linking commit landed: one, unless shards finished at the same moment and each saw every marker (a later one then commits once more, on top of the file it replaced unseen)"})
 	}
 	return run, nil
 }
