@@ -191,6 +191,9 @@ type Stats struct {
 	// WorkReserved is the memory the plans being computed reserved, of
 	// WorkBudget.
 	WorkReserved, WorkBudget int64
+	// TurnWaits counts the plans of more than a quarter of WorkBudget that
+	// waited for their turn after another such plan.
+	TurnWaits int64
 	// Caches are each cache's figures, by name: plans, bases (the fast
 	// path's base plans), manifests, tables (the table objects kept per
 	// metadata location).
@@ -209,7 +212,7 @@ func (p *Planner) Stats() Stats {
 	warm := maps.Clone(p.warmMisses)
 	p.warmMu.Unlock()
 	return Stats{ResultBytes: used, Results: int64(n), Hits: hits, Misses: misses, Evictions: evicted,
-		WorkReserved: p.work.reserved.Load(), WorkBudget: p.work.size, Caches: caches, WarmMisses: warm}
+		WorkReserved: p.work.reserved.Load(), WorkBudget: p.work.size, TurnWaits: p.work.turnWaits.Load(), Caches: caches, WarmMisses: warm}
 }
 
 // Plan plans the scan req asks for of the table ident.

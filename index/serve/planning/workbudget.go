@@ -57,6 +57,8 @@ type workBudget struct {
 	large            chan struct{}
 	mu               sync.Mutex
 	largeSince, turn time.Time
+	// turnWaits counts the large reservations that waited for their turn.
+	turnWaits atomic.Int64
 }
 
 // DefaultMaxWorkWait is how long a plan waits for room in the work budget
@@ -353,7 +355,7 @@ func (w *workBudget) takeLarge(ctx context.Context, h *Hold, mine, wanted int64)
 // ones want room. It fails as acquire does, after the budget's wait.
 func (w *workBudget) awaitTurn(ctx context.Context, mine, wanted int64) error {
 	start := time.Now()
-	for {
+	for waits := 0; ; waits++ {
 		w.mu.Lock()
 		turn := w.turn
 		w.mu.Unlock()
@@ -363,6 +365,9 @@ func (w *workBudget) awaitTurn(ctx context.Context, mine, wanted int64) error {
 		}
 		if waited := now.Sub(start); waited >= w.wait {
 			return &BusyError{Wanted: wanted, Budget: w.size, Waited: waited}
+		}
+		if waits == 0 {
+			w.turnWaits.Add(1)
 		}
 		t := time.NewTimer(min(turn.Sub(now), w.wait-now.Sub(start), 5*time.Millisecond))
 		select {
