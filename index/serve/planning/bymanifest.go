@@ -34,10 +34,12 @@ import (
 // (planBase), which matches delete files to data files.
 
 // byManifestBytesPerFile is what making a base manifest by manifest holds
-// per file of the table while it works: the new set (about 180 bytes a
-// file of one column and a path of 60; TestBaseSizeMeasured) and a
-// decoded manifest's own set, with room for their slices' growth.
-// Decoded entries are streamed, a few blocks of them at a time.
+// per file of the table while it works, with room to spare: the decoded
+// manifests' sets and the new set made of them, which shares their
+// locations and copies the rest (together under 200 bytes a file of one
+// column; a set alone holds 60, TestBaseSizeMeasured), with room for
+// their slices' growth. Decoded entries are streamed, a few blocks of
+// them at a time.
 const byManifestBytesPerFile = 512
 
 // byManifestWorkBytes is what making the base of snap manifest by manifest
