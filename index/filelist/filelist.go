@@ -167,11 +167,16 @@ func (l *List) Clip() {
 // Bytes is the memory the list holds, its runs shared with other lists
 // included.
 func (l *List) Bytes() int64 {
-	n := int64(8*cap(l.sizes) + cap(l.last) + 16*cap(l.runs))
-	for _, r := range append(l.runs, &l.open) {
-		n += int64(64 + len(r.anchor) + cap(r.data) + 8*cap(r.restarts))
+	n := int64(8*cap(l.sizes)+cap(l.last)+16*cap(l.runs)) + l.open.bytes()
+	for _, r := range l.runs {
+		n += r.bytes()
 	}
 	return n
+}
+
+// bytes is the memory r holds.
+func (r *run) bytes() int64 {
+	return int64(64 + len(r.anchor) + cap(r.data) + 8*cap(r.restarts))
 }
 
 // Path returns the location of file i.
