@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/icebloom/icebloom/index/filelist"
+	"github.com/icebloom/icebloom/index/serve/planning/internal/manifestdec"
 )
 
 // fileSet is a base plan held in columns: per data file only what the fast
@@ -101,6 +102,7 @@ type setBuilder struct {
 	extraIdx  map[string]int32
 	deleteIdx map[iceberg.DataFile]int32
 	key       []byte
+	arena     boundArena // string and binary bounds, until finish lays them out
 }
 
 func newSetBuilder(schema *iceberg.Schema, fieldIDs []int, capacity int) *setBuilder {
@@ -133,17 +135,17 @@ func (b *setBuilder) add(t *table.FileScanTask) {
 		}
 	}
 	if len(b.stats) > 0 { // each getter copies its map: once for all fields
-		m := fileStats{f.ValueCounts(), f.NullValueCounts(), f.NaNValueCounts(), f.LowerBoundValues(), f.UpperBoundValues()}
+		values, nulls, nans, lower, upper := f.ValueCounts(), f.NullValueCounts(), f.NaNValueCounts(), f.LowerBoundValues(), f.UpperBoundValues()
 		for _, sb := range b.stats {
-			sb.add(&m)
+			id := sb.field.ID
+			var st manifestdec.ColumnStats
+			st.Values, st.HasValues = values[id]
+			st.Nulls, st.HasNulls = nulls[id]
+			st.NaNs, st.HasNaNs = nans[id]
+			st.Lower, st.Upper = lower[id], upper[id]
+			sb.add(&st, &b.arena)
 		}
 	}
-}
-
-// fileStats are a data file's statistics maps, got once.
-type fileStats struct {
-	values, nulls, nans map[int]int64
-	lower, upper        map[int][]byte
 }
 
 // addRows adds files [start, end) of src, whose statistics hold every
@@ -488,27 +490,80 @@ func newStatsBuilder(field iceberg.NestedField, capacity int) *statsBuilder {
 	return sb
 }
 
-// add adds the statistics of the field in a file's maps.
-func (sb *statsBuilder) add(f *fileStats) {
-	s, id := sb.s, sb.field.ID
-	vc, vok := f.values[id]
-	nc, nok := f.nulls[id]
-	s.nullsOnly = append(s.nullsOnly, nok && vok && nc == vc)
-	nan, nanok := f.nans[id]
-	s.nansOnly = append(s.nansOnly, nanok && vok && nan == vc)
-	lo := decodeBound(sb.field.Type, f.lower[id])
-	hi := decodeBound(sb.field.Type, f.upper[id])
-	s.hasLower, s.hasUpper = append(s.hasLower, lo != nil), append(s.hasUpper, hi != nil)
+// boundArena holds copies of many small byte strings (bounds of string
+// and binary columns) in a few large chunks instead of one allocation
+// each.
+type boundArena struct{ chunk []byte }
+
+// copy returns a copy of b held in the arena (nil for nil).
+func (a *boundArena) copy(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	if len(b) > 1<<10 {
+		return append(make([]byte, 0, len(b)), b...)
+	}
+	if cap(a.chunk)-len(a.chunk) < len(b) {
+		a.chunk = make([]byte, 0, 64<<10)
+	}
+	start := len(a.chunk)
+	a.chunk = append(a.chunk, b...)
+	return a.chunk[start:len(a.chunk):len(a.chunk)]
+}
+
+// copyUpper returns upperPrefix(hi) held in the arena.
+func (a *boundArena) copyUpper(hi []byte) []byte {
+	n := upperCut(hi)
+	if n == 0 {
+		return a.copy(hi)
+	}
+	up := a.copy(hi[:n])
+	up[n-1]++
+	return up
+}
+
+// add adds a file's statistics of the field, as the manifest decoder
+// gives them or as setBuilder.add takes them from a DataFile's maps:
+// counts present or not, bounds decoded as iceberg.LiteralFromBytes decodes
+// them (an integer of another width than its type's is no bound), string
+// and binary bounds copied into arena.
+func (sb *statsBuilder) add(st *manifestdec.ColumnStats, arena *boundArena) {
+	s := sb.s
+	s.nullsOnly = append(s.nullsOnly, st.HasNulls && st.HasValues && st.Nulls == st.Values)
+	s.nansOnly = append(s.nansOnly, st.HasNaNs && st.HasValues && st.NaNs == st.Values)
 	switch s.kind {
 	case intBounds:
-		l, _ := asInt64(lo)
-		h, _ := asInt64(hi)
-		s.ilo, s.ihi = append(s.ilo, l), append(s.ihi, h)
-	case bytesBounds:
-		sb.los, sb.his = append(sb.los, lowerPrefix(literalBytes(lo))), append(sb.his, upperPrefix(literalBytes(hi)))
+		lo, lok := intBound(sb.field.Type, st.Lower)
+		hi, hok := intBound(sb.field.Type, st.Upper)
+		s.hasLower, s.hasUpper = append(s.hasLower, lok), append(s.hasUpper, hok)
+		s.ilo, s.ihi = append(s.ilo, lo), append(s.ihi, hi)
+	case bytesBounds: // strings and binaries: every byte string is a bound
+		s.hasLower, s.hasUpper = append(s.hasLower, st.Lower != nil), append(s.hasUpper, st.Upper != nil)
+		sb.los, sb.his = append(sb.los, arena.copy(lowerPrefix(st.Lower))), append(sb.his, arena.copyUpper(st.Upper))
 	default:
+		lo := decodeBound(sb.field.Type, slices.Clone(st.Lower)) // literals may keep the bytes
+		hi := decodeBound(sb.field.Type, slices.Clone(st.Upper))
+		s.hasLower, s.hasUpper = append(s.hasLower, lo != nil), append(s.hasUpper, hi != nil)
 		s.lower, s.upper = append(s.lower, lo), append(s.upper, hi)
 	}
+}
+
+// intBound is a bound of an integer column (int, long, date, time,
+// timestamps), decoded as iceberg.LiteralFromBytes does: 4 bytes
+// little-endian for int and date, 8 for the others, anything else no
+// bound.
+func intBound(typ iceberg.Type, raw []byte) (int64, bool) {
+	switch typ.(type) {
+	case iceberg.Int32Type, iceberg.DateType:
+		if len(raw) == 4 {
+			return int64(int32(binary.LittleEndian.Uint32(raw))), true
+		}
+	default:
+		if len(raw) == 8 {
+			return int64(binary.LittleEndian.Uint64(raw)), true
+		}
+	}
+	return 0, false
 }
 
 // heldBoundBytes is how much of a string or binary bound a base holds:

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/icebloom/icebloom/index/serve/planning/internal/manifestdec"
 )
 
 // TestBoundPrefixes: the bounds a base holds of long strings and binaries
@@ -52,7 +54,7 @@ func TestColumnSpan(t *testing.T) {
 			if typ == iceberg.PrimitiveTypes.String {
 				lo, hi = []byte(strconv.FormatInt(a, 10)), []byte(strconv.FormatInt(b, 10))
 			}
-			sb.add(&fileStats{values: map[int]int64{1: 10}, nulls: map[int]int64{1: 0}, lower: map[int][]byte{1: lo}, upper: map[int][]byte{1: hi}})
+			sb.add(&manifestdec.ColumnStats{Values: 10, HasValues: true, HasNulls: true, Lower: lo, Upper: hi}, &boundArena{})
 		}
 		s := sb.finish()
 		for v := int64(0); v < 5000; v += 7 {

@@ -2,7 +2,6 @@ package planning
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -79,7 +78,6 @@ func decodeManifestSet(ctx context.Context, fsys icebergio.IO, m iceberg.Manifes
 			return nil, fmt.Errorf("manifest %s: %w: first row id %d", m.FilePath(), manifestdec.ErrUnsupported, next)
 		}
 	}
-	var arena boundArena
 	feed := func(blk *manifestdec.Block) error {
 		n := len(ids)
 		for k := range blk.Entries {
@@ -99,7 +97,7 @@ func decodeManifestSet(ctx context.Context, fsys icebergio.IO, m iceberg.Manifes
 			sb.row(e.Path, e.Size, e.Records, m.PartitionSpecID(), e.Format, e.Partition,
 				fileExtra{keyMetadata: e.KeyMetadata, splits: e.SplitOffsets, sortOrder: e.SortOrderID}, firstRowID)
 			for j, st := range sb.stats {
-				st.addDecoded(&blk.Stats[k*n+j], &arena)
+				st.add(&blk.Stats[k*n+j], &sb.arena)
 			}
 		}
 		return nil
@@ -220,79 +218,4 @@ func readManifest(fsys icebergio.IO, path string) ([]byte, error) {
 			return nil, fmt.Errorf("read manifest %s: %w", path, err)
 		}
 	}
-}
-
-// boundArena holds copies of many small byte strings (bounds of string
-// and binary columns) in a few large chunks instead of one allocation
-// each.
-type boundArena struct{ chunk []byte }
-
-// copy returns a copy of b held in the arena (nil for nil).
-func (a *boundArena) copy(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	if len(b) > 1<<10 {
-		return append(make([]byte, 0, len(b)), b...)
-	}
-	if cap(a.chunk)-len(a.chunk) < len(b) {
-		a.chunk = make([]byte, 0, 64<<10)
-	}
-	start := len(a.chunk)
-	a.chunk = append(a.chunk, b...)
-	return a.chunk[start:len(a.chunk):len(a.chunk)]
-}
-
-// copyUpper returns upperPrefix(hi) held in the arena.
-func (a *boundArena) copyUpper(hi []byte) []byte {
-	n := upperCut(hi)
-	if n == 0 {
-		return a.copy(hi)
-	}
-	up := a.copy(hi[:n])
-	up[n-1]++
-	return up
-}
-
-// addDecoded adds a file's statistics of the field as the manifest
-// decoder gives them, as add adds them from a DataFile's maps: counts
-// present or not, bounds decoded as iceberg.LiteralFromBytes decodes them
-// (an integer of another width than its type's is no bound).
-func (sb *statsBuilder) addDecoded(st *manifestdec.ColumnStats, arena *boundArena) {
-	s := sb.s
-	s.nullsOnly = append(s.nullsOnly, st.HasNulls && st.HasValues && st.Nulls == st.Values)
-	s.nansOnly = append(s.nansOnly, st.HasNaNs && st.HasValues && st.NaNs == st.Values)
-	switch s.kind {
-	case intBounds:
-		lo, lok := intBound(sb.field.Type, st.Lower)
-		hi, hok := intBound(sb.field.Type, st.Upper)
-		s.hasLower, s.hasUpper = append(s.hasLower, lok), append(s.hasUpper, hok)
-		s.ilo, s.ihi = append(s.ilo, lo), append(s.ihi, hi)
-	case bytesBounds: // strings and binaries: every byte string is a bound
-		s.hasLower, s.hasUpper = append(s.hasLower, st.Lower != nil), append(s.hasUpper, st.Upper != nil)
-		sb.los, sb.his = append(sb.los, arena.copy(lowerPrefix(st.Lower))), append(sb.his, arena.copyUpper(st.Upper))
-	default:
-		lo := decodeBound(sb.field.Type, slices.Clone(st.Lower)) // literals may keep the bytes
-		hi := decodeBound(sb.field.Type, slices.Clone(st.Upper))
-		s.hasLower, s.hasUpper = append(s.hasLower, lo != nil), append(s.hasUpper, hi != nil)
-		s.lower, s.upper = append(s.lower, lo), append(s.upper, hi)
-	}
-}
-
-// intBound is a bound of an integer column (int, long, date, time,
-// timestamps), decoded as iceberg.LiteralFromBytes does: 4 bytes
-// little-endian for int and date, 8 for the others, anything else no
-// bound.
-func intBound(typ iceberg.Type, raw []byte) (int64, bool) {
-	switch typ.(type) {
-	case iceberg.Int32Type, iceberg.DateType:
-		if len(raw) == 4 {
-			return int64(int32(binary.LittleEndian.Uint32(raw))), true
-		}
-	default:
-		if len(raw) == 8 {
-			return int64(binary.LittleEndian.Uint64(raw)), true
-		}
-	}
-	return 0, false
 }
