@@ -328,9 +328,18 @@ func NewIndex(l *List, include func(i int) bool) *Index {
 		n = max(1, min(runtime.GOMAXPROCS(0), 8))
 	}
 	x := &Index{l: l, seed1: maphash.MakeSeed(), seed2: maphash.MakeSeed(), shards: make([]indexShard, n), second: make([]uint64, l.Len())}
+	included := l.Len() // the maps' room: a commit's few new files need little
+	if include != nil {
+		included = 0
+		for i := range l.Len() {
+			if include(i) {
+				included++
+			}
+		}
+	}
 	var wg sync.WaitGroup
 	for k := range x.shards {
-		wg.Go(func() { x.fill(k, include) })
+		wg.Go(func() { x.fill(k, include, included) })
 	}
 	wg.Wait()
 	return x
@@ -338,9 +347,9 @@ func NewIndex(l *List, include func(i int) bool) *Index {
 
 // fill adds the included files of shard k: each shard's goroutine reads
 // every location, and hashes and keeps its own.
-func (x *Index) fill(k int, include func(i int) bool) {
+func (x *Index) fill(k int, include func(i int) bool, included int) {
 	sh := &x.shards[k]
-	sh.first = make(map[uint64]int32, x.l.Len()/len(x.shards))
+	sh.first = make(map[uint64]int32, included/len(x.shards))
 	for i, p := range x.l.All() {
 		if include != nil && !include(i) {
 			continue
