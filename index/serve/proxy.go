@@ -442,9 +442,16 @@ func HasIndex(meta table.Metadata) bool {
 	return false
 }
 
-// upstreamStep is how much of an upstream answer that does not say its
-// length is read (and reserved for) at a time.
-const upstreamStep = 1 << 20
+// An upstream answer that does not say its length is read (and reserved
+// for) a step at a time, the first of firstUpstreamStep, each next one
+// twice the last, up to upstreamStep: a load answer of a few KB, sent
+// chunked, reserved 3 MiB for its first step of 1 MiB, and one caller's
+// sixth plan at once passed its share of the default budget (16 MiB) and
+// was answered 429 (TestConcurrentPlans, on a busy machine).
+const (
+	firstUpstreamStep = 64 << 10
+	upstreamStep      = 1 << 20
+)
 
 // readUpstream reads an upstream answer whole (at most maxUpstreamJSON),
 // leaving a reader of it in resp.Body, with room reserved in the memory
@@ -462,12 +469,12 @@ func (s *Server) readUpstream(ctx context.Context, resp *http.Response) (body []
 			r()
 		}
 	}
-	step := int64(upstreamStep)
+	step, known := int64(firstUpstreamStep), false
 	if n := resp.ContentLength; n >= 0 {
-		step = min(n, maxUpstreamJSON) + 1 // +1: an answer longer than it says is seen
+		step, known = min(n, maxUpstreamJSON)+1, true // +1: an answer longer than it says is seen
 	}
 	var buf bytes.Buffer
-	for {
+	for ; ; step = nextUpstreamStep(step, known) {
 		r, rerr := s.planner.ReserveWork(ctx, 3*step)
 		if rerr != nil {
 			release()
@@ -487,6 +494,15 @@ func (s *Server) readUpstream(ctx context.Context, resp *http.Response) (body []
 			return nil, nil, fmt.Errorf("upstream response over %d bytes", int64(maxUpstreamJSON))
 		}
 	}
+}
+
+// nextUpstreamStep is the step read after one of step: twice it up to
+// upstreamStep for an answer of unknown length, else the same.
+func nextUpstreamStep(step int64, known bool) int64 {
+	if known {
+		return step
+	}
+	return min(2*step, upstreamStep)
 }
 
 // releasingBody is a response body that gives back a reservation when

@@ -756,15 +756,27 @@ func TestUpstreamAnswersReserved(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := newHTTPServer(t, srv).URL
-	hold, err := srv.Planner().ReserveWork(context.Background(), srv.Planner().Stats().WorkBudget)
-	if err != nil {
-		t.Fatal(err)
+	// One reservation holds three quarters of the budget at most: hold
+	// the rest with another.
+	budget := srv.Planner().Stats().WorkBudget
+	var holds []func()
+	for _, n := range []int64{budget, budget / 4} {
+		hold, err := srv.Planner().ReserveWork(context.Background(), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		holds = append(holds, hold)
+	}
+	if st := srv.Planner().Stats(); st.WorkReserved != budget {
+		t.Fatalf("held %d of the budget's %d", st.WorkReserved, budget)
 	}
 	resp, body := do(t, "GET", base+tablePath, up.Token, "")
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("a load with no room to read it: %d %s, want 503 with Retry-After", resp.StatusCode, body)
 	}
-	hold()
+	for _, hold := range holds {
+		hold()
+	}
 	if resp, body := do(t, "GET", base+tablePath, up.Token, ""); resp.StatusCode != 200 || !strings.Contains(string(body), "scan-planning-mode") {
 		t.Fatalf("a load with room: %d %s", resp.StatusCode, body)
 	}
