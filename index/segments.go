@@ -34,8 +34,6 @@ type Segment struct {
 	// File is the segment's statistics entry; a linked segment's is made
 	// from its link (LinkedFile).
 	File table.StatisticsFile
-	// Dir is the segment's directory (format v2), nil for a v1 segment.
-	Dir *segment.Directory
 	// Entries are the v1 entries of the file's footer.
 	Entries []Entry
 	// LinkedFrom is the path of the statistics file whose directory links
@@ -43,6 +41,23 @@ type Segment struct {
 	// link.
 	LinkedFrom string
 	Link       *segment.Link
+	// dir is the segment's directory (format v2), nil for a v1 segment.
+	dir *storedDirectory
+}
+
+// HasDirectory reports whether the segment has a directory (format v2).
+func (s *Segment) HasDirectory() bool { return s.dir != nil }
+
+// Directory returns the segment's directory (format v2), nil for a v1
+// segment. It is kept as stored and decoded while someone holds it
+// decoded (a caller, its StoredFilters and FilterRefs), so a caller that
+// needs it throughout holds it rather than ask again. It is shared and
+// must not be modified.
+func (s *Segment) Directory() *segment.Directory {
+	if s.dir == nil {
+		return nil
+	}
+	return s.dir.directory()
 }
 
 // LinkedFile returns the statistics entry a linked segment would have if
@@ -73,10 +88,10 @@ func LinkedFile(owner table.StatisticsFile, l segment.Link) table.StatisticsFile
 
 // Links returns the segment files the segment links (segment.Link).
 func (s *Segment) Links() []segment.Link {
-	if s.Dir == nil {
+	if s.dir == nil {
 		return nil
 	}
-	return s.Dir.Links
+	return s.dir.links
 }
 
 // Filters returns every filter of the segment.
@@ -87,12 +102,13 @@ func (s *Segment) Filters() iter.Seq[StoredFilter] {
 				return
 			}
 		}
-		if s.Dir == nil {
+		dir := s.Directory()
+		if dir == nil {
 			return
 		}
-		for gi := range s.Dir.Groups {
-			for m := range s.Dir.Groups[gi].Members {
-				if !yield(s.v2Filter(gi, m)) {
+		for gi := range dir.Groups {
+			for m := range dir.Groups[gi].Members {
+				if !yield(s.v2Filter(dir, gi, m)) {
 					return
 				}
 			}
@@ -106,10 +122,11 @@ func (s *Segment) v1Filter(i int) StoredFilter {
 		NDV: e.NDV, FPP: e.FPP, Blocks: e.NumBlocks(), Path: s.File.StatisticsPath, offset: e.Offset}
 }
 
-func (s *Segment) v2Filter(gi, m int) StoredFilter {
-	g := &s.Dir.Groups[gi]
+// v2Filter is member m of group gi of dir, the segment's directory.
+func (s *Segment) v2Filter(dir *segment.Directory, gi, m int) StoredFilter {
+	g := &dir.Groups[gi]
 	mem := g.Members[m]
-	return StoredFilter{DataFile: s.Dir.Files.Path(mem.File), DataFileSize: s.Dir.Files.Size(mem.File), FieldID: g.FieldID, ValueType: g.ValueType,
+	return StoredFilter{DataFile: dir.Files.Path(mem.File), DataFileSize: dir.Files.Size(mem.File), FieldID: g.FieldID, ValueType: g.ValueType,
 		NDV: mem.NDV, FPP: g.FPP, Blocks: g.Blocks, Path: s.File.StatisticsPath, group: g, member: m}
 }
 
@@ -206,19 +223,32 @@ type entryKey struct {
 	fieldID  int
 }
 
-// Bytes is the memory the index's segments hold: their directories and v1
-// entries, and 16 KiB a segment for what reading it keeps (its statistics
-// entry, its Puffin footer). Directories are shared with the FooterCache
-// the index was loaded with, and with other indexes of the same
-// statistics files.
+// Bytes is the memory the index's segments hold: their directories as
+// stored and v1 entries, and 16 KiB a segment for what reading it keeps
+// (its statistics entry, its Puffin footer). Directories are shared with
+// the FooterCache the index was loaded with, and with other indexes of the
+// same statistics files. Their decoded forms are not counted: see
+// DecodedBytes.
 func (ix *TableIndex) Bytes() int64 {
 	n := int64(len(ix.segments)) << 14
 	for _, seg := range ix.segments {
-		if seg.Dir != nil {
-			n += seg.Dir.Bytes()
+		if seg.dir != nil {
+			n += seg.dir.bytes()
 		}
 		for _, e := range seg.Entries {
 			n += int64(unsafe.Sizeof(e)) + int64(len(e.DataFile))
+		}
+	}
+	return n
+}
+
+// DecodedBytes is the memory the index's directories take decoded, which
+// whoever holds its StoredFilters keeps alive (Bytes does not count it).
+func (ix *TableIndex) DecodedBytes() int64 {
+	var n int64
+	for _, seg := range ix.segments {
+		if seg.dir != nil {
+			n += seg.dir.decodedBytes
 		}
 	}
 	return n
@@ -313,7 +343,7 @@ func (c *FooterCache) add(path string, f *footer) {
 // v2 directory or its v1 entries, and the entries that failed DecodeEntry
 // (which fail the same way every time, the file being immutable).
 type footer struct {
-	dir     *segment.Directory
+	dir     *storedDirectory
 	entries []Entry
 	invalid []error
 }
@@ -367,7 +397,7 @@ func load(ctx context.Context, fsys icebergio.IO, files []table.StatisticsFile, 
 	var linked []table.StatisticsFile
 	for i, f := range footers {
 		if f != nil && f.dir != nil {
-			for _, l := range f.dir.Links {
+			for _, l := range f.dir.links {
 				linked = append(linked, LinkedFile(files[i], l))
 			}
 		}
@@ -384,21 +414,21 @@ func load(ctx context.Context, fsys icebergio.IO, files []table.StatisticsFile, 
 		}
 		f := footers[i]
 		problems = append(problems, f.invalid...)
-		ix.segments = append(ix.segments, Segment{File: sf, Dir: f.dir, Entries: f.entries})
+		ix.segments = append(ix.segments, Segment{File: sf, dir: f.dir, Entries: f.entries})
 		if f.dir == nil {
 			continue
 		}
-		for k := range f.dir.Links {
+		for k := range f.dir.links {
 			lsf, lf, lerr := linked[next], linkedFooters[next], linkedErrs[next]
 			next++
 			switch {
 			case lerr != nil:
 				problems = append(problems, &SegmentError{Path: lsf.StatisticsPath, LinkedFrom: sf.StatisticsPath, Err: lerr})
-			case lf.dir == nil || len(lf.dir.Links) > 0:
+			case lf.dir == nil || len(lf.dir.links) > 0:
 				problems = append(problems, &SegmentError{Path: lsf.StatisticsPath, LinkedFrom: sf.StatisticsPath,
 					Err: fmt.Errorf("index: statistics file %s links %s, which is not a segment without links of its own", sf.StatisticsPath, lsf.StatisticsPath)})
 			default:
-				ix.segments = append(ix.segments, Segment{File: lsf, Dir: lf.dir, LinkedFrom: sf.StatisticsPath, Link: &f.dir.Links[k]})
+				ix.segments = append(ix.segments, Segment{File: lsf, dir: lf.dir, LinkedFrom: sf.StatisticsPath, Link: &f.dir.links[k]})
 			}
 		}
 	}
@@ -459,14 +489,15 @@ func (ix *TableIndex) index() {
 	for si := range ix.segments {
 		seg := &ix.segments[si]
 		for j, e := range seg.Entries {
-			put(e.DataFile, e.DataFileSize, e.FieldID, FilterRef{seg, -1, int32(j)})
+			put(e.DataFile, e.DataFileSize, e.FieldID, FilterRef{seg, nil, -1, int32(j)})
 		}
-		if seg.Dir == nil {
+		dir := seg.Directory()
+		if dir == nil {
 			continue
 		}
-		for gi, g := range seg.Dir.Groups {
+		for gi, g := range dir.Groups {
 			for m, mem := range g.Members {
-				put(seg.Dir.Files.Path(mem.File), seg.Dir.Files.Size(mem.File), g.FieldID, FilterRef{seg, int32(gi), int32(m)})
+				put(dir.Files.Path(mem.File), dir.Files.Size(mem.File), g.FieldID, FilterRef{seg, dir, int32(gi), int32(m)})
 			}
 		}
 	}
@@ -501,20 +532,21 @@ func (ix *TableIndex) MatchFrom(first int, find FindFile, fields []int, fn func(
 			}
 			buf = append(buf[:0], e.DataFile...)
 			if i, ok := find(buf, e.DataFileSize); ok {
-				fn(i, FilterRef{seg, -1, int32(j)})
+				fn(i, FilterRef{seg, nil, -1, int32(j)})
 			}
 		}
-		if seg.Dir == nil {
+		dir := seg.Directory()
+		if dir == nil || !slices.ContainsFunc(dir.Groups, func(g segment.Group) bool { return slices.Contains(fields, g.FieldID) }) {
 			continue
 		}
-		planned := plan(&seg.Dir.Files, find)
-		for gi, g := range seg.Dir.Groups {
+		planned := plan(&dir.Files, find)
+		for gi, g := range dir.Groups {
 			if !slices.Contains(fields, g.FieldID) {
 				continue
 			}
 			for m, mem := range g.Members {
 				if i := planned[mem.File]; i >= 0 {
-					fn(int(i), FilterRef{seg, int32(gi), int32(m)})
+					fn(int(i), FilterRef{seg, dir, int32(gi), int32(m)})
 				}
 			}
 		}
@@ -547,6 +579,7 @@ func plan(files *filelist.List, find FindFile) []int32 {
 // which makes the data file's location a string again.
 type FilterRef struct {
 	seg *Segment
+	dir *segment.Directory // seg's, decoded: a ref holds it
 	// group is the filter's group in seg.Dir, and member its member
 	// there; a negative group makes member the index of a v1 entry.
 	group, member int32
@@ -557,7 +590,7 @@ func (r FilterRef) FieldID() int {
 	if r.group < 0 {
 		return r.seg.Entries[r.member].FieldID
 	}
-	return r.seg.Dir.Groups[r.group].FieldID
+	return r.dir.Groups[r.group].FieldID
 }
 
 // Group returns the v2 group holding the filter and its member index, or
@@ -566,7 +599,7 @@ func (r FilterRef) Group() (*segment.Group, int) {
 	if r.group < 0 {
 		return nil, 0
 	}
-	return &r.seg.Dir.Groups[r.group], int(r.member)
+	return &r.dir.Groups[r.group], int(r.member)
 }
 
 // StatisticsPath is the statistics file holding the filter.
@@ -577,7 +610,7 @@ func (r FilterRef) Filter() StoredFilter {
 	if r.group < 0 {
 		return r.seg.v1Filter(int(r.member))
 	}
-	return r.seg.v2Filter(int(r.group), int(r.member))
+	return r.seg.v2Filter(r.dir, int(r.group), int(r.member))
 }
 
 // Extends reports whether ix holds prev's segments, the same ones read
@@ -593,7 +626,7 @@ func (ix *TableIndex) Extends(prev *TableIndex) bool {
 	for i, seg := range prev.segments {
 		cur := ix.segments[i]
 		if cur.File.StatisticsPath != seg.File.StatisticsPath || cur.File.FileSizeInBytes != seg.File.FileSizeInBytes ||
-			cur.Dir != seg.Dir || len(cur.Entries) != len(seg.Entries) || cur.LinkedFrom != seg.LinkedFrom {
+			cur.dir != seg.dir || len(cur.Entries) != len(seg.Entries) || cur.LinkedFrom != seg.LinkedFrom {
 			return false
 		}
 	}
@@ -675,7 +708,11 @@ func readFooter(fsys icebergio.IO, sf table.StatisticsFile) (*footer, error) {
 		return nil, fmt.Errorf("index: open statistics file %s: %w", path, err)
 	}
 	defer f.Close()
-	if dir, ok, err := segment.ReadPlacedDirectory(f, sf); ok {
+	if off, length, ok, err := segment.PlacedDirectory(sf); ok {
+		var dir *storedDirectory
+		if err == nil {
+			dir, err = readStoredDirectory(f, off, length)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("index: statistics file %s: %w", path, err)
 		}
@@ -687,7 +724,7 @@ func readFooter(fsys icebergio.IO, sf table.StatisticsFile) (*footer, error) {
 	}
 	var ft footer
 	if off, length, ok := segment.FindDirectory(r); ok {
-		if ft.dir, err = segment.ReadDirectory(f, off, length); err != nil {
+		if ft.dir, err = readStoredDirectory(f, off, length); err != nil {
 			return nil, fmt.Errorf("index: statistics file %s: %w", path, err)
 		}
 	}
@@ -714,5 +751,5 @@ func ReadSegment(fsys icebergio.IO, sf table.StatisticsFile) (Segment, error) {
 	if err != nil {
 		return Segment{}, err
 	}
-	return Segment{File: sf, Dir: f.dir, Entries: f.entries}, nil
+	return Segment{File: sf, dir: f.dir, Entries: f.entries}, nil
 }

@@ -107,8 +107,8 @@ func TestLoadUnion(t *testing.T) {
 	if len(segs) != 2 || segs[0].File.StatisticsPath != a.StatisticsPath || segs[1].File.StatisticsPath != b.StatisticsPath {
 		t.Fatalf("segments %+v, want a.puffin then b.puffin", segs)
 	}
-	if len(segs[0].Entries) != 2 || segs[0].Dir != nil {
-		t.Errorf("segment a: %d entries, directory %v; want 2 v1 entries", len(segs[0].Entries), segs[0].Dir)
+	if len(segs[0].Entries) != 2 || segs[0].HasDirectory() {
+		t.Errorf("segment a: %d entries, directory %v; want 2 v1 entries", len(segs[0].Entries), segs[0].Directory())
 	}
 
 	for _, c := range []struct {

@@ -246,7 +246,7 @@ func TestRepairAdvice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, g := range segs[0].Dir.Groups {
+	for _, g := range segs[0].Directory().Groups {
 		for i := g.Offset; i < g.Offset+g.Bytes(); i++ {
 			b[i] ^= 0xff
 		}
@@ -585,7 +585,7 @@ func TestCompactIndexRepairAdvice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, g := range seg.Dir.Groups {
+	for _, g := range seg.Directory().Groups {
 		for i := g.Offset; i < g.Offset+g.Bytes(); i++ {
 			b[i] ^= 0xff
 		}

@@ -154,8 +154,8 @@ func inspect(ctx context.Context, tbl *table.Table, snapshotID int64) (*InspectO
 	for _, seg := range ix.Segments() {
 		info := SegmentInfo{Path: seg.File.StatisticsPath, SnapshotID: seg.File.SnapshotID,
 			Bytes: seg.File.FileSizeInBytes, Format: 1}
-		if seg.Dir != nil {
-			info.Format, info.Groups = 2, len(seg.Dir.Groups)
+		if dir := seg.Directory(); dir != nil {
+			info.Format, info.Groups = 2, len(dir.Groups)
 		}
 		if l := seg.Link; l != nil {
 			info.LinkedFrom = seg.LinkedFrom

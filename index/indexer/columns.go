@@ -98,8 +98,8 @@ func HeldColumns(ix *index.TableIndex, meta table.Metadata) []HeldColumn {
 			for _, e := range seg.Entries {
 				hold(e.FieldID, e.FPP)
 			}
-			if seg.Dir != nil {
-				for _, g := range seg.Dir.Groups {
+			if dir := seg.Directory(); dir != nil {
+				for _, g := range dir.Groups {
 					hold(g.FieldID, g.FPP)
 				}
 			}

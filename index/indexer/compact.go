@@ -280,7 +280,7 @@ func (c *compaction) once(ctx context.Context, cat icecatalog.Catalog, ident tab
 		return sum, nil
 	}
 	keep, v1 := chooseFilters(segments, held, c.broken, only, c.drop)
-	linking := slices.ContainsFunc(segments, func(seg index.Segment) bool { return seg.Dir != nil && len(seg.Dir.Links) > 0 })
+	linking := slices.ContainsFunc(segments, func(seg index.Segment) bool { return len(seg.Links()) > 0 })
 	for si := range segments {
 		for _, k := range keep[si] {
 			if k {
@@ -635,25 +635,26 @@ func chooseFilters(segments []index.Segment, held map[fileKey]int32, broken map[
 	keep = make([][]bool, len(segments))
 	for si := range segments {
 		seg := &segments[si]
-		v1 = v1 || seg.Dir == nil
+		v1 = v1 || !seg.HasDirectory()
 		skip := only != nil && !only(seg)
 		for _, e := range seg.Entries { // Filters lists v1 entries first
 			n, ok := held[fileKey{e.DataFile, e.DataFileSize}]
 			_, dropped := drop[e.FieldID]
 			keep[si] = append(keep[si], !skip && !dropped && ok && take(e.FieldID, n))
 		}
-		if seg.Dir == nil {
+		dir := seg.Directory()
+		if dir == nil {
 			continue
 		}
-		files := make([]int32, seg.Dir.Files.Len()) // held file numbers, -1 if no snapshot holds it
-		for k, path := range seg.Dir.Files.All() {
+		files := make([]int32, dir.Files.Len()) // held file numbers, -1 if no snapshot holds it
+		for k, path := range dir.Files.All() {
 			files[k] = -1
-			if n, ok := held[fileKey{string(path), seg.Dir.Files.Size(k)}]; ok {
+			if n, ok := held[fileKey{string(path), dir.Files.Size(k)}]; ok {
 				files[k] = n
 			}
 		}
-		for gi := range seg.Dir.Groups {
-			g := &seg.Dir.Groups[gi]
+		for gi := range dir.Groups {
+			g := &dir.Groups[gi]
 			_, dropped := drop[g.FieldID]
 			dead := skip || dropped || broken[groupRef{seg.File.StatisticsPath, g.Offset}]
 			for _, m := range g.Members {

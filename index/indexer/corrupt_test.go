@@ -131,7 +131,7 @@ func (fx *corruptionFixture) target(t *testing.T, k int) target {
 	}
 	for _, seg := range ix.Segments() {
 		if seg.File.StatisticsPath == flt.Path {
-			tg.sf, tg.dir = seg.File, seg.Dir
+			tg.sf, tg.dir = seg.File, seg.Directory()
 		}
 	}
 	tg.group, _ = flt.Group()

@@ -355,7 +355,7 @@ func TestMaintainRemembersColumnsOfOneDamagedSegment(t *testing.T) {
 			tbl = fx.table(t)
 			coveredByAll(t, tbl, 1, 2)
 			for _, seg := range loadIndex(t, tbl).Segments() {
-				for _, g := range seg.Dir.Groups {
+				for _, g := range seg.Directory().Groups {
 					if g.FPP != 0.001 {
 						t.Errorf("a group of field %d targets %v, want the 0.001 the index was built at", g.FieldID, g.FPP)
 					}

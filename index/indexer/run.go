@@ -236,8 +236,9 @@ func filesFromRun(ix *index.TableIndex, segs []index.Segment, isLive map[segment
 	}
 	n := 0
 	for _, seg := range segs {
-		for k := range seg.Dir.Files.Len() {
-			if f := seg.Dir.File(k); isLive[f] && (linked && fromRun(f) || !linked && covered(f)) {
+		dir := seg.Directory()
+		for k := range dir.Files.Len() {
+			if f := dir.File(k); isLive[f] && (linked && fromRun(f) || !linked && covered(f)) {
 				n++
 			}
 		}

@@ -104,11 +104,12 @@ func linkTo(path string, size, footerSize int64, dir *segment.Result, run *Shard
 // are copied.
 func linkable(seg index.Segment) (segment.Link, bool) {
 	off, length, ok := segment.DirectoryPlace(seg.File)
-	if !ok || seg.Dir == nil || len(seg.Dir.Links) > 0 || len(seg.Entries) > 0 || len(seg.Dir.Groups) == 0 {
+	dir := seg.Directory()
+	if !ok || dir == nil || len(dir.Links) > 0 || len(seg.Entries) > 0 || len(dir.Groups) == 0 {
 		return segment.Link{}, false
 	}
 	fields := map[int]bool{}
-	for _, g := range seg.Dir.Groups {
+	for _, g := range dir.Groups {
 		fields[g.FieldID] = true
 	}
 	return segment.Link{Path: seg.File.StatisticsPath, Size: seg.File.FileSizeInBytes, FooterSize: seg.File.FileFooterSizeInBytes,

@@ -371,7 +371,7 @@ func TestMissingShardSegment(t *testing.T) {
 	tbl, _ = cat.LoadTable(ctx, tbl.Identifier())
 	var lost index.Segment
 	for _, seg := range loadIndex(t, tbl).Segments() {
-		if seg.Link != nil && seg.Dir.Files.Len() > 0 {
+		if seg.Link != nil && seg.Directory().Files.Len() > 0 {
 			lost = seg
 		}
 	}
@@ -379,7 +379,7 @@ func TestMissingShardSegment(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := map[string]bool{}
-	for _, path := range lost.Dir.Files.All() {
+	for _, path := range lost.Directory().Files.All() {
 		gone[string(path)] = true
 	}
 	for _, rows := range rowsByFile {

@@ -67,7 +67,7 @@ func TestCompactionDecodesEachManifestOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data[old.Dir.Groups[0].Offset+3] ^= 0x10
+	data[old.Directory().Groups[0].Offset+3] ^= 0x10
 	key, _ := s3.Key(old.File.StatisticsPath)
 	s3.Put(t, key, data)
 

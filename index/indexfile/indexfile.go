@@ -291,6 +291,7 @@ func (s *Writer) CopyFilters(fs icebergio.IO, segs []index.Segment, keep func(se
 			return &UnreadableError{seg.File.StatisticsPath, fmt.Errorf("open %s: %w", seg.File.StatisticsPath, err)}
 		}
 		defer f.Close()
+		dir := seg.Directory() // held: the filters below are of this one decoded
 		ord := -1
 		for flt := range seg.Filters() {
 			if ord++; !keep(si, ord, flt) {
@@ -319,7 +320,7 @@ func (s *Writer) CopyFilters(fs icebergio.IO, segs []index.Segment, keep func(se
 				}
 				i = len(merges[c])
 				byGroup[g] = i
-				merges[c] = append(merges[c], segment.Source{Path: seg.File.StatisticsPath, R: f, Group: g, Files: &seg.Dir.Files})
+				merges[c] = append(merges[c], segment.Source{Path: seg.File.StatisticsPath, R: f, Group: g, Files: &dir.Files})
 			}
 			merges[c][i].Keep = append(merges[c][i].Keep, m)
 		}

@@ -75,7 +75,7 @@ func TestColumnarIndexProblems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, g := range seg.Dir.Groups {
+	for _, g := range seg.Directory().Groups {
 		for b := range g.Blocks {
 			data[g.ChunkOf(b, 0).Offset] ^= 0x40
 		}

@@ -749,8 +749,10 @@ type Memo struct {
 
 // Bytes is the memory the memo holds: its matches, and the index it
 // matched, whose directories (shared with the index's FooterCache) it
-// keeps alive as long as it is kept. A server keeping a memo with each
-// plan it holds charges it this.
+// keeps alive as long as it is kept: as stored, and decoded too where the
+// general evaluation's StoredFilters hold them (the columnar prober's
+// matches do not). A server keeping a memo with each plan it holds
+// charges it this.
 func (m *Memo) Bytes() int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -772,6 +774,9 @@ func (m *Memo) Bytes() int64 {
 		}
 		for _, mf := range pf.fields {
 			n += int64(cap(mf.filters))*int64(unsafe.Sizeof(index.StoredFilter{})) + mf.pathBytes + int64(cap(mf.found)) + 4*int64(cap(mf.order))
+		}
+		if len(pf.fields) > 0 { // its StoredFilters keep the directories decoded
+			n += pf.ix.DecodedBytes()
 		}
 	}
 	for ix := range indexes {

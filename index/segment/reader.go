@@ -13,6 +13,18 @@ import (
 // ReadDirectory reads the directory stored (zstd-compressed) in the length
 // bytes at off of a segment's Puffin file, with one read, and checks it.
 func ReadDirectory(r io.ReaderAt, off, length int64) (*Directory, error) {
+	stored, err := ReadStoredDirectory(r, off, length)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeStoredDirectory(stored, off)
+}
+
+// ReadStoredDirectory reads the directory blob of length bytes at off of a
+// segment's Puffin file as stored (zstd-compressed), with one read,
+// without checking it: what a reader keeps to decode the directory again
+// (DecodeStoredDirectory) where its decoded form is too large to keep.
+func ReadStoredDirectory(r io.ReaderAt, off, length int64) ([]byte, error) {
 	if off < 4 || length <= 0 || length > MaxDirectoryBytes {
 		return nil, fmt.Errorf("directory: %d bytes at offset %d is not a directory's place", length, off)
 	}
@@ -23,6 +35,12 @@ func ReadDirectory(r io.ReaderAt, off, length int64) (*Directory, error) {
 		}
 		return nil, fmt.Errorf("directory: read %d bytes at offset %d: %w", length, off, err)
 	}
+	return stored, nil
+}
+
+// DecodeStoredDirectory decompresses, decodes and checks a directory blob
+// as stored at off of its Puffin file.
+func DecodeStoredDirectory(stored []byte, off int64) (*Directory, error) {
 	data, err := puffin.Decompress(puffin.CodecZstd, stored, MaxDirectoryBytes)
 	if err != nil {
 		return nil, fmt.Errorf("directory: %w", err)
@@ -62,13 +80,20 @@ func DirectoryPlace(sf table.StatisticsFile) (off, length int64, ok bool) {
 // the entry does not record one. A place that overlaps the footer is an
 // error.
 func ReadPlacedDirectory(r io.ReaderAt, sf table.StatisticsFile) (dir *Directory, ok bool, err error) {
-	off, length, ok := DirectoryPlace(sf)
-	if !ok {
-		return nil, false, nil
-	}
-	if off+length > sf.FileSizeInBytes-sf.FileFooterSizeInBytes {
-		return nil, true, fmt.Errorf("directory of %d bytes at %d overlaps the footer", length, off)
+	off, length, ok, err := PlacedDirectory(sf)
+	if !ok || err != nil {
+		return nil, ok, err
 	}
 	dir, err = ReadDirectory(r, off, length)
 	return dir, true, err
+}
+
+// PlacedDirectory is DirectoryPlace, with a place that overlaps the footer
+// of sf an error.
+func PlacedDirectory(sf table.StatisticsFile) (off, length int64, ok bool, err error) {
+	off, length, ok = DirectoryPlace(sf)
+	if ok && off+length > sf.FileSizeInBytes-sf.FileFooterSizeInBytes {
+		return 0, 0, true, fmt.Errorf("directory of %d bytes at %d overlaps the footer", length, off)
+	}
+	return off, length, ok, nil
 }
