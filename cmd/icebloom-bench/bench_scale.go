@@ -243,8 +243,8 @@ func (s *scaler) local(ctx context.Context, cat icecatalog.Catalog, n int) (Scal
 		return run, fmt.Errorf("statistics entry %s records no directory place", sf.StatisticsPath)
 	}
 	groups := 0
-	if seg.Dir != nil {
-		groups = len(seg.Dir.Groups)
+	if dir := seg.Directory(); dir != nil {
+		groups = len(dir.Groups)
 	}
 	bytesLine := func(key string, v int64, detail string) {
 		run.add(BenchLine{Key: key, Value: float64(v), Unit: "B", Target: "none (reported)", Detail: detail})
@@ -523,10 +523,11 @@ func (s *scaler) onS3(ctx context.Context, dir string, n int) (ScaleRun, error) 
 		if _, l, ok := segment.DirectoryPlace(seg.File); ok {
 			dirBytes += l
 		}
-		if seg.Dir == nil {
+		dir := seg.Directory()
+		if dir == nil {
 			continue
 		}
-		for _, g := range seg.Dir.Groups {
+		for _, g := range dir.Groups {
 			if g.FieldID == 1 {
 				groups++
 			}

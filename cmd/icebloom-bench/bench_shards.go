@@ -191,7 +191,7 @@ func (s *scaler) shardedOneByOne(ctx context.Context, cat icecatalog.Catalog, n,
 	if err != nil {
 		return run, err
 	}
-	if segs := ix.Segments(); len(segs) != 1 || segs[0].Dir.Files.Len() != len(st.Paths) {
+	if segs := ix.Segments(); len(segs) != 1 || segs[0].Directory().Files.Len() != len(st.Paths) {
 		return run, fmt.Errorf("after the merge: %d segments", len(segs))
 	}
 	_, dirLen, _ := segment.DirectoryPlace(ix.Segments()[0].File)
