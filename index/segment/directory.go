@@ -164,6 +164,9 @@ func DecodeDirectory(data []byte, groupsEnd int64) (*Directory, error) {
 	nFiles := d.count(2) // a file takes at least 3 bytes
 	dir := &Directory{}
 	dir.Files.Grow(nFiles)
+	// The list's coding takes about what the directory's front coding does
+	// (Clip, below, leaves it exactly what it takes).
+	dir.Files.GrowBytes(len(d.b))
 	var prev []byte
 	for range nFiles {
 		shared, n := d.uvarint(), d.uvarint()
