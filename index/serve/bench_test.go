@@ -206,3 +206,54 @@ func BenchmarkPlanEdgeValues(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPlanManyMatches: warm plans of new values on a table where each
+// value is in about a fifth of the files (file i holds 0, ManyMaxID and 80
+// random even ids of 400), so the plan's cost beyond the index is encoding
+// many tasks (REST FileScanTasks with a residual each, sized for the plan
+// cache): the share a large table's false positives give a point lookup
+// (3,600 of 1,000,000 files). ICEBLOOM_BENCH_FILES sets the number of files
+// (default 200).
+//
+//	ICEBLOOM_BENCH_FILES=5000 go test -run - -bench BenchmarkPlanManyMatches -benchtime 20x -count 6 ./index/serve
+func BenchmarkPlanManyMatches(b *testing.B) {
+	files := benchFiles(b)
+	const perFile, values = 80, 400
+	cat := servetest.AddFilesTableOf(b, files, func(i int) []int64 {
+		rng := rand.New(rand.NewPCG(uint64(i), 11))
+		ids := []int64{0, servetest.ManyMaxID}
+		for range perFile {
+			ids = append(ids, 2+2*rng.Int64N(values))
+		}
+		return ids
+	})
+	srv, err := serve.New(serve.Options{Catalog: cat.Catalog})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ident := table.Identifier{"db", "events"}
+	plan := func(v int64) *planning.PlanResult {
+		res, err := srv.Planner().Plan(context.Background(), ident, filterJSON(v))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return res
+	}
+	plan(1) // the base plan, once
+	next := int64(0)
+	b.Run("warm-new-value", func(b *testing.B) {
+		planned := 0
+		for b.Loop() {
+			next++
+			if next > values {
+				b.Fatalf("more than %d plans: the values repeat, and would come from the plan cache", values)
+			}
+			res := plan(2 * next)
+			if res.Cached || !res.FastPath {
+				b.Fatalf("id = %d: cached %v, fast path %v", 2*next, res.Cached, res.FastPath)
+			}
+			planned += res.FilesPlanned
+		}
+		b.ReportMetric(float64(planned)/float64(b.N), "files-planned/op")
+	})
+}

@@ -149,3 +149,29 @@ func TestLookupWorkBytesMeasured(t *testing.T) {
 		t.Fatalf("a lookup of %d files reserves %d bytes and holds %d: want held <= reserved <= 2 x held", files, reserved, held)
 	}
 }
+
+// TestResultSizeMeasured: the bytes a kept plan result is charged in the
+// plan cache (its pages of REST FileScanTasks, their residuals, spans and
+// names) are at least what it holds on the heap, measured by dropping the
+// cache, and not more than twice that. The result is a lookup of a value
+// every file holds, so its 4 pages hold all 4,000 files.
+func TestResultSizeMeasured(t *testing.T) {
+	if !measureAlone(t) {
+		return
+	}
+	const files = 4000
+	p, _ := measuredPlanner(t, files, `{"type":"eq","term":"id","value":0}`)
+	charged, n, _, _, _ := p.results.stats()
+	if n != 1 {
+		t.Fatalf("%d results kept, want 1", n)
+	}
+	with := liveHeap()
+	p.results = newLRU[*PlanResult](1 << 30)
+	without := liveHeap()
+	runtime.KeepAlive(p)
+	held := int64(with) - int64(without)
+	t.Logf("a result of %d files: charged %d bytes (%d a file), holds %d (%d a file)", files, charged, charged/files, held, held/files)
+	if charged < held || charged > 2*held {
+		t.Fatalf("a result of %d files is charged %d bytes and holds %d: want held <= charged <= 2 x held", files, charged, held)
+	}
+}

@@ -144,8 +144,9 @@ type PlanResult struct {
 	spans []KeyRange
 }
 
-// Bytes is the memory the result holds (its pages, encoded), as the plan
-// cache charges it.
+// Bytes is the memory the result holds (its pages' Go values, counted as
+// resultbytes.go says, erring upward), as the plan cache and the plan
+// store charge it.
 func (r *PlanResult) Bytes() int64 { return r.size }
 
 // RequestError is a planning request the server cannot plan: a bad filter,
@@ -424,9 +425,7 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, access string, req
 	if len(res.Pages) == 0 {
 		res.Pages = []rest.ScanTasks{{}}
 	}
-	if b, err := json.Marshal(res.Pages); err == nil {
-		res.size = int64(len(b)) + int64(len(res.MetadataLocation)) + 256
-	}
+	res.size = res.heldBytes() // resultbytes.go: counted, not marshalled
 	return res, nil
 }
 

@@ -1,7 +1,9 @@
 package wire
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/apache/iceberg-go"
@@ -24,9 +26,12 @@ import (
 // statsFields are the field ids whose column statistics the client asked
 // for (stats-fields); others are left out, as the spec says. A task's
 // residual is written with Expression, binding any unbound predicate to
-// the table's current schema.
+// the table's current schema. Tasks with one residual share its JSON (the
+// same bytes, written once): a point lookup on an unpartitioned table gives
+// every task the request's filter.
 func ScanTasks(meta table.Metadata, tasks []table.FileScanTask, statsFields map[int]bool) (rest.ScanTasks, error) {
 	var env rest.ScanTasks
+	residuals := residualWriter{meta: meta}
 	deleteIdx := map[string]int{}
 	taskIdx := map[string]int{}
 	for _, t := range tasks {
@@ -39,7 +44,7 @@ func ScanTasks(meta table.Metadata, tasks []table.FileScanTask, statsFields map[
 			}
 			wt := rest.RESTFileScanTask{DataFile: df}
 			if t.Residual != nil {
-				if wt.ResidualFilter, err = Expression(t.Residual, meta.CurrentSchema()); err != nil {
+				if wt.ResidualFilter, err = residuals.write(t.Residual); err != nil {
 					return rest.ScanTasks{}, fmt.Errorf("%s: residual filter: %w", path, err)
 				}
 			}
@@ -68,6 +73,54 @@ func ScanTasks(meta table.Metadata, tasks []table.FileScanTask, statsFields map[
 		}
 	}
 	return env, nil
+}
+
+// residualWriter writes the residuals of one envelope, each distinct one
+// once. Writing one costs microseconds (a visit, a json.Marshal per node,
+// and meta.CurrentSchema clones the schema at each call), about a tenth of
+// a warm plan of a large table when done for each task, while most tasks
+// share their residual: an unpartitioned table's tasks all have the
+// request's filter, a partitioned one's have one of a few (the filter, or
+// what is left of it on the partitions whose values decide some of its
+// predicates).
+//
+// Residuals are told apart by ==, the identity of their nodes: iceberg-go's
+// predicates are pointers, and And, Or and Not are structs of their
+// children, so two residuals built of the same predicates (as
+// planning.residuals builds them, per partition, from one compiled filter)
+// are equal, and equal residuals are the same expression, which writes the
+// same JSON. A residual that == cannot compare (a node type holding a
+// slice or a map would make == panic) is written on its own each time.
+// String would be a key for those too, but costs about what writing does.
+type residualWriter struct {
+	meta    table.Metadata
+	schema  *iceberg.Schema // meta's current schema, taken at the first residual written
+	written map[iceberg.BooleanExpression]json.RawMessage
+}
+
+// write is Expression(expr, the current schema), the bytes of an earlier
+// equal residual when there was one.
+func (w *residualWriter) write(expr iceberg.BooleanExpression) (json.RawMessage, error) {
+	keyed := reflect.ValueOf(expr).Comparable()
+	if keyed {
+		if out, ok := w.written[expr]; ok {
+			return out, nil
+		}
+	}
+	if w.schema == nil {
+		w.schema = w.meta.CurrentSchema()
+	}
+	out, err := Expression(expr, w.schema)
+	if err != nil {
+		return nil, err
+	}
+	if keyed {
+		if w.written == nil {
+			w.written = map[iceberg.BooleanExpression]json.RawMessage{}
+		}
+		w.written[expr] = out
+	}
+	return out, nil
 }
 
 // deleteKey tells delete files apart: deletion vectors of one Puffin file

@@ -289,3 +289,86 @@ func TestEnvelopeNamesTheFileAndField(t *testing.T) {
 		t.Errorf("err = %v, want the file, the field and the type named", err)
 	}
 }
+
+// uncomparable is a bound predicate that == cannot compare (it holds a
+// slice): as a map key it would panic.
+type uncomparable struct {
+	iceberg.BoundLiteralPredicate
+	_ []int
+}
+
+// TestEnvelopeSharedResiduals: each distinct residual is written once per
+// envelope (the tasks that share it share its JSON), and still every task
+// carries its own: residuals equal by their nodes (one predicate, or an And
+// of the same two made twice, as a partitioned plan's are) write the same
+// JSON as each would alone, residuals that differ stay different, and a
+// residual == cannot compare is written rather than panicking.
+func TestEnvelopeSharedResiduals(t *testing.T) {
+	meta := envelopeTable(t)
+	schema := meta.CurrentSchema()
+	bind := func(e iceberg.BooleanExpression) iceberg.BooleanExpression {
+		t.Helper()
+		bound, err := iceberg.BindExpr(schema, e, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bound
+	}
+	two := bind(iceberg.EqualTo(iceberg.Reference("ratio"), 2.0))
+	three := bind(iceberg.EqualTo(iceberg.Reference("ratio"), 3.0))
+	named := bind(iceberg.EqualTo(iceberg.Reference("s"), "x"))
+	residuals := []iceberg.BooleanExpression{
+		two, three, two, // one predicate twice, another between
+		iceberg.NewAnd(two, named), iceberg.NewAnd(two, named), iceberg.NewAnd(three, named), // equal Ands made apart
+		iceberg.AlwaysTrue{}, nil, // true, and no residual
+		iceberg.EqualTo(iceberg.Reference("ratio"), 2.0), // unbound: bound to the current schema
+		uncomparable{BoundLiteralPredicate: three.(iceberg.BoundLiteralPredicate)},
+		two,
+	}
+	var tasks []table.FileScanTask
+	for i, r := range residuals {
+		f := file(t, meta, iceberg.EntryContentData, fmt.Sprintf("s3://b/t/data/%d.parquet", i), iceberg.ParquetFile, nil)
+		tasks = append(tasks, table.FileScanTask{File: f, Residual: r})
+	}
+	env, err := ScanTasks(meta, tasks, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(env.FileScanTasks) != len(residuals) {
+		t.Fatalf("%d tasks, want %d", len(env.FileScanTasks), len(residuals))
+	}
+	for i, r := range residuals {
+		got := env.FileScanTasks[i].ResidualFilter
+		if r == nil {
+			if got != nil {
+				t.Errorf("task %d has no residual, written as %s", i, got)
+			}
+			continue
+		}
+		want, err := Expression(r, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("task %d: residual-filter %s, want %s (its residual written alone)", i, got, want)
+		}
+	}
+	json := func(i int) string { return string(env.FileScanTasks[i].ResidualFilter) }
+	for _, pair := range [][2]int{{0, 1}, {3, 5}, {0, 3}, {6, 0}} {
+		if json(pair[0]) == json(pair[1]) {
+			t.Errorf("tasks %d and %d have different residuals, written alike: %s", pair[0], pair[1], json(pair[0]))
+		}
+	}
+	if json(1) != json(9) || json(0) != json(8) {
+		t.Errorf("an equal residual written differently: %s, %s; %s, %s", json(1), json(9), json(0), json(8))
+	}
+	shared := func(i, j int) bool {
+		return &env.FileScanTasks[i].ResidualFilter[0] == &env.FileScanTasks[j].ResidualFilter[0]
+	}
+	if !shared(0, 2) || !shared(0, 10) || !shared(3, 4) {
+		t.Error("tasks with one residual do not share its JSON: it was written more than once")
+	}
+	if _, err := rest.DecodeScanTasks(env, meta, nil, iceberg.AlwaysTrue{}); err != nil {
+		t.Errorf("iceberg-go's client refuses the envelope: %v", err)
+	}
+}
