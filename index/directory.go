@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 	"weak"
 
@@ -23,25 +24,29 @@ type storedDirectory struct {
 	stored []byte
 	offset int64 // the blob's place in its file: where the groups must end
 	links  []segment.Link
-	// decodedBytes is the decoded directory's size (segment.Directory.Bytes).
-	decodedBytes int64
+	// decodedBytes is the decoded directory's size (segment.Directory.Bytes),
+	// once it was decoded.
+	decodedBytes atomic.Int64
 	// mu serializes decoding, so that callers at once share one.
 	mu      sync.Mutex
 	decoded weak.Pointer[segment.Directory]
 }
 
 // readStoredDirectory reads and checks the directory blob of length bytes
-// at off of a statistics file, and keeps it as stored.
+// at off of a statistics file, and keeps it as stored. It is checked, not
+// decoded: a server loads the index while it reads a table's manifests and
+// matches files to it after, by when a directory decoded here would most
+// often have been collected, and decoded again.
 func readStoredDirectory(r io.ReaderAt, off, length int64) (*storedDirectory, error) {
 	stored, err := segment.ReadStoredDirectory(r, off, length)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := segment.DecodeStoredDirectory(stored, off)
+	links, err := segment.CheckStoredDirectory(stored, off)
 	if err != nil {
 		return nil, err
 	}
-	return &storedDirectory{stored: stored, offset: off, links: dir.Links, decodedBytes: dir.Bytes(), decoded: weak.Make(dir)}, nil
+	return &storedDirectory{stored: stored, offset: off, links: links}, nil
 }
 
 // directory returns the decoded directory: the one decoded last while
@@ -59,6 +64,7 @@ func (d *storedDirectory) directory() *segment.Directory {
 		panic(fmt.Sprintf("index: a directory that decoded when it was read does not decode again: %v", err))
 	}
 	d.decoded = weak.Make(dir)
+	d.decodedBytes.Store(dir.Bytes())
 	return dir
 }
 

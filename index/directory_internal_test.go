@@ -91,8 +91,8 @@ func TestDirectoryKeptAsStored(t *testing.T) {
 		t.Fatal("the loaded index keeps its directory decoded")
 	}
 	held := seg.Directory()
-	if ix.Bytes() >= seg.dir.decodedBytes || seg.dir.decodedBytes != held.Bytes() || ix.DecodedBytes() != held.Bytes() {
-		t.Errorf("index of %d bytes, its directory %d bytes decoded (%d held): want it counted as stored", ix.Bytes(), seg.dir.decodedBytes, held.Bytes())
+	if ix.Bytes() >= seg.dir.decodedBytes.Load() || seg.dir.decodedBytes.Load() != held.Bytes() || ix.DecodedBytes() != held.Bytes() {
+		t.Errorf("index of %d bytes, its directory %d bytes decoded (%d held): want it counted as stored", ix.Bytes(), seg.dir.decodedBytes.Load(), held.Bytes())
 	}
 	if again := seg.Directory(); again != held {
 		t.Error("a directory held decoded was decoded again")

@@ -243,12 +243,13 @@ func (ix *TableIndex) Bytes() int64 {
 }
 
 // DecodedBytes is the memory the index's directories take decoded, which
-// whoever holds its StoredFilters keeps alive (Bytes does not count it).
+// whoever holds its StoredFilters keeps alive (Bytes does not count it);
+// a directory not decoded yet counts nothing.
 func (ix *TableIndex) DecodedBytes() int64 {
 	var n int64
 	for _, seg := range ix.segments {
 		if seg.dir != nil {
-			n += seg.dir.decodedBytes
+			n += seg.dir.decodedBytes.Load()
 		}
 	}
 	return n

@@ -150,6 +150,13 @@ func commonPrefix(a, b []byte) int {
 // groups must end, the directory's own offset in the file: no group a
 // lookup reads may reach past it.
 func DecodeDirectory(data []byte, groupsEnd int64) (*Directory, error) {
+	return decodeDirectory(data, groupsEnd, true)
+}
+
+// decodeDirectory is DecodeDirectory; without keep, it checks the
+// directory as fully but keeps no file and no member: its Files are empty
+// and its groups' Members nil.
+func decodeDirectory(data []byte, groupsEnd int64, keep bool) (*Directory, error) {
 	if len(data) < len(directoryMagic)+4 || [4]byte(data) != directoryMagic {
 		return nil, errors.New("directory: bad magic")
 	}
@@ -163,26 +170,32 @@ func DecodeDirectory(data []byte, groupsEnd int64) (*Directory, error) {
 	}
 	nFiles := d.count(2) // a file takes at least 3 bytes
 	dir := &Directory{}
-	dir.Files.Grow(nFiles)
-	// The list's coding takes about what the directory's front coding does
-	// (Clip, below, leaves it exactly what it takes).
-	dir.Files.GrowBytes(len(d.b))
+	if keep {
+		dir.Files.Grow(nFiles)
+		// The list's coding takes about what the directory's front coding
+		// does (Clip, below, leaves it exactly what it takes).
+		dir.Files.GrowBytes(len(d.b))
+	}
 	var prev []byte
-	for range nFiles {
+	files, prevLen := 0, 0
+	for ; files < nFiles; files++ {
 		shared, n := d.uvarint(), d.uvarint()
-		if shared > uint64(len(prev)) {
-			d.fail("file %d shares %d bytes of a %d-byte path", dir.Files.Len(), shared, len(prev))
+		if shared > uint64(prevLen) {
+			d.fail("file %d shares %d bytes of a %d-byte path", files, shared, prevLen)
 		}
 		suffix := d.bytes(n)
 		if d.err != nil {
 			break
 		}
-		prev = append(prev[:shared], suffix...)
+		prevLen = int(shared) + len(suffix)
 		size := d.int64()
-		if len(prev) == 0 {
-			d.fail("file %d has no path", dir.Files.Len())
+		if prevLen == 0 {
+			d.fail("file %d has no path", files)
 		}
-		dir.Files.AppendBytes(prev, size)
+		if keep {
+			prev = append(prev[:shared], suffix...)
+			dir.Files.AppendBytes(prev, size)
+		}
 	}
 	dir.Files.Clip()
 	nGroups := d.count(20)
@@ -206,13 +219,18 @@ func DecodeDirectory(data []byte, groupsEnd int64) (*Directory, error) {
 			d.fail("group %d: fpp %v", gi, fpp)
 		case g.Blocks < 1 || nMembers < 1:
 			d.fail("group %d: %d blocks, %d members", gi, g.Blocks, nMembers)
-		case dir.Files.Len() == 0:
+		case files == 0:
 			// intN(-1) below would take file 0 of none (docs/format.md §2.3).
 			d.fail("group %d has members, but the directory lists no files", gi)
 		}
-		g.Members = make([]Member, nMembers)
-		for i := range g.Members {
-			g.Members[i] = Member{File: d.intN(dir.Files.Len() - 1), NDV: d.int64()}
+		if keep {
+			g.Members = make([]Member, nMembers)
+		}
+		for i := range nMembers {
+			m := Member{File: d.intN(files - 1), NDV: d.int64()}
+			if keep {
+				g.Members[i] = m
+			}
 		}
 		if d.err == nil && (g.Offset < 4 || g.Offset > groupsEnd || runBytes(nMembers) > (groupsEnd-g.Offset)/int64(g.Blocks)) {
 			d.fail("group %d: %d runs of %d members at offset %d reach past the directory at %d", gi, g.Blocks, nMembers, g.Offset, groupsEnd)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"math"
+	"reflect"
 	"testing"
 )
 
@@ -31,8 +32,17 @@ func FuzzDecodeDirectory(f *testing.F) {
 
 func check(t *testing.T, data []byte, groupsEnd int64) {
 	d, err := DecodeDirectory(data, groupsEnd)
+	// Checking without keeping files and members (CheckStoredDirectory)
+	// accepts exactly what decoding does, with the same links.
+	checked, cerr := decodeDirectory(data, groupsEnd, false)
+	if (err == nil) != (cerr == nil) || err != nil && err.Error() != cerr.Error() {
+		t.Fatalf("decoding: %v; checking: %v", err, cerr)
+	}
 	if err != nil {
 		return
+	}
+	if !reflect.DeepEqual(checked.Links, d.Links) || checked.Files.Len() != 0 || len(checked.Groups) != len(d.Groups) {
+		t.Fatalf("checking kept %d files, %d groups and links %v; decoding %d groups and links %v", checked.Files.Len(), len(checked.Groups), checked.Links, len(d.Groups), d.Links)
 	}
 	for _, g := range d.Groups {
 		if g.FieldID < 0 || g.FieldID > math.MaxInt32 {
