@@ -63,14 +63,18 @@ func (c *lruCache[V]) add(key string, val V, size int64) bool {
 	return true
 }
 
-// grow charges delta more bytes to the entry of key (what it decoded
-// since it was added), evicting others to stay within the budget, or the
-// entry itself when it no longer fits. A key not held is left alone.
-func (c *lruCache[V]) grow(key string, delta int64) {
+// grow charges delta more bytes to the entry of key if it holds val (what
+// val decoded since it was added), evicting others to stay within the
+// budget, or the entry itself when it no longer fits. A key not held, or
+// holding another value, is left alone: a base made for more columns than
+// the kept one and not kept itself (too large) is used under the same key,
+// and its growth charged to the kept one brought the cache's bytes below
+// zero.
+func (c *lruCache[V]) grow(key string, val V, delta int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.entries[key]
-	if !ok {
+	if !ok || any(el.Value.(*lruEntry[V]).val) != any(val) {
 		return
 	}
 	e := el.Value.(*lruEntry[V])

@@ -28,3 +28,21 @@ func TestCacheChargesKeys(t *testing.T) {
 		t.Fatalf("%d entries held, %d evicted, want at most 4 held", n, evicted)
 	}
 }
+
+// TestCacheGrowsOnlyItsValue: growth is charged to a key's entry only
+// while it holds the value that grew; a base made for more columns and not
+// kept (too large) is used under the key of the one kept, and its memo's
+// growth, charged to that one, brought the cache's bytes below zero.
+func TestCacheGrowsOnlyItsValue(t *testing.T) {
+	kept, other := new(int), new(int)
+	c := newLRU[*int](1 << 20)
+	c.add("k", kept, 1000)
+	c.grow("k", other, -900)
+	if used, _, _, _, _ := c.stats(); used != 1001 {
+		t.Fatalf("after another value grew: %d bytes charged, want 1001", used)
+	}
+	c.grow("k", kept, 500)
+	if used, _, _, _, _ := c.stats(); used != 1501 {
+		t.Fatalf("after the value held grew: %d bytes charged, want 1501", used)
+	}
+}
