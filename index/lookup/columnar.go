@@ -241,8 +241,17 @@ type columnar struct {
 	hit       []bool // files the current test keeps: a value may be present
 	units     []chunkUnit
 	unitBytes int64
+	// batch is how many bytes of chunks are read before they are checked
+	// (columnarWork), and maxRead bounds one read of them: a small batch
+	// is still read in readsPerBatch reads at once, not one after another.
+	batch, maxRead int64
 	blockStats
 }
+
+// readsPerBatch is how many reads a batch smaller than maxRead times it is
+// read in, so that on object storage a lookup bounded to small batches
+// waits for about as many round trips as with large ones.
+const readsPerBatch = 8
 
 // chunkUnit is one chunk to read and verify, the hash to check in it, and
 // the group files (columnGroup.files[first:end]) whose blocks it holds.
@@ -259,25 +268,39 @@ type chunkUnit struct {
 // buffers do not grow with files × values.
 var columnarBatchBytes int64 = 8 << 20 // a variable for tests
 
-// columnarWorkBytes is the memory the columnar prober works in for a lookup
-// of files data files: two flags a file, and the chunks one batch reads
-// (columnarBatchBytes, or less for few files and values) with the gaps
-// its reads span.
-func columnarWorkBytes(files int, tests []*test) int64 {
+// minBatchBytes is the smallest batch a lookup bounded by
+// Options.MaxWorkBytes reads in.
+const minBatchBytes = 64 << 10
+
+// columnarWork is the memory the columnar prober works in for a lookup of
+// files data files, within most bytes (0: no bound): two flags a file, and
+// the chunks one batch reads with the gaps its reads span. The batch is
+// columnarBatchBytes, less for few files and values, and less where most
+// bounds the whole (at least minBatchBytes): at 1,000,000 files a value's
+// chunks are 32 MB, and 8 MiB batches made each lookup reserve 18 MiB,
+// more than a quarter of the 64 MiB plans of a 256 MiB budget work in,
+// which the budget takes one at a time (16 clients: 408 refusals in 30 s).
+func columnarWork(files int, tests []*test, most int64) (work, batch int64) {
 	values := 0
 	for _, t := range tests {
 		values = max(values, len(t.values))
 	}
 	chunks := int64(files) * int64(values) * (sbbf.BlockBytes + segment.ChecksumBytes)
-	return 2*int64(files) + 2*min(chunks, columnarBatchBytes) + 64<<10
+	fixed := 2*int64(files) + 64<<10
+	batch = columnarBatchBytes
+	if most > 0 {
+		batch = max(min(batch, (most-fixed)/2), min(batch, minBatchBytes))
+	}
+	return fixed + 2*min(chunks, batch), batch
 }
 
 // pruneColumns evaluates the conjunction tests for the files alive marks
 // (all of them when nil), with the column indexes cols, and returns which
 // survive. Problems are reported in the returned stats, and keep the files
 // they concern.
-func pruneColumns(ctx context.Context, fsys icebergio.IO, n int, alive []bool, tests []*test, cols map[int]*columnIndex) ([]bool, blockStats, error) {
-	c := &columnar{fsys: fsys, alive: make([]bool, n), hit: make([]bool, n)}
+func pruneColumns(ctx context.Context, fsys icebergio.IO, n int, alive []bool, tests []*test, cols map[int]*columnIndex, batch int64) ([]bool, blockStats, error) {
+	c := &columnar{fsys: fsys, alive: make([]bool, n), hit: make([]bool, n), batch: batch,
+		maxRead: min(maxRead, max(batch/readsPerBatch, minBatchBytes))}
 	if alive == nil {
 		for i := range c.alive {
 			c.alive[i] = true
@@ -346,7 +369,7 @@ func (c *columnar) group(ctx context.Context, t *test, g *columnGroup) error {
 				ch := g.layout.ChunkOf(b, int(k)*segment.ChunkMembers)
 				c.units = append(c.units, chunkUnit{path: g.path, chunk: ch, hash: h, group: g, first: int32(start), end: int32(end)})
 				c.unitBytes += ch.Length + segment.ChecksumBytes
-				if c.unitBytes >= columnarBatchBytes {
+				if c.unitBytes >= c.batch {
 					if err := c.flush(ctx); err != nil {
 						return err
 					}
@@ -401,7 +424,7 @@ func (c *columnar) flush(ctx context.Context) error {
 			k := 1
 			for ; k < len(us); k++ {
 				off, length := us[k].chunk.Offset, us[k].chunk.Length+segment.ChecksumBytes
-				if off >= end && (off-end >= maxGap || off+length-start > maxRead) {
+				if off >= end && (off-end >= maxGap || off+length-start > c.maxRead) {
 					break
 				}
 				end = max(end, off+length)

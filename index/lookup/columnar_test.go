@@ -12,6 +12,7 @@ import (
 
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/filelist"
+	"github.com/icebloom/icebloom/index/sbbf"
 	"github.com/icebloom/icebloom/index/segment"
 )
 
@@ -211,7 +212,7 @@ func TestPruneFilesReserves(t *testing.T) {
 		}
 		want := workBytes(files.Len(), []int{1})
 		if grouped {
-			want = columnarWorkBytes(files.Len(), []*test{{values: make([]iceberg.Literal, 1)}})
+			want, _ = columnarWork(files.Len(), []*test{{values: make([]iceberg.Literal, 1)}}, 0)
 		}
 		if len(reserved) != 1 || reserved[0] != want || released != 1 {
 			t.Fatalf("grouped %v: reserved %v, released %d times; want %d once, released", grouped, reserved, released, want)
@@ -221,5 +222,32 @@ func TestPruneFilesReserves(t *testing.T) {
 		if _, err := PruneFiles(fx.ctx, fx.tbl, files, filter, o); !errors.Is(err, busy) {
 			t.Fatalf("grouped %v: a refused reservation gave %v", grouped, err)
 		}
+	}
+}
+
+// TestColumnarWorkBounded: a lookup bounded by Options.MaxWorkBytes reads
+// in batches that keep it within the bound, down to minBatchBytes; its
+// flags a file are the least it works in. Unbounded, 1,000,000 files
+// reserved 18 MiB a lookup.
+func TestColumnarWorkBounded(t *testing.T) {
+	one := []*test{{values: make([]iceberg.Literal, 1)}}
+	const files = 1_000_000
+	fixed := int64(2*files + 64<<10)
+	for _, c := range []struct {
+		most, work, batch int64
+	}{
+		{0, fixed + 2*columnarBatchBytes, columnarBatchBytes},
+		{8 << 20, 8 << 20, (8<<20 - fixed) / 2},
+		{64 << 20, fixed + 2*columnarBatchBytes, columnarBatchBytes},
+		{1 << 20, fixed + 2*minBatchBytes, minBatchBytes},
+	} {
+		work, batch := columnarWork(files, one, c.most)
+		if work != c.work || batch != c.batch {
+			t.Errorf("at most %d bytes: work %d in batches of %d, want %d in batches of %d", c.most, work, batch, c.work, c.batch)
+		}
+	}
+	// Few files: their chunks, not the batch, bound the work.
+	if work, _ := columnarWork(10, one, 8<<20); work != 20+64<<10+2*10*(sbbf.BlockBytes+segment.ChecksumBytes) {
+		t.Errorf("10 files work in %d bytes", work)
 	}
 }

@@ -56,6 +56,11 @@ type Options struct {
 	// whose work grows with files and values) is known only once the
 	// index is loaded. Plan and Prune ignore it.
 	Reserve func(bytes int64) (release func(), err error)
+	// MaxWorkBytes, when not 0, bounds what PruneFiles's columnar prober
+	// works in, by reading the index's blocks in smaller batches (never
+	// below 64 KiB): a server gives each lookup a share of its budget
+	// small enough that several run at once. Plan and Prune ignore it.
+	MaxWorkBytes int64
 }
 
 // Result is a planned lookup: what statistics left and what the index
@@ -324,11 +329,12 @@ func PruneFiles(ctx context.Context, tbl *table.Table, files *filelist.List, fil
 		}
 		cols := o.Memo.columns(li.ix, files, fields)
 		if !readsV1(cols, fields) {
-			release, err := o.reserve(columnarWorkBytes(files.Len(), tests))
+			work, batch := columnarWork(files.Len(), tests, o.MaxWorkBytes)
+			release, err := o.reserve(work)
 			if err != nil {
 				return nil, err
 			}
-			alive, stats, err := pruneColumns(ctx, li.fsys, files.Len(), o.Keep, tests, cols)
+			alive, stats, err := pruneColumns(ctx, li.fsys, files.Len(), o.Keep, tests, cols, batch)
 			release()
 			if err != nil {
 				return nil, err

@@ -638,6 +638,11 @@ func (p *Planner) fastPlan(ctx context.Context, tbl *table.Table, access string,
 	// The index's work is sized by all of b's files, whatever statistics
 	// keep, and reserved once PruneFiles knows which way it goes.
 	o.Reserve = func(n int64) (func(), error) { return p.work.reserve(ctx, n) }
+	// An eighth of the work budget a lookup, so that eight run at once and
+	// none takes the budget's large gate (more than a quarter), which
+	// serves one at a time: unbounded, a lookup of 1,000,000 files
+	// reserved 18 MiB of the 64 MiB of a 256 MiB budget.
+	o.MaxWorkBytes = p.work.size / 8
 	res, err := lookup.PruneFiles(ctx, tbl, &b.set.files, c.p, o)
 	if err != nil {
 		return nil, 0, "", err

@@ -3,8 +3,14 @@ package planning
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/apache/iceberg-go/catalog/rest"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/icebloom/icebloom/index/serve/internal/servetest"
 )
 
 // TestWorkBudget: a reservation waits while the reserved sum would pass
@@ -262,5 +268,40 @@ func TestLargeOneAtATime(t *testing.T) {
 	}
 	if w.reserved.Load() != 0 || len(w.large) != 0 {
 		t.Fatalf("after every release: %d reserved, the gate %d", w.reserved.Load(), len(w.large))
+	}
+}
+
+// TestLookupsTakeAnEighth: a warm lookup works within an eighth of the
+// work budget (lookup.Options.MaxWorkBytes), so that it never takes the
+// budget's large gate: with the gate held, a lookup is still planned.
+// Unbounded, a lookup of 4,000 files with 1 MiB of work budget reserved
+// 361 KB, more than a quarter, and was refused while another large
+// reservation was held (at 1,000,000 files, 18 MiB of the 64 MiB of a
+// 256 MiB budget: 408 refusals of 16 clients in 30 s).
+func TestLookupsTakeAnEighth(t *testing.T) {
+	cat := servetest.AddFilesTable(t, 4000)
+	load := func(ctx context.Context, ident table.Identifier) (*Loaded, error) {
+		tbl, err := cat.LoadTable(ctx, ident)
+		return &Loaded{Table: tbl}, err
+	}
+	p := NewPlanner(load, PlannerOptions{MemoryBudget: 4 << 20, MaxWorkWait: time.Second})
+	ident := table.Identifier{"db", "events"}
+	plan := func(v int) (*PlanResult, error) {
+		return p.Plan(context.Background(), ident, rest.PlanTableScanRequest{Filter: []byte(`{"type":"eq","term":"id","value":` + strconv.Itoa(v) + `}`)})
+	}
+	if res, err := plan(1); err != nil || !res.FastPath {
+		t.Fatalf("the first plan: %v (fast path %v)", err, res != nil && res.FastPath)
+	}
+	budget := p.Stats().WorkBudget
+	release, err := p.ReserveWork(context.Background(), budget/2) // large: the gate is taken
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	for v := 3; v < 13; v += 2 {
+		res, err := plan(v)
+		if err != nil || !res.FastPath || res.Cached {
+			t.Fatalf("a warm lookup beside a large reservation: %v (fast path %v)", err, res != nil && res.FastPath)
+		}
 	}
 }
