@@ -126,8 +126,9 @@ func onceEach(t *testing.T, what string, pages [][]string, want int) {
 // by page, though it cuts its own plans into other pages; a plan made on
 // one is fetched by its id on the other, and that answer's tasks are
 // answered by the first. A server without the secret, or with another,
-// answers them 404, and without the secret ids are random and one
-// server's tasks are another's NoSuchPlanTaskException, as before.
+// answers them 404, and without the secret ids are tokens of a secret of
+// the server's own, and one server's tasks are another's
+// NoSuchPlanTaskException, as before.
 func TestReplicasShareTasks(t *testing.T) {
 	const files = 12
 	cat := servetest.AddFilesTable(t, files)
@@ -193,11 +194,36 @@ func TestReplicasShareTasks(t *testing.T) {
 	c := newReplica(t, Options{Catalog: cat.Catalog, TasksPerPage: 2})
 	d := newReplica(t, Options{Catalog: cat.Catalog, TasksPerPage: 2})
 	_, plan, _ = call(t, "POST", c.url+replicaPath+"/plan", "me", `{}`)
-	if isToken(*plan.PlanID) || isToken(plan.PlanTasks[0]) || len(*plan.PlanID) != 32 {
-		t.Fatalf("without a secret, plan id %q and task %q, want random ids", *plan.PlanID, plan.PlanTasks[0])
+	if !isToken(*plan.PlanID) || !isToken(plan.PlanTasks[0]) {
+		t.Fatalf("without a secret, plan id %q and task %q, want tokens of the server's own secret", *plan.PlanID, plan.PlanTasks[0])
 	}
 	if status, _, typ := call(t, "POST", d.url+replicaPath+"/tasks", "me", taskBody(plan.PlanTasks[0])); status != 404 || typ != "NoSuchPlanTaskException" {
 		t.Errorf("without a secret, another server's plan task: %d %s, want 404 NoSuchPlanTaskException", status, typ)
+	}
+}
+
+// TestEvictedPlanTasksAnswered: a server without a replica secret answers
+// the plan tasks of a plan its store no longer holds (evicted for room by
+// the plans after it) by planning again: at 1,000,000 files and a 256 MiB
+// budget, 16 clients' plans of 4 pages passed the store's sixteenth, and
+// their tasks were answered NoSuchPlanTaskException, failing their scans.
+func TestEvictedPlanTasksAnswered(t *testing.T) {
+	const files = 400
+	cat := servetest.AddFilesTable(t, files)
+	r := newReplica(t, Options{Catalog: cat.Catalog, TasksPerPage: 100, MemoryBudget: 1 << 20})
+	var plans []planAnswer
+	for _, body := range []string{`{}`, `{"filter":{"type":"not-null","term":"id"}}`, `{"filter":{"type":"gt","term":"id","value":-1}}`} {
+		status, plan, typ := call(t, "POST", r.url+replicaPath+"/plan", "me", body)
+		if status != 200 || len(plan.PlanTasks) == 0 {
+			t.Fatalf("plan %s: %d %s, %d plan tasks", body, status, typ, len(plan.PlanTasks))
+		}
+		plans = append(plans, plan)
+	}
+	if n := len(r.srv.plans.plans); n == len(plans) {
+		t.Fatalf("the store holds all %d plans (%d bytes): want some evicted", n, r.srv.plans.held())
+	}
+	for i, plan := range plans {
+		onceEach(t, fmt.Sprintf("plan %d's tasks", i), append(fetchAll(t, r, "me", plan.PlanTasks), filePaths(plan.FileScanTasks)), files)
 	}
 }
 

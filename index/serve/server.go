@@ -19,6 +19,7 @@ package serve
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -160,8 +161,9 @@ type Options struct {
 	Now func() time.Time
 	// ReplicaSecret, shared by the replicas behind one Service (at least
 	// MinReplicaSecretBytes), makes plan ids and plan tasks tokens that
-	// any of them answers (replicas.go); nil keeps them in this server's
-	// memory, answered by it alone.
+	// any of them answers (replicas.go); nil makes them tokens of a secret
+	// the server makes at start, answered by it alone, and again when its
+	// plan store let their plans go for room.
 	ReplicaSecret []byte
 }
 
@@ -231,12 +233,17 @@ func New(o Options) (*Server, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{o: o, plans: newPlanStore(o.PlanTTL, o.Now, max(o.MemoryBudget, 0)/16), log: o.Logger, metrics: newMetrics()}
-	if o.ReplicaSecret != nil {
-		if len(o.ReplicaSecret) < MinReplicaSecretBytes {
-			return nil, fmt.Errorf("serve: a replica secret of %d bytes; want %d or more", len(o.ReplicaSecret), MinReplicaSecretBytes)
-		}
-		s.replicas = newReplicas(o.ReplicaSecret, o.Now)
+	secret := o.ReplicaSecret
+	if secret == nil {
+		// A secret of its own: its plan ids and plan tasks are tokens too,
+		// answered again when their plans were evicted from its memory.
+		secret = make([]byte, MinReplicaSecretBytes)
+		rand.Read(secret)
 	}
+	if len(secret) < MinReplicaSecretBytes {
+		return nil, fmt.Errorf("serve: a replica secret of %d bytes; want %d or more", len(secret), MinReplicaSecretBytes)
+	}
+	s.replicas = newReplicas(secret, o.Now)
 	load := s.loadFromCatalog
 	if o.Upstream != nil {
 		s.client = &http.Client{Transport: o.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
