@@ -305,3 +305,46 @@ func TestLookupsTakeAnEighth(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerWithinWorkBudget: the answer of a plan (its candidates'
+// tasks, their pages) is made within the work budget: a lookup that fits
+// beside what others hold, of a value all 4,000 files hold, waits for room
+// for its answer and is refused when none comes; with room it is planned,
+// and gives it all back.
+func TestAnswerWithinWorkBudget(t *testing.T) {
+	cat := servetest.AddFilesTable(t, 4000)
+	load := func(ctx context.Context, ident table.Identifier) (*Loaded, error) {
+		tbl, err := cat.LoadTable(ctx, ident)
+		return &Loaded{Table: tbl}, err
+	}
+	p := NewPlanner(load, PlannerOptions{MemoryBudget: 64 << 20, MaxWorkWait: 100 * time.Millisecond})
+	ident := table.Identifier{"db", "events"}
+	plan := func(v int) (*PlanResult, error) {
+		return p.Plan(context.Background(), ident, rest.PlanTableScanRequest{Filter: []byte(`{"type":"eq","term":"id","value":` + strconv.Itoa(v) + `}`)})
+	}
+	if _, err := plan(1); err != nil { // the base
+		t.Fatal(err)
+	}
+	budget := p.Stats().WorkBudget
+	var holds []func()
+	for _, n := range []int64{budget, budget/4 - 2<<20} { // all but 2 MiB
+		release, err := p.ReserveWork(context.Background(), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		holds = append(holds, release)
+	}
+	if _, err := plan(0); !isBusy(err) {
+		t.Fatalf("a plan of 4,000 files with 2 MiB of room: %v, want busy", err)
+	}
+	for _, release := range holds {
+		release()
+	}
+	res, err := plan(0)
+	if err != nil || res.FilesPlanned != 4000 {
+		t.Fatalf("with room: %v, %d files planned", err, res.FilesPlanned)
+	}
+	if st := p.Stats(); st.WorkReserved != 0 {
+		t.Fatalf("%d bytes reserved after the plan", st.WorkReserved)
+	}
+}
