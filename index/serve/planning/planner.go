@@ -62,14 +62,17 @@ const DefaultTasksPerPage = 1000
 // path in fastpath.go. Planner is safe for concurrent
 // use and needs no HTTP: Plan is what the server's plan endpoint calls.
 type Planner struct {
-	load         Loader
-	footers      *index.FooterCache
-	results      *lruCache[*PlanResult]
-	bases        *lruCache[*base]
-	tables       *lruCache[*table.Table]
-	manifests    *lruCache[[]byte]
-	lastBases    lastBases
-	baseFlight   singleflight.Group // bases being made, by key
+	load       Loader
+	footers    *index.FooterCache
+	results    *lruCache[*PlanResult]
+	bases      *lruCache[*base]
+	tables     *lruCache[*table.Table]
+	manifests  *lruCache[[]byte]
+	lastBases  lastBases
+	baseFlight singleflight.Group // bases being made, by key
+	planFlight singleflight.Group // plans being made, by cacheKey
+	// plansMade counts the plans made (not from the cache, nor shared).
+	plansMade    atomic.Int64
 	work         *workBudget
 	warmMu       sync.Mutex
 	warmMisses   map[string]int64
@@ -288,16 +291,34 @@ func (p *Planner) PlanTable(ctx context.Context, loaded *Loaded, req rest.PlanTa
 		out.Cached, out.Credentials = true, loaded.Credentials
 		return &out, nil
 	}
-	res, err := p.plan(ctx, tbl, loaded.Access, req)
-	if err != nil {
-		return nil, err
-	}
-	// A plan made while the index could not be read kept files the index
-	// would have dropped: it is answered (the index is advisory) but not
-	// kept, so the next request reads the index again rather than getting
-	// the unpruned plan until the table changes.
-	if len(res.IndexErrors) == 0 {
-		p.results.add(key, res, res.size)
+	// Requests for the same plan at once share its making: iceberg-go
+	// fetches a plan's tasks at once, and when the server's store had let
+	// the plan go, each task planned it again, within one caller's share
+	// of the work budget (2 of 3,520 answers were 429 at 1,000,000 files,
+	// 16 clients). The plan is made under the first request's context:
+	// one that went away fails the others' plan, which they make again.
+	var res *PlanResult
+	for {
+		v, err, shared := p.planFlight.Do(key, func() (any, error) {
+			res, err := p.plan(ctx, tbl, loaded.Access, req)
+			// A plan made while the index could not be read kept files the
+			// index would have dropped: it is answered (the index is
+			// advisory) but not kept, so the next request reads the index
+			// again rather than getting the unpruned plan until the table
+			// changes.
+			if err == nil && len(res.IndexErrors) == 0 {
+				p.results.add(key, res, res.size)
+			}
+			return res, err
+		})
+		if err != nil && shared && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		res = v.(*PlanResult)
+		break
 	}
 	out := *res
 	out.Credentials = loaded.Credentials
@@ -323,6 +344,7 @@ func cacheKey(tbl *table.Table, access string, req rest.PlanTableScanRequest) (s
 }
 
 func (p *Planner) plan(ctx context.Context, tbl *table.Table, access string, req rest.PlanTableScanRequest) (*PlanResult, error) {
+	p.plansMade.Add(1)
 	caseSensitive := req.CaseSensitive == nil || *req.CaseSensitive // the spec's default
 	schema := tbl.Schema()
 	if req.SnapshotID != nil {

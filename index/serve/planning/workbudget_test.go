@@ -348,3 +348,46 @@ func TestAnswerWithinWorkBudget(t *testing.T) {
 		t.Fatalf("%d bytes reserved after the plan", st.WorkReserved)
 	}
 }
+
+// TestSamePlansShareTheirMaking: requests for the same plan at once make
+// it once (iceberg-go fetches a plan's tasks at once; when the server's
+// store had let the plan go, each task made it again, within one caller's
+// share of the work budget). Here they all wait for room in the work
+// budget, then one plan is made for them all.
+func TestSamePlansShareTheirMaking(t *testing.T) {
+	cat := servetest.AddFilesTable(t, 40)
+	load := func(ctx context.Context, ident table.Identifier) (*Loaded, error) {
+		tbl, err := cat.LoadTable(ctx, ident)
+		return &Loaded{Table: tbl}, err
+	}
+	p := NewPlanner(load, PlannerOptions{MemoryBudget: 64 << 20, MaxWorkWait: time.Minute})
+	budget := p.Stats().WorkBudget
+	var holds []func()
+	for _, n := range []int64{budget, budget / 4} {
+		release, err := p.ReserveWork(context.Background(), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		holds = append(holds, release)
+	}
+	const requests = 6
+	errs := make(chan error, requests)
+	for range requests {
+		go func() {
+			_, err := p.Plan(context.Background(), table.Identifier{"db", "events"}, rest.PlanTableScanRequest{Filter: []byte(`{"type":"eq","term":"id","value":7}`)})
+			errs <- err
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // the requests reach the budget (the test holds either way)
+	for _, release := range holds {
+		release()
+	}
+	for range requests {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := p.plansMade.Load(); n != 1 {
+		t.Fatalf("%d requests for one plan made it %d times, want once", requests, n)
+	}
+}
