@@ -249,9 +249,10 @@ type columnar struct {
 	blockStats
 }
 
-// readsPerBatch is how many reads a batch smaller than maxRead times it is
-// read in, so that on object storage a lookup bounded to small batches
-// waits for about as many round trips as with large ones.
+// readsPerBatch is how many reads at once a batch is cut into where it is
+// smaller than maxRead that many times (each read at least minBatchBytes),
+// so that on object storage a lookup bounded to small batches waits for
+// about as many round trips as with large ones.
 const readsPerBatch = 8
 
 // chunkUnit is one chunk to read and verify, the hash to check in it, and
