@@ -279,12 +279,7 @@ func TestLargeOneAtATime(t *testing.T) {
 // reservation was held (at 1,000,000 files, 18 MiB of the 64 MiB of a
 // 256 MiB budget: 408 refusals of 16 clients in 30 s).
 func TestLookupsTakeAnEighth(t *testing.T) {
-	cat := servetest.AddFilesTable(t, 4000)
-	load := func(ctx context.Context, ident table.Identifier) (*Loaded, error) {
-		tbl, err := cat.LoadTable(ctx, ident)
-		return &Loaded{Table: tbl}, err
-	}
-	p := NewPlanner(load, PlannerOptions{MemoryBudget: 4 << 20, MaxWorkWait: time.Second})
+	p := filesPlanner(t, 4000, PlannerOptions{MemoryBudget: 4 << 20, MaxWorkWait: time.Second})
 	ident := table.Identifier{"db", "events"}
 	plan := func(v int) (*PlanResult, error) {
 		return p.Plan(context.Background(), ident, rest.PlanTableScanRequest{Filter: []byte(`{"type":"eq","term":"id","value":` + strconv.Itoa(v) + `}`)})
@@ -312,12 +307,7 @@ func TestLookupsTakeAnEighth(t *testing.T) {
 // for its answer and is refused when none comes; with room it is planned,
 // and gives it all back.
 func TestAnswerWithinWorkBudget(t *testing.T) {
-	cat := servetest.AddFilesTable(t, 4000)
-	load := func(ctx context.Context, ident table.Identifier) (*Loaded, error) {
-		tbl, err := cat.LoadTable(ctx, ident)
-		return &Loaded{Table: tbl}, err
-	}
-	p := NewPlanner(load, PlannerOptions{MemoryBudget: 64 << 20, MaxWorkWait: 100 * time.Millisecond})
+	p := filesPlanner(t, 4000, PlannerOptions{MemoryBudget: 64 << 20, MaxWorkWait: 100 * time.Millisecond})
 	ident := table.Identifier{"db", "events"}
 	plan := func(v int) (*PlanResult, error) {
 		return p.Plan(context.Background(), ident, rest.PlanTableScanRequest{Filter: []byte(`{"type":"eq","term":"id","value":` + strconv.Itoa(v) + `}`)})
@@ -355,12 +345,7 @@ func TestAnswerWithinWorkBudget(t *testing.T) {
 // share of the work budget). Here they all wait for room in the work
 // budget, then one plan is made for them all.
 func TestSamePlansShareTheirMaking(t *testing.T) {
-	cat := servetest.AddFilesTable(t, 40)
-	load := func(ctx context.Context, ident table.Identifier) (*Loaded, error) {
-		tbl, err := cat.LoadTable(ctx, ident)
-		return &Loaded{Table: tbl}, err
-	}
-	p := NewPlanner(load, PlannerOptions{MemoryBudget: 64 << 20, MaxWorkWait: time.Minute})
+	p := filesPlanner(t, 40, PlannerOptions{MemoryBudget: 64 << 20, MaxWorkWait: time.Minute})
 	budget := p.Stats().WorkBudget
 	var holds []func()
 	for _, n := range []int64{budget, budget / 4} {
@@ -390,4 +375,14 @@ func TestSamePlansShareTheirMaking(t *testing.T) {
 	if n := p.plansMade.Load(); n != 1 {
 		t.Fatalf("%d requests for one plan made it %d times, want once", requests, n)
 	}
+}
+
+// filesPlanner is a planner of db.events, a table of files data files
+// (servetest.AddFilesTable).
+func filesPlanner(t *testing.T, files int, o PlannerOptions) *Planner {
+	cat := servetest.AddFilesTable(t, files)
+	return NewPlanner(func(ctx context.Context, ident table.Identifier) (*Loaded, error) {
+		tbl, err := cat.LoadTable(ctx, ident)
+		return &Loaded{Table: tbl}, err
+	}, o)
 }
