@@ -128,6 +128,46 @@ func TestColumnarIndexProblems(t *testing.T) {
 	check("statistics file gone", Options{Cache: cache})
 }
 
+// TestMemoIndexExtended: a memo whose index gained a segment (a sync
+// indexed a file appended) matches only that segment's files, and keeps
+// what a new memo keeps.
+func TestMemoIndexExtended(t *testing.T) {
+	fx := groupedFixture(t, 2, rowsPerFile) // files 0-3 in two segments
+	fx.appendFile(rowsPerFile)              // file 4, not indexed yet
+	cache := index.NewFooterCache(16)
+	files := &filelist.List{}
+	for _, df := range fx.files {
+		files.Append(df.path, df.size)
+	}
+	memo := &Memo{}
+	check := func(what string) {
+		t.Helper()
+		for c := range fx.cols {
+			for _, v := range []any{fx.files[4].rows[1][c], fx.files[0].rows[2][c], fx.absent(c)} {
+				filter := fx.where(c, v)
+				want, err := PruneFiles(fx.ctx, fx.tbl, files, filter, Options{Cache: cache, Memo: &Memo{}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := PruneFiles(fx.ctx, fx.tbl, files, filter, Options{Cache: cache, Memo: memo})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got.Kept, want.Kept) || !slices.Equal(got.Unindexed, want.Unindexed) {
+					t.Fatalf("%s, %s: the memo keeps %v (unindexed %v), a new one %v (%v)", what, filter, got.Kept, got.Unindexed, want.Kept, want.Unindexed)
+				}
+			}
+		}
+	}
+	check("before the sync")
+	matched := memo.fullMatches
+	fx.index(fx.files[4]) // a third segment
+	check("after the sync")
+	if memo.fullMatches != matched {
+		t.Fatalf("the memo matched every file again (%d times, %d before)", memo.fullMatches, matched)
+	}
+}
+
 // TestMemoCarry: a memo carried over from the last version's (a file
 // appended, its filters in a new segment) keeps what a new memo keeps,
 // with the kept files' matches carried and only the new file matched; an
