@@ -128,6 +128,29 @@ func TestColumnarIndexProblems(t *testing.T) {
 	check("statistics file gone", Options{Cache: cache})
 }
 
+// sameAsNewMemo checks that PruneFiles of files with memo keeps what it
+// keeps with a new memo, for a value of the last file, one of the first
+// and an absent one of each column.
+func (fx *fixture) sameAsNewMemo(t *testing.T, what string, cache *index.FooterCache, files *filelist.List, memo *Memo) {
+	t.Helper()
+	for c := range fx.cols {
+		for _, v := range []any{fx.files[len(fx.files)-1].rows[1][c], fx.files[0].rows[2][c], fx.absent(c)} {
+			filter := fx.where(c, v)
+			want, err := PruneFiles(fx.ctx, fx.tbl, files, filter, Options{Cache: cache, Memo: &Memo{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := PruneFiles(fx.ctx, fx.tbl, files, filter, Options{Cache: cache, Memo: memo})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.Kept, want.Kept) || !slices.Equal(got.Unindexed, want.Unindexed) {
+				t.Fatalf("%s, %s: the memo keeps %v (unindexed %v), a new one %v (%v)", what, filter, got.Kept, got.Unindexed, want.Kept, want.Unindexed)
+			}
+		}
+	}
+}
+
 // TestMemoIndexExtended: a memo whose index gained a segment (a sync
 // indexed a file appended) matches only that segment's files, and keeps
 // what a new memo keeps.
@@ -140,29 +163,10 @@ func TestMemoIndexExtended(t *testing.T) {
 		files.Append(df.path, df.size)
 	}
 	memo := &Memo{}
-	check := func(what string) {
-		t.Helper()
-		for c := range fx.cols {
-			for _, v := range []any{fx.files[4].rows[1][c], fx.files[0].rows[2][c], fx.absent(c)} {
-				filter := fx.where(c, v)
-				want, err := PruneFiles(fx.ctx, fx.tbl, files, filter, Options{Cache: cache, Memo: &Memo{}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := PruneFiles(fx.ctx, fx.tbl, files, filter, Options{Cache: cache, Memo: memo})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !slices.Equal(got.Kept, want.Kept) || !slices.Equal(got.Unindexed, want.Unindexed) {
-					t.Fatalf("%s, %s: the memo keeps %v (unindexed %v), a new one %v (%v)", what, filter, got.Kept, got.Unindexed, want.Kept, want.Unindexed)
-				}
-			}
-		}
-	}
-	check("before the sync")
+	fx.sameAsNewMemo(t, "before the sync", cache, files, memo)
 	matched := memo.fullMatches
 	fx.index(fx.files[4]) // a third segment
-	check("after the sync")
+	fx.sameAsNewMemo(t, "after the sync", cache, files, memo)
 	if memo.fullMatches != matched {
 		t.Fatalf("the memo matched every file again (%d times, %d before)", memo.fullMatches, matched)
 	}
@@ -182,35 +186,16 @@ func TestMemoCarry(t *testing.T) {
 		}
 		return f
 	}
-	same := func(what string, files *filelist.List, memo *Memo) {
-		t.Helper()
-		for c := range fx.cols {
-			for _, v := range []any{fx.files[len(fx.files)-1].rows[1][c], fx.files[0].rows[2][c], fx.absent(c)} {
-				filter := fx.where(c, v)
-				want, err := PruneFiles(fx.ctx, fx.tbl, files, filter, Options{Cache: cache, Memo: &Memo{}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := PruneFiles(fx.ctx, fx.tbl, files, filter, Options{Cache: cache, Memo: memo})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !slices.Equal(got.Kept, want.Kept) || !slices.Equal(got.Unindexed, want.Unindexed) {
-					t.Fatalf("%s, %s: the carried memo keeps %v (unindexed %v), a new one %v (%v)", what, filter, got.Kept, got.Unindexed, want.Kept, want.Unindexed)
-				}
-			}
-		}
-	}
 	old := filesOf(fx.files...)
 	oldMemo := &Memo{}
-	same("before", old, oldMemo)
+	fx.sameAsNewMemo(t, "before", cache, old, oldMemo)
 
 	fx.appendFile(rowsPerFile)
 	fx.index(fx.files[4]) // a third segment
 	files := filesOf(append([]dataFile{fx.files[4]}, fx.files[:4]...)...)
 	memo := &Memo{}
 	memo.Carry(oldMemo, old, files, []RowMove{{From: 0, To: 1, N: 4}})
-	same("after an append", files, memo)
+	fx.sameAsNewMemo(t, "after an append", cache, files, memo)
 	if memo.fullMatches != 0 {
 		t.Fatalf("the carried memo matched every file %d times", memo.fullMatches)
 	}
@@ -220,7 +205,7 @@ func TestMemoCarry(t *testing.T) {
 	fx.index(fx.files[0], fx.files[1])
 	again := &Memo{}
 	again.Carry(memo, files, files, []RowMove{{From: 0, To: 0, N: files.Len()}})
-	same("after the index changed", files, again)
+	fx.sameAsNewMemo(t, "after the index changed", cache, files, again)
 	if again.colsIx.Extends(memo.colsIx) {
 		t.Fatal("the replaced segment left an index that extends the last one")
 	}

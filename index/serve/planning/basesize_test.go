@@ -2,6 +2,7 @@ package planning
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -25,6 +26,23 @@ func liveHeap() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
+}
+
+// heldBy is the live heap's bytes that drop lets go of.
+func heldBy(drop func()) int64 {
+	with := liveHeap()
+	drop()
+	return int64(with) - int64(liveHeap())
+}
+
+// checkCharged fails t unless what is charged at least what it holds and
+// not more than twice that: the budget neither overflows nor wastes half
+// its room.
+func checkCharged(t *testing.T, what string, charged, held int64) {
+	t.Helper()
+	if charged < held || charged > 2*held {
+		t.Fatalf("%s is charged %d bytes and holds %d: want held <= charged <= 2 x held", what, charged, held)
+	}
 }
 
 // measureAloneEnv, set in a test process's environment, names the one test
@@ -105,16 +123,13 @@ func TestBaseSizeMeasured(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("%d base plans, want 1", n)
 	}
-	with := liveHeap()
-	p.bases = newLRU[*base](1 << 30) // the base and the directories dropped
-	p.footers = index.NewFooterCache(1)
-	without := liveHeap()
+	held := heldBy(func() {
+		p.bases = newLRU[*base](1 << 30) // the base and the directories dropped
+		p.footers = index.NewFooterCache(1)
+	})
 	runtime.KeepAlive(p)
-	held := int64(with) - int64(without)
 	t.Logf("a base of %d files: charged %d bytes (%d a file), holds %d (%d a file)", files, charged, charged/files, held, held/files)
-	if charged < held || charged > 2*held {
-		t.Fatalf("a base of %d files is charged %d bytes and holds %d: want held <= charged <= 2 x held", files, charged, held)
-	}
+	checkCharged(t, fmt.Sprintf("a base of %d files", files), charged, held)
 }
 
 // TestLookupWorkBytesMeasured: what the fast path reserves for a lookup
@@ -165,13 +180,8 @@ func TestResultSizeMeasured(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("%d results kept, want 1", n)
 	}
-	with := liveHeap()
-	p.results = newLRU[*PlanResult](1 << 30)
-	without := liveHeap()
+	held := heldBy(func() { p.results = newLRU[*PlanResult](1 << 30) })
 	runtime.KeepAlive(p)
-	held := int64(with) - int64(without)
 	t.Logf("a result of %d files: charged %d bytes (%d a file), holds %d (%d a file)", files, charged, charged/files, held, held/files)
-	if charged < held || charged > 2*held {
-		t.Fatalf("a result of %d files is charged %d bytes and holds %d: want held <= charged <= 2 x held", files, charged, held)
-	}
+	checkCharged(t, fmt.Sprintf("a result of %d files", files), charged, held)
 }
