@@ -218,12 +218,8 @@ func (m *sharedIDs) tasks(res *planning.PlanResult, expires time.Time) ([]rest.S
 }
 
 // newIDs makes the ids of a new plan of req of loaded for the request r
-// to rt; nil without a replica secret or for a request that cannot be
-// encoded.
+// to rt; nil for a request that cannot be encoded.
 func (s *Server) newIDs(r *http.Request, rt route, loaded *planning.Loaded, req rest.PlanTableScanRequest) *sharedIDs {
-	if s.replicas == nil {
-		return nil
-	}
 	enc, deflated, err := encodeRequest(req)
 	if err != nil {
 		return nil

@@ -176,7 +176,7 @@ type Server struct {
 	proxy    *httputil.ReverseProxy
 	client   *http.Client
 	admitter *admission
-	replicas *replicas // with Options.ReplicaSecret
+	replicas *replicas // Options.ReplicaSecret's, or one of the server's own
 	// versionLoads shares, in catalog mode, a load of one table version
 	// (by metadata location) among the requests that want it at once.
 	versionLoads singleflight.Group
@@ -792,7 +792,7 @@ func (s *Server) found(w http.ResponseWriter, r *http.Request, rt route, ok bool
 // (its first page and plan tasks) or failed (its error).
 func (s *Server) fetchPlan(w http.ResponseWriter, r *http.Request, rt route) {
 	p, ok := s.plans.plan(rt.key(), ownerOf(r), rt.planID)
-	if !ok && s.replicas != nil && isToken(rt.planID) {
+	if !ok && isToken(rt.planID) {
 		s.fetchSharedPlan(w, r, rt)
 		return
 	}
@@ -812,7 +812,7 @@ func (s *Server) fetchPlan(w http.ResponseWriter, r *http.Request, rt route) {
 // cancelPlan answers DELETE .../plan/{id}: the plan and its tasks are
 // dropped, and its planning stops if it was still submitted.
 func (s *Server) cancelPlan(w http.ResponseWriter, r *http.Request, rt route) {
-	if s.replicas != nil && isToken(rt.planID) {
+	if isToken(rt.planID) {
 		s.cancelShared(w, r, rt)
 		return
 	}
@@ -842,7 +842,7 @@ func (s *Server) fetchTasks(w http.ResponseWriter, r *http.Request, rt route) {
 		return
 	}
 	t, ok := s.plans.task(rt.key(), ownerOf(r), req.PlanTask)
-	if !ok && s.replicas != nil && isToken(req.PlanTask) {
+	if !ok && isToken(req.PlanTask) {
 		s.fetchSharedTasks(w, r, rt, req.PlanTask)
 		return
 	}
