@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/catalog"
 	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index"
 	"github.com/icebloom/icebloom/index/indexer"
@@ -307,12 +307,7 @@ func TestCommitDecodesTheNewManifestAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b *base
-	for _, key := range p.bases.keys() {
-		if strings.Contains(key, tbl.MetadataLocation()) {
-			b, _ = p.bases.get(key)
-		}
-	}
+	b, _ := p.bases.get(baseKey(tbl, "", tbl.CurrentSnapshot().SnapshotID, tbl.Schema(), true, iceberg.AlwaysTrue{}.String()))
 	if b == nil || b.manifests == nil {
 		t.Fatalf("no base made manifest by manifest for %s", tbl.MetadataLocation())
 	}
@@ -379,6 +374,45 @@ func TestWarmMissesCounted(t *testing.T) {
 	}
 	if c := tiny.Stats().Caches["bases"]; c.Unkept != 2 || c.Entries != 0 {
 		t.Fatalf("bases cache: %+v, want 2 unkept, none held", c)
+	}
+}
+
+// TestStatisticsCommitKeepsTheBase: a commit that keeps the snapshot (the
+// sync's statistics commit, a property's change) plans from the base the
+// snapshot has, which matches the segment the index gained: no base is
+// made again, and the file the sync indexed is no longer kept unindexed.
+func TestStatisticsCommitKeepsTheBase(t *testing.T) {
+	cat, load, _ := idTable(t, 6)
+	p := NewPlanner(load, PlannerOptions{MemoryBudget: 64 << 20})
+	ctx, ident := context.Background(), table.Identifier{"db", "events"}
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalogtest.AppendIDs(t, tbl, 100, 102)
+	absent := `{"type":"eq","term":"id","value":101}` // within the new file's bounds
+	if _, res := planFiles(t, p, absent); !res.FastPath || res.Unindexed != 1 || res.FilesPlanned != 1 {
+		t.Fatalf("before the sync: fast path %v, %d planned, %d unindexed; want the new file alone, unindexed", res.FastPath, res.FilesPlanned, res.Unindexed)
+	}
+	if _, err := indexer.Sync(ctx, cat, ident, indexer.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := catalog.CommitProperties(ctx, cat, ident, func(table.Metadata) (catalog.PropertyChange, error) {
+		return catalog.PropertyChange{Set: iceberg.Properties{"owner": "tests"}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{absent, `{"type":"eq","term":"id","value":102}`, `{"type":"eq","term":"id","value":7}`} {
+		got, res := planFiles(t, p, f)
+		if !res.FastPath || res.Cached || res.Unindexed != 0 {
+			t.Fatalf("%s after the sync: fast path %v, cached %v, %d unindexed", f, res.FastPath, res.Cached, res.Unindexed)
+		}
+		if want := localFiles(t, cat, f); len(got) > len(want) || !slices.Equal(got, want) && f != absent {
+			t.Fatalf("%s: the fast path plans %v, local planning %v", f, got, want)
+		}
+	}
+	if got := p.Stats().WarmMisses; !maps.Equal(got, map[string]int64{"base_made": 1}) {
+		t.Fatalf("warm misses %v, want the one base made by the first plan", got)
 	}
 }
 
