@@ -193,13 +193,33 @@ func TestIndex(t *testing.T) {
 			t.Fatalf("a large index: Find(file %d) = %d, %t", i, got, ok)
 		}
 	}
-	// A location listed twice with different sizes is found by either.
+	// A few files of a large list (those a new segment is matched to) are
+	// indexed by their own locations alone.
+	sparse := NewIndex(&big, func(i int) bool { return i%1000 == 7 })
+	if n, want := len(sparse.shards[0].first), (len(large)+992)/1000; len(sparse.shards) != 1 || n != want {
+		t.Fatalf("a sparse index has %d shards, the first of %d files; want 1 of %d", len(sparse.shards), n, want)
+	}
+	for i, p := range large {
+		if got, ok := sparse.Find([]byte(p), int64(i)); ok != (i%1000 == 7) || ok && got != i {
+			t.Fatalf("a sparse index: Find(file %d) = %d, %t", i, got, ok)
+		}
+	}
+	// A location listed twice with different sizes is found by either,
+	// whole or sparse.
 	var dup List
 	dup.Append("a", 1)
 	dup.Append("a", 2)
-	dx := NewIndex(&dup, nil)
-	if i, ok := dx.Find([]byte("a"), 2); !ok || i != 1 {
-		t.Errorf("Find(a, 2) = %d, %t; want 1", i, ok)
+	dup.Append("a", 1)
+	for i := range 100 {
+		dup.Append(large[i], 1)
+	}
+	for _, dx := range []*Index{NewIndex(&dup, nil), NewIndex(&dup, func(i int) bool { return i < 3 })} {
+		if i, ok := dx.Find([]byte("a"), 2); !ok || i != 1 {
+			t.Errorf("Find(a, 2) = %d, %t; want 1", i, ok)
+		}
+		if i, ok := dx.Find([]byte("a"), 1); !ok || i != 0 {
+			t.Errorf("Find(a, 1) = %d, %t; want 0", i, ok)
+		}
 	}
 	spark := sparkNames(5000, r)
 	var unique List

@@ -187,14 +187,16 @@ func extendColumns(ix *index.TableIndex, first int, files *filelist.List, cols m
 		return
 	}
 	var fields []int
+	var indexed [][]bool
 	seen := map[int][]bool{} // by field, of files
-	for id := range cols {
+	for id, c := range cols {
 		fields = append(fields, id)
+		indexed = append(indexed, c.indexed)
 		seen[id] = make([]bool, files.Len())
 	}
 	unmatched := func(i int) bool { // by some field: only those are looked for
-		for _, c := range cols {
-			if !c.indexed[i] {
+		for _, ind := range indexed {
+			if !ind[i] {
 				return true
 			}
 		}
