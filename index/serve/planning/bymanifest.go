@@ -148,25 +148,44 @@ func (p *Planner) planByManifest(ctx context.Context, tbl *table.Table, access s
 			files += decoded[i].len()
 		}
 	}
+	// The kept manifests' rows come first, in the last base's order, then
+	// the new ones': a commit that keeps every manifest of the last base
+	// (an append) copies its columns whole, and the index's matches of its
+	// files stay where they were.
 	sb := newSetBuilder(schema, fields, files)
-	b = &base{manifests: make([]manifestRows, len(manifests))}
-	for i, m := range manifests {
-		start := sb.s.len()
-		if r, ok := kept[m.FilePath()]; ok {
-			sb.addRows(last.set, r.start, r.end)
-		} else {
-			sb.addRows(decoded[i], 0, decoded[i].len())
+	b = &base{manifests: make([]manifestRows, 0, len(manifests))}
+	var moves []lookup.RowMove
+	if last != nil {
+		listed := map[string]bool{}
+		for _, m := range manifests {
+			listed[m.FilePath()] = true
 		}
-		b.manifests[i] = manifestRows{m.FilePath(), start, sb.s.len()}
+		to := 0
+		for _, r := range last.manifests {
+			if !listed[r.path] {
+				continue
+			}
+			b.manifests = append(b.manifests, manifestRows{r.path, to, to + r.end - r.start})
+			if k := len(moves) - 1; k >= 0 && moves[k].From+moves[k].N == r.start && moves[k].To+moves[k].N == to {
+				moves[k].N += r.end - r.start
+			} else {
+				moves = append(moves, lookup.RowMove{From: r.start, To: to, N: r.end - r.start})
+			}
+			to += r.end - r.start
+		}
+		for _, mv := range moves {
+			sb.addRows(last.set, mv.From, mv.From+mv.N)
+		}
+	}
+	for i, m := range manifests {
+		if decoded[i] != nil {
+			start := sb.s.len()
+			sb.addRows(decoded[i], 0, decoded[i].len())
+			b.manifests = append(b.manifests, manifestRows{m.FilePath(), start, sb.s.len()})
+		}
 	}
 	b.set = sb.finish()
 	if last != nil { // the index's matches of the kept files are kept too
-		var moves []lookup.RowMove
-		for _, r := range b.manifests {
-			if old, ok := kept[r.path]; ok {
-				moves = append(moves, lookup.RowMove{From: old.start, To: r.start, N: r.end - r.start})
-			}
-		}
 		b.memo.Carry(&last.memo, &last.set.files, &b.set.files, moves)
 	}
 	p.lastBases.put(key, b)

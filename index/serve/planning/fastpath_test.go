@@ -316,6 +316,66 @@ func TestCommitDecodesTheNewManifestAlone(t *testing.T) {
 	}
 }
 
+// TestAppendsCarryRows: bases made from the last one through appends and
+// syncs keep each manifest's own rows, and plan what local planning plans
+// for every value of every file.
+func TestAppendsCarryRows(t *testing.T) {
+	cat, load, _ := idTable(t, 6)
+	p := NewPlanner(load, PlannerOptions{MemoryBudget: 64 << 20})
+	ctx, ident := context.Background(), table.Identifier{"db", "events"}
+	values := []int64{0, 3, 5, 6, 9, 11}
+	for round := range int64(5) {
+		if round > 0 {
+			tbl, err := cat.LoadTable(ctx, ident)
+			if err != nil {
+				t.Fatal(err)
+			}
+			values = append(values, 98+2*round)
+			catalogtest.AppendIDs(t, tbl, 98+2*round, 99+2*round)
+			if round%2 == 0 {
+				if _, err := indexer.Sync(ctx, cat, ident, indexer.Options{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for _, v := range values {
+			f := `{"type":"eq","term":"id","value":` + itoa(int(v)) + `}`
+			if got, want := planFilesOf(t, p, f), localFiles(t, cat, f); !slices.Equal(got, want) {
+				t.Fatalf("round %d, %s: the fast path plans %v, local planning %v", round, f, got, want)
+			}
+		}
+	}
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := p.bases.get(baseKey(tbl, "", tbl.CurrentSnapshot().SnapshotID, tbl.Schema(), true, iceberg.AlwaysTrue{}.String()))
+	if b == nil || len(b.manifests) != 10 {
+		t.Fatalf("the last base: %+v, want one made of 10 manifests", b)
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range must(tbl.CurrentSnapshot().Manifests(fsys)) {
+		want := must(manifestSet(ctx, fsys, m, tbl.Schema(), []int{1}))
+		k := slices.IndexFunc(b.manifests, func(r manifestRows) bool { return r.path == m.FilePath() })
+		r := b.manifests[k]
+		for i := r.start; i < r.end; i++ {
+			if got := b.set.files.Path(i); got != want.files.Path(i-r.start) {
+				t.Fatalf("manifest %s, row %d: %s, want %s", m.FilePath(), i, got, want.files.Path(i-r.start))
+			}
+		}
+	}
+}
+
+// planFilesOf is planFiles without its result.
+func planFilesOf(t *testing.T, p *Planner, filter string) []string {
+	t.Helper()
+	files, _ := planFiles(t, p, filter)
+	return files
+}
+
 // sameFiles reports whether two sets hold the same files with the same
 // columns and statistics, in any order.
 func sameFiles(a, b *fileSet) bool {

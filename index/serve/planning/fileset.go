@@ -102,7 +102,6 @@ type setBuilder struct {
 	extraIdx  map[string]int32
 	deleteIdx map[iceberg.DataFile]int32
 	key       []byte
-	arena     boundArena // string and binary bounds, until finish lays them out
 }
 
 func newSetBuilder(schema *iceberg.Schema, fieldIDs []int, capacity int) *setBuilder {
@@ -143,26 +142,45 @@ func (b *setBuilder) add(t *table.FileScanTask) {
 			st.Nulls, st.HasNulls = nulls[id]
 			st.NaNs, st.HasNaNs = nans[id]
 			st.Lower, st.Upper = lower[id], upper[id]
-			sb.add(&st, &b.arena)
+			sb.add(&st)
 		}
 	}
 }
 
 // addRows adds files [start, end) of src, whose statistics hold every
-// field of b's.
+// field of b's: each column in one copy, what files share looked up once
+// per value src holds rather than once per file (the first plan after an
+// append to 1,000,000 files copies them all).
 func (b *setBuilder) addRows(src *fileSet, start, end int) {
-	b.s.files.AppendFrom(&src.files, start, end)
+	s := b.s
+	first := s.len()
+	s.files.AppendFrom(&src.files, start, end)
+	s.records = append(s.records, src.records[start:end]...)
+	formatOf := memoized(len(src.formatNames), func(k int) uint8 { return b.format(src.formatNames[k]) })
+	partOf := memoized(len(src.partValues), func(k int) int32 { return b.partition(src.partSpecs[k], src.partValues[k]) })
+	extraOf := memoized(len(src.extraValues), func(k int) int32 { return b.extra(src.extraValues[k]) })
 	for i := start; i < end; i++ {
-		var firstRowID *int64
-		if src.firstRowIDs != nil && src.firstRowIDs[i] != noRowID {
-			firstRowID = &src.firstRowIDs[i]
+		s.formats = append(s.formats, formatOf(int(src.formats[i])))
+		s.parts = append(s.parts, partOf(int(src.parts[i])))
+		s.extras = append(s.extras, extraOf(int(src.extras[i])))
+	}
+	switch {
+	case src.firstRowIDs != nil:
+		b.firstRowIDsFrom(first)
+		s.firstRowIDs = append(s.firstRowIDs, src.firstRowIDs[start:end]...)
+	case s.firstRowIDs != nil:
+		for range end - start {
+			s.firstRowIDs = append(s.firstRowIDs, noRowID)
 		}
-		row := b.columns(src.records[i], src.partSpecs[src.parts[i]], src.formatNames[src.formats[i]],
-			src.partValues[src.parts[i]], src.extraValues[src.extras[i]], firstRowID)
-		if src.deleteRefs != nil {
+	}
+	if s.deleteRefs != nil {
+		s.deleteRefs = append(s.deleteRefs, make([][]deleteRef, end-start)...)
+	}
+	if src.deleteRefs != nil {
+		for i := start; i < end; i++ {
 			for _, ref := range src.deleteRefs[i] {
 				d := src.deletes[ref.index]
-				b.addDelete(row, ref.kind, d, func() *compactFile { return d })
+				b.addDelete(first+i-start, ref.kind, d, func() *compactFile { return d })
 			}
 		}
 	}
@@ -171,50 +189,28 @@ func (b *setBuilder) addRows(src *fileSet, start, end int) {
 	}
 }
 
+// memoized returns f of [0, n), each computed once.
+func memoized[T any](n int, f func(int) T) func(int) T {
+	done, values := make([]bool, n), make([]T, n)
+	return func(k int) T {
+		if !done[k] {
+			values[k], done[k] = f(k), true
+		}
+		return values[k]
+	}
+}
+
 // row adds one data file and returns its index.
 func (b *setBuilder) row(path string, size, records int64, spec int32, format iceberg.FileFormat, part map[int]any, extra fileExtra, firstRowID *int64) int {
 	b.s.files.Append(path, size)
-	return b.columns(records, spec, format, part, extra, firstRowID)
-}
-
-// columns adds the columns of a data file whose path was just added, and
-// returns its index.
-func (b *setBuilder) columns(records int64, spec int32, format iceberg.FileFormat, part map[int]any, extra fileExtra, firstRowID *int64) int {
 	s := b.s
 	i := len(s.records)
 	s.records = append(s.records, records)
-	fi, ok := b.formatIdx[format]
-	if !ok {
-		fi = uint8(len(s.formatNames))
-		b.formatIdx[format] = fi
-		s.formatNames = append(s.formatNames, format)
-	}
-	s.formats = append(s.formats, fi)
-
-	b.key = partitionKey(b.key[:0], spec, part)
-	pi, ok := b.partIdx[string(b.key)]
-	if !ok {
-		pi = int32(len(s.partValues))
-		b.partIdx[string(b.key)] = pi
-		s.partValues = append(s.partValues, part)
-		s.partSpecs = append(s.partSpecs, spec)
-	}
-	s.parts = append(s.parts, pi)
-
-	b.key = extra.key(b.key[:0])
-	ei, ok := b.extraIdx[string(b.key)]
-	if !ok {
-		ei = int32(len(s.extraValues))
-		b.extraIdx[string(b.key)] = ei
-		s.extraValues = append(s.extraValues, extra)
-	}
-	s.extras = append(s.extras, ei)
-
-	if firstRowID != nil && s.firstRowIDs == nil {
-		s.firstRowIDs = make([]int64, i, cap(s.records))
-		for j := range s.firstRowIDs {
-			s.firstRowIDs[j] = noRowID
-		}
+	s.formats = append(s.formats, b.format(format))
+	s.parts = append(s.parts, b.partition(spec, part))
+	s.extras = append(s.extras, b.extra(extra))
+	if firstRowID != nil {
+		b.firstRowIDsFrom(i)
 	}
 	if s.firstRowIDs != nil {
 		id := int64(noRowID)
@@ -227,6 +223,52 @@ func (b *setBuilder) columns(records int64, spec int32, format iceberg.FileForma
 		s.deleteRefs = append(s.deleteRefs, nil)
 	}
 	return i
+}
+
+// format, partition and extra return the index of a file's format, spec
+// and partition, and extra among those b holds, adding it if new.
+func (b *setBuilder) format(format iceberg.FileFormat) uint8 {
+	fi, ok := b.formatIdx[format]
+	if !ok {
+		fi = uint8(len(b.s.formatNames))
+		b.formatIdx[format] = fi
+		b.s.formatNames = append(b.s.formatNames, format)
+	}
+	return fi
+}
+
+func (b *setBuilder) partition(spec int32, part map[int]any) int32 {
+	b.key = partitionKey(b.key[:0], spec, part)
+	pi, ok := b.partIdx[string(b.key)]
+	if !ok {
+		pi = int32(len(b.s.partValues))
+		b.partIdx[string(b.key)] = pi
+		b.s.partValues = append(b.s.partValues, part)
+		b.s.partSpecs = append(b.s.partSpecs, spec)
+	}
+	return pi
+}
+
+func (b *setBuilder) extra(extra fileExtra) int32 {
+	b.key = extra.key(b.key[:0])
+	ei, ok := b.extraIdx[string(b.key)]
+	if !ok {
+		ei = int32(len(b.s.extraValues))
+		b.extraIdx[string(b.key)] = ei
+		b.s.extraValues = append(b.s.extraValues, extra)
+	}
+	return ei
+}
+
+// firstRowIDsFrom makes s.firstRowIDs, when nil, noRowID for its first n
+// files: a file with a first row id comes after n without.
+func (b *setBuilder) firstRowIDsFrom(n int) {
+	if s := b.s; s.firstRowIDs == nil {
+		s.firstRowIDs = make([]int64, n, cap(s.records))
+		for j := range s.firstRowIDs {
+			s.firstRowIDs[j] = noRowID
+		}
+	}
 }
 
 // addDelete adds a delete file of kind to file i, made by held the first
@@ -381,9 +423,11 @@ type columnStats struct {
 	// the others rule nothing out.
 	hasLower, hasUpper []bool
 	ilo, ihi           []int64 // kind intBounds
-	// blo and bhi are the bounds of kind bytesBounds: file i's lower
-	// bound is slab[blo[i]:blo[i+1]], its upper slab[bhi[i]:bhi[i+1]].
-	blo, bhi     []uint32
+	// bounds and slab hold the bounds of kind bytesBounds, file by file:
+	// file i's lower bound is slab[bounds[2i]:bounds[2i+1]], its upper
+	// slab[bounds[2i+1]:bounds[2i+2]]. Files are appended as they come, and
+	// a range of another set's files is one copy.
+	bounds       []uint32
 	slab         []byte
 	lower, upper []iceberg.Literal // kind literalBounds
 	// span is what every file's statistics have in common (intBounds and
@@ -427,9 +471,12 @@ func (s *columnStats) keepsAll(ints []int64, raw [][]byte) bool {
 }
 
 // setSpan computes s.span.
-func (s *columnStats) setSpan() {
-	sp := columnSpan{ok: !slices.Contains(s.nullsOnly, true) && !slices.Contains(s.nansOnly, true)}
-	for i := range s.hasLower {
+func (s *columnStats) setSpan() { s.span = s.spanOf(0, len(s.hasLower)) }
+
+// spanOf is the span of files [from, to).
+func (s *columnStats) spanOf(from, to int) columnSpan {
+	sp := columnSpan{ok: !slices.Contains(s.nullsOnly[from:to], true) && !slices.Contains(s.nansOnly[from:to], true)}
+	for i := from; i < to; i++ {
 		switch s.kind {
 		case intBounds:
 			if s.hasLower[i] && (!sp.hasMaxLo || s.ilo[i] > sp.maxLo) {
@@ -439,16 +486,36 @@ func (s *columnStats) setSpan() {
 				sp.hasMinHi, sp.minHi = true, s.ihi[i]
 			}
 		case bytesBounds:
-			if lo := s.slab[s.blo[i]:s.blo[i+1]]; s.hasLower[i] && (!sp.hasMaxLo || bytes.Compare(lo, sp.maxLoRaw) > 0) {
+			if lo := s.lowerBytes(i); s.hasLower[i] && (!sp.hasMaxLo || bytes.Compare(lo, sp.maxLoRaw) > 0) {
 				sp.hasMaxLo, sp.maxLoRaw = true, lo
 			}
-			if hi := s.slab[s.bhi[i]:s.bhi[i+1]]; s.hasUpper[i] && (!sp.hasMinHi || bytes.Compare(hi, sp.minHiRaw) < 0) {
+			if hi := s.upperBytes(i); s.hasUpper[i] && (!sp.hasMinHi || bytes.Compare(hi, sp.minHiRaw) < 0) {
 				sp.hasMinHi, sp.minHiRaw = true, hi
 			}
 		}
 	}
-	s.span = sp
+	return sp
 }
+
+// merge is the span of the files of a and of b, both spans of one kind of
+// bounds (so each compares either its ints or its bytes, the others being
+// zero); a's and b's byte bounds are not kept.
+func (a columnSpan) merge(b columnSpan) columnSpan {
+	out := columnSpan{ok: a.ok && b.ok}
+	for _, sp := range []columnSpan{a, b} {
+		if sp.hasMaxLo && (!out.hasMaxLo || sp.maxLo > out.maxLo || bytes.Compare(sp.maxLoRaw, out.maxLoRaw) > 0) {
+			out.hasMaxLo, out.maxLo, out.maxLoRaw = true, sp.maxLo, slices.Clone(sp.maxLoRaw)
+		}
+		if sp.hasMinHi && (!out.hasMinHi || sp.minHi < out.minHi || bytes.Compare(sp.minHiRaw, out.minHiRaw) < 0) {
+			out.hasMinHi, out.minHi, out.minHiRaw = true, sp.minHi, slices.Clone(sp.minHiRaw)
+		}
+	}
+	return out
+}
+
+// lowerBytes and upperBytes are file i's bounds of kind bytesBounds.
+func (s *columnStats) lowerBytes(i int) []byte { return s.slab[s.bounds[2*i]:s.bounds[2*i+1]] }
+func (s *columnStats) upperBytes(i int) []byte { return s.slab[s.bounds[2*i+1]:s.bounds[2*i+2]] }
 
 // boundKind is how a column's bounds are held.
 type boundKind uint8
@@ -471,81 +538,112 @@ func boundKindOf(typ iceberg.Type) boundKind {
 	return literalBounds
 }
 
-// statsBuilder makes the columnStats of one field a file at a time.
+// statsBuilder makes the columnStats of one field a file at a time, or a
+// range of another set's files at a time.
 type statsBuilder struct {
-	field    iceberg.NestedField
-	s        *columnStats
-	los, his [][]byte // bytesBounds: gathered, laid out in one slab at the end
+	field iceberg.NestedField
+	s     *columnStats
+	// spanned files' span is known: those of whole sets added first.
+	spanned int
+	span    columnSpan
 }
 
 func newStatsBuilder(field iceberg.NestedField, capacity int) *statsBuilder {
-	sb := &statsBuilder{field: field, s: &columnStats{kind: boundKindOf(field.Type), nullsOnly: make([]bool, 0, capacity),
-		nansOnly: make([]bool, 0, capacity), hasLower: make([]bool, 0, capacity), hasUpper: make([]bool, 0, capacity)}}
+	sb := &statsBuilder{field: field, span: columnSpan{ok: true}, s: &columnStats{kind: boundKindOf(field.Type),
+		nullsOnly: make([]bool, 0, capacity), nansOnly: make([]bool, 0, capacity), hasLower: make([]bool, 0, capacity),
+		hasUpper: make([]bool, 0, capacity)}}
 	switch sb.s.kind {
 	case intBounds:
 		sb.s.ilo, sb.s.ihi = make([]int64, 0, capacity), make([]int64, 0, capacity)
 	case bytesBounds:
-		sb.los, sb.his = make([][]byte, 0, capacity), make([][]byte, 0, capacity)
+		sb.s.bounds = append(make([]uint32, 0, 2*capacity+1), 0)
 	}
 	return sb
-}
-
-// boundArena holds copies of many small byte strings (bounds of string
-// and binary columns) in a few large chunks instead of one allocation
-// each.
-type boundArena struct{ chunk []byte }
-
-// copy returns a copy of b held in the arena (nil for nil).
-func (a *boundArena) copy(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	if len(b) > 1<<10 {
-		return append(make([]byte, 0, len(b)), b...)
-	}
-	if cap(a.chunk)-len(a.chunk) < len(b) {
-		a.chunk = make([]byte, 0, 64<<10)
-	}
-	start := len(a.chunk)
-	a.chunk = append(a.chunk, b...)
-	return a.chunk[start:len(a.chunk):len(a.chunk)]
-}
-
-// copyUpper returns upperPrefix(hi) held in the arena.
-func (a *boundArena) copyUpper(hi []byte) []byte {
-	n := upperCut(hi)
-	if n == 0 {
-		return a.copy(hi)
-	}
-	up := a.copy(hi[:n])
-	up[n-1]++
-	return up
 }
 
 // add adds a file's statistics of the field, as the manifest decoder
 // gives them or as setBuilder.add takes them from a DataFile's maps:
 // counts present or not, bounds decoded as iceberg.LiteralFromBytes decodes
 // them (an integer of another width than its type's is no bound), string
-// and binary bounds copied into arena.
-func (sb *statsBuilder) add(st *manifestdec.ColumnStats, arena *boundArena) {
+// and binary bounds copied (held to heldBoundBytes).
+func (sb *statsBuilder) add(st *manifestdec.ColumnStats) {
 	s := sb.s
 	s.nullsOnly = append(s.nullsOnly, st.HasNulls && st.HasValues && st.Nulls == st.Values)
 	s.nansOnly = append(s.nansOnly, st.HasNaNs && st.HasValues && st.NaNs == st.Values)
+	s.hasLower, s.hasUpper = append(s.hasLower, false), append(s.hasUpper, false)
+	i := len(s.hasLower) - 1
 	switch s.kind {
 	case intBounds:
 		lo, lok := intBound(sb.field.Type, st.Lower)
 		hi, hok := intBound(sb.field.Type, st.Upper)
-		s.hasLower, s.hasUpper = append(s.hasLower, lok), append(s.hasUpper, hok)
+		s.hasLower[i], s.hasUpper[i] = lok, hok
 		s.ilo, s.ihi = append(s.ilo, lo), append(s.ihi, hi)
+		return
 	case bytesBounds: // strings and binaries: every byte string is a bound
-		s.hasLower, s.hasUpper = append(s.hasLower, st.Lower != nil), append(s.hasUpper, st.Upper != nil)
-		sb.los, sb.his = append(sb.los, arena.copy(lowerPrefix(st.Lower))), append(sb.his, arena.copyUpper(st.Upper))
-	default:
-		lo := decodeBound(sb.field.Type, slices.Clone(st.Lower)) // literals may keep the bytes
-		hi := decodeBound(sb.field.Type, slices.Clone(st.Upper))
-		s.hasLower, s.hasUpper = append(s.hasLower, lo != nil), append(s.hasUpper, hi != nil)
-		s.lower, s.upper = append(s.lower, lo), append(s.upper, hi)
+		s.hasLower[i], s.hasUpper[i] = st.Lower != nil, st.Upper != nil
+		if sb.appendBytes(st.Lower, st.Upper) {
+			return
+		}
+		s.hasLower, s.hasUpper = s.hasLower[:i], s.hasUpper[:i]
+		s.nullsOnly, s.nansOnly = s.nullsOnly[:i], s.nansOnly[:i]
+		sb.add(st) // as literals now
+		return
 	}
+	loRaw, hiRaw := st.Lower, st.Upper
+	if boundKindOf(sb.field.Type) == bytesBounds { // held as literals past maxSlabBytes: held to heldBoundBytes all the same
+		loRaw, hiRaw = lowerPrefix(loRaw), upperPrefix(hiRaw)
+	}
+	lo := decodeBound(sb.field.Type, slices.Clone(loRaw)) // literals may keep the bytes
+	hi := decodeBound(sb.field.Type, slices.Clone(hiRaw))
+	s.hasLower[i], s.hasUpper[i] = lo != nil, hi != nil
+	s.lower, s.upper = append(s.lower, lo), append(s.upper, hi)
+}
+
+// maxSlabBytes is the most a columnStats' slab holds: its offsets are of
+// 32 bits. A variable, so that tests reach it.
+var maxSlabBytes = math.MaxUint32
+
+// appendBytes appends a file's byte bounds, held to heldBoundBytes
+// (lowerPrefix, upperPrefix), to the slab; when offsets of 32 bits would
+// not hold them, it holds every file's bounds as literals instead and
+// returns false.
+func (sb *statsBuilder) appendBytes(lo, hi []byte) bool {
+	s := sb.s
+	lo = lowerPrefix(lo)
+	cut := upperCut(hi)
+	if cut > 0 {
+		hi = hi[:cut]
+	}
+	if len(s.slab)+len(lo)+len(hi) > maxSlabBytes {
+		sb.toLiterals()
+		return false
+	}
+	s.slab = append(s.slab, lo...)
+	s.bounds = append(s.bounds, uint32(len(s.slab)))
+	s.slab = append(s.slab, hi...)
+	if cut > 0 {
+		s.slab[len(s.slab)-1]++
+	}
+	s.bounds = append(s.bounds, uint32(len(s.slab)))
+	return true
+}
+
+// toLiterals holds the bytes bounds of the files added as literals, and
+// those of the files to come.
+func (sb *statsBuilder) toLiterals() {
+	s := sb.s
+	n := len(s.bounds) / 2
+	s.lower, s.upper = make([]iceberg.Literal, n), make([]iceberg.Literal, n)
+	for i := range n {
+		if s.hasLower[i] {
+			s.lower[i] = decodeBound(sb.field.Type, slices.Clone(s.lowerBytes(i)))
+		}
+		if s.hasUpper[i] {
+			s.upper[i] = decodeBound(sb.field.Type, slices.Clone(s.upperBytes(i)))
+		}
+	}
+	s.kind, s.bounds, s.slab = literalBounds, nil, nil
+	sb.spanned, sb.span = 0, columnSpan{ok: true}
 }
 
 // intBound is a bound of an integer column (int, long, date, time,
@@ -612,6 +710,10 @@ func upperCut(hi []byte) int {
 // addRows adds files [start, end) of src, statistics of the same field.
 func (sb *statsBuilder) addRows(src *columnStats, start, end int) {
 	s := sb.s
+	if sb.spanned == len(s.hasLower) && start == 0 && end == len(src.hasLower) && s.kind == src.kind {
+		sb.spanned, sb.span = sb.spanned+end, sb.span.merge(src.span) // a whole set: its span is known
+	}
+	first := len(s.hasLower)
 	s.nullsOnly = append(s.nullsOnly, src.nullsOnly[start:end]...)
 	s.nansOnly = append(s.nansOnly, src.nansOnly[start:end]...)
 	s.hasLower = append(s.hasLower, src.hasLower[start:end]...)
@@ -619,57 +721,55 @@ func (sb *statsBuilder) addRows(src *columnStats, start, end int) {
 	switch {
 	case s.kind == intBounds:
 		s.ilo, s.ihi = append(s.ilo, src.ilo[start:end]...), append(s.ihi, src.ihi[start:end]...)
+		return
 	case s.kind == bytesBounds && src.kind == bytesBounds:
-		for i := start; i < end; i++ {
-			sb.los = append(sb.los, src.slab[src.blo[i]:src.blo[i+1]])
-			sb.his = append(sb.his, src.slab[src.bhi[i]:src.bhi[i+1]])
+		from, to := int(src.bounds[2*start]), int(src.bounds[2*end])
+		if len(s.slab)+to-from <= maxSlabBytes {
+			shift := uint32(len(s.slab)) - uint32(from) // modulo 2^32: every sum fits
+			s.slab = append(s.slab, src.slab[from:to]...)
+			for _, off := range src.bounds[2*start+1 : 2*end+1] {
+				s.bounds = append(s.bounds, off+shift)
+			}
+			return
 		}
 	case s.kind == bytesBounds: // src fell back to literals
+		total := len(s.slab)
 		for i := start; i < end; i++ {
-			sb.los, sb.his = append(sb.los, lowerPrefix(literalBytes(src.lower[i]))), append(sb.his, upperPrefix(literalBytes(src.upper[i])))
+			total += len(lowerPrefix(literalBytes(src.lower[i]))) + len(upperPrefix(literalBytes(src.upper[i])))
 		}
-	default:
-		s.lower, s.upper = append(s.lower, src.lower[start:end]...), append(s.upper, src.upper[start:end]...)
+		if total <= maxSlabBytes {
+			for i := start; i < end; i++ {
+				sb.appendBytes(literalBytes(src.lower[i]), literalBytes(src.upper[i]))
+			}
+			return
+		}
+	}
+	if s.kind == bytesBounds { // the bounds overflow offsets of 32 bits
+		s.nullsOnly, s.nansOnly, s.hasLower, s.hasUpper = s.nullsOnly[:first], s.nansOnly[:first], s.hasLower[:first], s.hasUpper[:first]
+		sb.toLiterals()
+		sb.addRows(src, start, end)
+		return
+	}
+	for i := start; i < end; i++ { // held as literals
+		if src.kind == literalBounds {
+			s.lower, s.upper = append(s.lower, src.lower[i]), append(s.upper, src.upper[i])
+			continue
+		}
+		var lo, hi iceberg.Literal
+		if src.hasLower[i] {
+			lo = decodeBound(sb.field.Type, slices.Clone(src.lowerBytes(i)))
+		}
+		if src.hasUpper[i] {
+			hi = decodeBound(sb.field.Type, slices.Clone(src.upperBytes(i)))
+		}
+		s.lower, s.upper = append(s.lower, lo), append(s.upper, hi)
 	}
 }
 
-// finish returns the statistics made: bytes bounds laid out in one slab,
-// or as literals where offsets of 32 bits would not hold them.
+// finish returns the statistics made, with their span.
 func (sb *statsBuilder) finish() *columnStats {
 	s := sb.s
-	defer s.setSpan()
-	if s.kind != bytesBounds {
-		return s
-	}
-	total := 0
-	for i := range sb.los {
-		total += len(sb.los[i]) + len(sb.his[i])
-	}
-	n := len(sb.los)
-	if total > math.MaxUint32/2 {
-		s.kind, s.lower, s.upper = literalBounds, make([]iceberg.Literal, n), make([]iceberg.Literal, n)
-		for i := range n {
-			if s.hasLower[i] {
-				s.lower[i] = decodeBound(sb.field.Type, sb.los[i])
-			}
-			if s.hasUpper[i] {
-				s.upper[i] = decodeBound(sb.field.Type, sb.his[i])
-			}
-		}
-		return s
-	}
-	s.slab = make([]byte, 0, total)
-	s.blo, s.bhi = make([]uint32, n+1), make([]uint32, n+1)
-	for i := range n {
-		s.blo[i] = uint32(len(s.slab))
-		s.slab = append(s.slab, sb.los[i]...)
-	}
-	s.blo[n] = uint32(len(s.slab))
-	for i := range n {
-		s.bhi[i] = uint32(len(s.slab))
-		s.slab = append(s.slab, sb.his[i]...)
-	}
-	s.bhi[n] = uint32(len(s.slab))
+	s.span = sb.span.merge(s.spanOf(sb.spanned, len(s.hasLower)))
 	return s
 }
 
@@ -714,7 +814,7 @@ func (s *columnStats) within(i int, values []iceberg.Literal, ints []int64, raw 
 		}
 		return false
 	case bytesBounds:
-		lo, hi := s.slab[s.blo[i]:s.blo[i+1]], s.slab[s.bhi[i]:s.bhi[i+1]]
+		lo, hi := s.lowerBytes(i), s.upperBytes(i)
 		for _, v := range raw {
 			if s.hasLower[i] && bytes.Compare(lo, v) > 0 || s.hasUpper[i] && bytes.Compare(hi, v) < 0 {
 				continue

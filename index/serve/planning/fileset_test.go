@@ -2,6 +2,7 @@ package planning
 
 import (
 	"bytes"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -54,7 +55,7 @@ func TestColumnSpan(t *testing.T) {
 			if typ == iceberg.PrimitiveTypes.String {
 				lo, hi = []byte(strconv.FormatInt(a, 10)), []byte(strconv.FormatInt(b, 10))
 			}
-			sb.add(&manifestdec.ColumnStats{Values: 10, HasValues: true, HasNulls: true, Lower: lo, Upper: hi}, &boundArena{})
+			sb.add(&manifestdec.ColumnStats{Values: 10, HasValues: true, HasNulls: true, Lower: lo, Upper: hi})
 		}
 		s := sb.finish()
 		for v := int64(0); v < 5000; v += 7 {
@@ -73,4 +74,77 @@ func TestColumnSpan(t *testing.T) {
 			t.Fatalf("%s: keepsAll with a file of nulls only", typ)
 		}
 	}
+}
+
+// TestStatsRowsCopied: a column's statistics made of ranges of other sets'
+// (a base made from the last one) hold each file's bounds as the sets they
+// came from did, with the span of them all; bounds past what offsets of
+// 32 bits hold are held as literals, the same.
+func TestStatsRowsCopied(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	field := iceberg.NestedField{ID: 1, Name: "c", Type: iceberg.PrimitiveTypes.String}
+	random := func() []byte {
+		switch r.IntN(8) {
+		case 0:
+			return nil
+		case 1:
+			return append(bytes.Repeat([]byte{0xff}, 17), byte(r.IntN(256))) // held whole
+		}
+		return []byte(strconv.FormatInt(r.Int64N(1<<40), 36) + "@example.com")
+	}
+	made := func(n int) (*columnStats, []manifestdec.ColumnStats) {
+		sb := newStatsBuilder(field, n)
+		var raw []manifestdec.ColumnStats
+		for range n {
+			st := manifestdec.ColumnStats{Values: 10, HasValues: true, HasNulls: true, Nulls: int64(r.IntN(11)), Lower: random(), Upper: random()}
+			sb.add(&st)
+			raw = append(raw, st)
+		}
+		return sb.finish(), raw
+	}
+	a, rawA := made(300)
+	b, rawB := made(200)
+	for _, limit := range []int{maxSlabBytes, 4000} {
+		maxSlabBytes = limit
+		sb := newStatsBuilder(field, 0)
+		sb.addRows(a, 0, 300)
+		want := append([]manifestdec.ColumnStats{}, rawA...)
+		for _, st := range rawB[:5] {
+			sb.add(&st)
+			want = append(want, st)
+		}
+		sb.addRows(b, 50, 150)
+		want = append(want, rawB[50:150]...)
+		got := sb.finish()
+		fresh := newStatsBuilder(field, 0)
+		for _, st := range want {
+			fresh.add(&st)
+		}
+		wantStats := fresh.finish()
+		if wantKind := map[bool]boundKind{true: bytesBounds, false: literalBounds}[limit > 1<<20]; got.kind != wantKind || wantStats.kind != wantKind {
+			t.Fatalf("slab limit %d: kinds %d and %d, want %d", limit, got.kind, wantStats.kind, wantKind)
+		}
+		for i := range want {
+			if got.nullsOnly[i] != wantStats.nullsOnly[i] || got.hasLower[i] != wantStats.hasLower[i] || got.hasUpper[i] != wantStats.hasUpper[i] {
+				t.Fatalf("slab limit %d, file %d: flags differ", limit, i)
+			}
+			switch got.kind {
+			case bytesBounds:
+				if !bytes.Equal(got.lowerBytes(i), wantStats.lowerBytes(i)) || !bytes.Equal(got.upperBytes(i), wantStats.upperBytes(i)) {
+					t.Fatalf("file %d: bounds [%q, %q], want [%q, %q]", i, got.lowerBytes(i), got.upperBytes(i), wantStats.lowerBytes(i), wantStats.upperBytes(i))
+				}
+			default:
+				for _, pair := range [][2]iceberg.Literal{{got.lower[i], wantStats.lower[i]}, {got.upper[i], wantStats.upper[i]}} {
+					if (pair[0] == nil) != (pair[1] == nil) || pair[0] != nil && !pair[0].Equals(pair[1]) {
+						t.Fatalf("slab limit %d, file %d: bound %v, want %v", limit, i, pair[0], pair[1])
+					}
+				}
+			}
+		}
+		if sp, want := got.span, wantStats.span; sp.ok != want.ok || sp.hasMaxLo != want.hasMaxLo || sp.hasMinHi != want.hasMinHi ||
+			!bytes.Equal(sp.maxLoRaw, want.maxLoRaw) || !bytes.Equal(sp.minHiRaw, want.minHiRaw) {
+			t.Fatalf("slab limit %d: span %+v, want %+v", limit, sp, want)
+		}
+	}
+	maxSlabBytes = math.MaxUint32
 }

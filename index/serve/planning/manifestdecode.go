@@ -97,7 +97,7 @@ func decodeManifestSet(ctx context.Context, fsys icebergio.IO, m iceberg.Manifes
 			sb.row(e.Path, e.Size, e.Records, m.PartitionSpecID(), e.Format, e.Partition,
 				fileExtra{keyMetadata: e.KeyMetadata, splits: e.SplitOffsets, sortOrder: e.SortOrderID}, firstRowID)
 			for j, st := range sb.stats {
-				st.add(&blk.Stats[k*n+j], &sb.arena)
+				st.add(&blk.Stats[k*n+j])
 			}
 		}
 		return nil
