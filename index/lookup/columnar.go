@@ -144,6 +144,14 @@ func (m *Memo) Carry(prev *Memo, prevFiles, files *filelist.List, moves []RowMov
 // carryColumn returns col, a column index of other files, for n files
 // of which moves says which were col's.
 func carryColumn(col *columnIndex, moves []RowMove, n int) *columnIndex {
+	if len(moves) == 1 && moves[0] == (RowMove{N: len(col.indexed)}) && n >= len(col.indexed) {
+		// Every file stays where it was (an append): the groups are
+		// shared, as the memo of one version does when its index gains
+		// segments (extendColumns changes only the groups it adds).
+		indexed := make([]bool, n)
+		copy(indexed, col.indexed)
+		return &columnIndex{groups: slices.Clone(col.groups), indexed: indexed, v1: col.v1}
+	}
 	to := make([]int32, len(col.indexed))
 	for i := range to {
 		to[i] = -1

@@ -199,6 +199,18 @@ func TestMemoCarry(t *testing.T) {
 	if memo.fullMatches != 0 {
 		t.Fatalf("the carried memo matched every file %d times", memo.fullMatches)
 	}
+	// A file appended after the kept ones, as a server's bases order them:
+	// the groups are shared, and neither memo changes the other's.
+	fx.appendFile(rowsPerFile)
+	fx.index(fx.files[5])
+	tail := filesOf(append(append([]dataFile{fx.files[4]}, fx.files[:4]...), fx.files[5])...)
+	tailMemo := &Memo{}
+	tailMemo.Carry(memo, files, tail, []RowMove{{N: files.Len()}})
+	fx.sameAsNewMemo(t, "after an append at the end", cache, tail, tailMemo)
+	fx.sameAsNewMemo(t, "the last version's after it", cache, files, memo)
+	if tailMemo.fullMatches != 0 {
+		t.Fatalf("the memo carried whole matched every file %d times", tailMemo.fullMatches)
+	}
 
 	// The snapshot's segment replaced by one of other files: the index no
 	// longer extends the last one, and is matched whole.

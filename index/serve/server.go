@@ -636,7 +636,7 @@ func (s *Server) logPlan(rt route, res *planning.PlanResult, d time.Duration) {
 	s.log.Info("plan", "table", strings.Join(rt.ident(), "."), "snapshot", res.SnapshotID,
 		"files_in_snapshot", res.FilesTotal, "files_after_statistics", res.FilesAfterStats,
 		"files_after_index", res.FilesPlanned, "unindexed", res.Unindexed, "index_errors", len(res.IndexErrors),
-		"how", how, "duration", d)
+		"how", how, "warm_miss", res.WarmMiss, "duration", d)
 	if len(res.IndexErrors) > 0 {
 		// The plan kept the files the index could not speak for; an
 		// operator needs to know that the index is not being read.

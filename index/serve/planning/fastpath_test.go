@@ -410,14 +410,22 @@ func getters(f iceberg.DataFile) []any {
 func TestWarmMissesCounted(t *testing.T) {
 	_, load, _ := idTable(t, 4)
 	p := NewPlanner(load, PlannerOptions{MemoryBudget: 64 << 20})
-	plan := func(p *Planner, req rest.PlanTableScanRequest) {
+	plan := func(p *Planner, req rest.PlanTableScanRequest) *PlanResult {
 		t.Helper()
-		if _, err := p.Plan(context.Background(), table.Identifier{"db", "events"}, req); err != nil {
+		res, err := p.Plan(context.Background(), table.Identifier{"db", "events"}, req)
+		if err != nil {
 			t.Fatal(err)
 		}
+		return res
 	}
 	for v := range 3 {
-		plan(p, rest.PlanTableScanRequest{Filter: []byte(`{"type":"eq","term":"id","value":` + itoa(v) + `}`)})
+		res := plan(p, rest.PlanTableScanRequest{Filter: []byte(`{"type":"eq","term":"id","value":` + itoa(v) + `}`)})
+		if want := map[bool]string{true: "base_made", false: ""}[v == 0]; res.WarmMiss != want {
+			t.Fatalf("plan %d: warm miss %q, want %q", v, res.WarmMiss, want)
+		}
+	}
+	if res := plan(p, rest.PlanTableScanRequest{Filter: []byte(`{"type":"eq","term":"id","value":0}`)}); !res.Cached || res.WarmMiss != "" {
+		t.Fatalf("the first plan again: cached %t, warm miss %q", res.Cached, res.WarmMiss)
 	}
 	plan(p, rest.PlanTableScanRequest{Filter: []byte(`{"type":"lt","term":"id","value":4}`)})
 	plan(p, rest.PlanTableScanRequest{Filter: []byte(`{"type":"eq","term":"id","value":9}`), StatsFields: []string{"id"}})

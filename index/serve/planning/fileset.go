@@ -600,8 +600,9 @@ func (sb *statsBuilder) add(st *manifestdec.ColumnStats) {
 }
 
 // maxSlabBytes is the most a columnStats' slab holds: its offsets are of
-// 32 bits. A variable, so that tests reach it.
-var maxSlabBytes = math.MaxUint32
+// 32 bits (and an int of 32 bits counts to here). A variable, so that
+// tests reach it.
+var maxSlabBytes = math.MaxInt32
 
 // appendBytes appends a file's byte bounds, held to heldBoundBytes
 // (lowerPrefix, upperPrefix), to the slab; when offsets of 32 bits would
@@ -726,6 +727,9 @@ func (sb *statsBuilder) addRows(src *columnStats, start, end int) {
 		from, to := int(src.bounds[2*start]), int(src.bounds[2*end])
 		if len(s.slab)+to-from <= maxSlabBytes {
 			shift := uint32(len(s.slab)) - uint32(from) // modulo 2^32: every sum fits
+			if s.slab == nil {                          // the last base's: room for a commit's new files beside it
+				s.slab = make([]byte, 0, to-from+(to-from)/64)
+			}
 			s.slab = append(s.slab, src.slab[from:to]...)
 			for _, off := range src.bounds[2*start+1 : 2*end+1] {
 				s.bounds = append(s.bounds, off+shift)
@@ -766,9 +770,14 @@ func (sb *statsBuilder) addRows(src *columnStats, start, end int) {
 	}
 }
 
-// finish returns the statistics made, with their span.
+// finish returns the statistics made, with their span. A slab grown by
+// appending is copied to its size when it has room for a sixteenth more:
+// the base's accounting counts what it holds, not its room.
 func (sb *statsBuilder) finish() *columnStats {
 	s := sb.s
+	if cap(s.slab)-len(s.slab) > len(s.slab)/16 {
+		s.slab = slices.Clone(s.slab)
+	}
 	s.span = sb.span.merge(s.spanOf(sb.spanned, len(s.hasLower)))
 	return s
 }

@@ -143,6 +143,10 @@ type PlanResult struct {
 	// without its = and IN conjuncts (fastpath.go), read from memory when
 	// warm, rather than by iceberg-go planning the whole filter.
 	FastPath bool
+	// WarmMiss is why the plan was not made from a kept base plan, as
+	// icebloom_serve_warm_path_misses_total counts it (base_made,
+	// not_a_lookup, …); empty when it was, or when it came from the cache.
+	WarmMiss string
 	size     int64
 	// spans are the least and greatest path key of each page (pagekeys.go).
 	spans []KeyRange
@@ -288,7 +292,7 @@ func (p *Planner) PlanTable(ctx context.Context, loaded *Loaded, req rest.PlanTa
 	}
 	if res, ok := p.results.get(key); ok {
 		out := *res
-		out.Cached, out.Credentials = true, loaded.Credentials
+		out.Cached, out.WarmMiss, out.Credentials = true, "", loaded.Credentials
 		return &out, nil
 	}
 	// Requests for the same plan at once share its making: iceberg-go
@@ -424,6 +428,7 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, access string, req
 		FilesAfterStats:  afterStats,
 		Unindexed:        len(planned.Unindexed),
 		FastPath:         fast,
+		WarmMiss:         string(miss),
 	}
 	for _, e := range planned.IndexErrors {
 		res.IndexErrors = append(res.IndexErrors, e.Error())
