@@ -727,7 +727,8 @@ func (sb *statsBuilder) addRows(src *columnStats, start, end int) {
 		from, to := int(src.bounds[2*start]), int(src.bounds[2*end])
 		if len(s.slab)+to-from <= maxSlabBytes {
 			shift := uint32(len(s.slab)) - uint32(from) // modulo 2^32: every sum fits
-			if s.slab == nil {                          // the last base's: room for a commit's new files beside it
+			if s.slab == nil {
+				// The last base's: room for a commit's new files beside it.
 				s.slab = make([]byte, 0, to-from+(to-from)/64)
 			}
 			s.slab = append(s.slab, src.slab[from:to]...)

@@ -146,5 +146,5 @@ func TestStatsRowsCopied(t *testing.T) {
 			t.Fatalf("slab limit %d: span %+v, want %+v", limit, sp, want)
 		}
 	}
-	maxSlabBytes = math.MaxUint32
+	maxSlabBytes = math.MaxInt32
 }
