@@ -68,6 +68,24 @@ func (d *storedDirectory) directory() *segment.Directory {
 	return dir
 }
 
+// held returns the decoded directory while something holds it, nil when
+// nothing does.
+func (d *storedDirectory) held() *segment.Directory {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.decoded.Value()
+}
+
+// match hands fn the members of fields whose files find finds, decoding
+// the stored blob without keeping its files and members
+// (segment.MatchStoredDirectory).
+func (d *storedDirectory) match(find FindFile, fields []int, fn func(dir *segment.Directory, group, member, file int)) {
+	if _, err := segment.MatchStoredDirectory(d.stored, d.offset, find, fields, fn); err != nil {
+		// As in directory: the bytes were checked when they were read.
+		panic(fmt.Sprintf("index: a directory that decoded when it was read does not decode again: %v", err))
+	}
+}
+
 // bytes is the memory the stored directory holds, not counting its
 // decoded form.
 func (d *storedDirectory) bytes() int64 {

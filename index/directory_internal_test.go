@@ -130,3 +130,68 @@ func TestDirectoryKeptAsStored(t *testing.T) {
 		t.Error("the directory decoded again is not the one written")
 	}
 }
+
+// TestMatchGroupsStreams: MatchGroups hands over what Match does (each
+// file's field, group and member) without decoding a directory nothing
+// holds, both with the directory decoded and without; the Filter of a ref
+// it gave decodes it then, and is the filter Match gives. A segment whose
+// statistics entry lists only other fields is not read.
+func TestMatchGroupsStreams(t *testing.T) {
+	const files = 3000
+	sf, _ := writeV2Segment(t, files)
+	ix, errs := Load(context.Background(), icebergio.LocalFS{}, metadataOf{stats: []table.StatisticsFile{sf}}, NewFooterCache(8))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	seg := &ix.segments[0]
+	type hit struct {
+		file, field, member int
+		layout              segment.Layout
+		filter              StoredFilter
+	}
+	find := func(path []byte, size int64) (int, bool) { return int(size), size%3 != 0 }
+	collect := func(match func(fn func(int, FilterRef))) []hit {
+		var hits []hit
+		match(func(file int, ref FilterRef) {
+			g, m := ref.Group()
+			hits = append(hits, hit{file, ref.FieldID(), m, g.Layout(), StoredFilter{}})
+		})
+		return hits
+	}
+	want := collect(func(fn func(int, FilterRef)) { ix.Match(find, []int{1}, fn) })
+	runtime.GC()
+	var refs []FilterRef
+	got := collect(func(fn func(int, FilterRef)) {
+		ix.MatchGroups(0, find, []int{1}, func(file int, ref FilterRef) { refs = append(refs, ref); fn(file, ref) })
+	})
+	for k := range min(len(got), len(want)) {
+		if got[k] != want[k] {
+			t.Logf("first difference at %d: %+v, want %+v", k, got[k], want[k])
+			break
+		}
+	}
+	if len(want) != files*2/3 || !slices.Equal(got, want) {
+		t.Fatalf("MatchGroups handed over %d refs, Match %d (want %d), or others", len(got), len(want), files*2/3)
+	}
+	if runtime.GC(); seg.dir.decoded.Value() != nil {
+		t.Fatal("MatchGroups decoded the directory")
+	}
+	var filters []StoredFilter
+	ix.Match(find, []int{1}, func(_ int, ref FilterRef) { filters = append(filters, ref.Filter()) })
+	for k, ref := range refs {
+		if f := ref.Filter(); f.DataFile != filters[k].DataFile || f.DataFileSize != filters[k].DataFileSize || f.NDV != filters[k].NDV {
+			t.Fatalf("the filter of ref %d: %s (%d bytes), want %s", k, f.DataFile, f.DataFileSize, filters[k].DataFile)
+		}
+	}
+	// With the directory held decoded, MatchGroups reads it.
+	held := seg.Directory()
+	if again := collect(func(fn func(int, FilterRef)) { ix.MatchGroups(0, find, []int{1}, fn) }); !slices.Equal(again, want) {
+		t.Fatal("MatchGroups over a held directory differs")
+	}
+	runtime.KeepAlive(held)
+	calls := 0
+	ix.MatchGroups(0, func([]byte, int64) (int, bool) { calls++; return 0, false }, []int{7}, func(int, FilterRef) {})
+	if calls != 0 {
+		t.Fatalf("a segment of field 1 alone was read for field 7: %d finds", calls)
+	}
+}

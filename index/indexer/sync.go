@@ -136,7 +136,7 @@ func (j *job) coverage(files []filescan.File) *coverage {
 		i, ok := c.pos[string(path)]
 		return i, ok && c.sizes[i] == size
 	}
-	j.ix.Match(find, c.fields, func(i int, f index.FilterRef) {
+	j.ix.MatchGroups(0, find, c.fields, func(i int, f index.FilterRef) {
 		k := i*len(c.fields) + slices.Index(c.fields, f.FieldID())
 		if c.covered[k] {
 			j.sum.FiltersDuplicated++

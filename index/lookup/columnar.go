@@ -212,7 +212,7 @@ func extendColumns(ix *index.TableIndex, first int, files *filelist.List, cols m
 	}
 	groupOf := map[*segment.Group]int{}
 	gained := map[*columnIndex][]int{} // the groups each column gained
-	ix.MatchFrom(first, filelist.NewIndex(files, unmatched).Find, fields, func(i int, ref index.FilterRef) {
+	ix.MatchGroups(first, filelist.NewIndex(files, unmatched).Find, fields, func(i int, ref index.FilterRef) {
 		id := ref.FieldID()
 		c, seen := cols[id], seen[id]
 		if c.indexed[i] || seen[i] {

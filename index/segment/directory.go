@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/icebloom/icebloom/index/filelist"
@@ -150,13 +151,24 @@ func commonPrefix(a, b []byte) int {
 // groups must end, the directory's own offset in the file: no group a
 // lookup reads may reach past it.
 func DecodeDirectory(data []byte, groupsEnd int64) (*Directory, error) {
-	return decodeDirectory(data, groupsEnd, true)
+	return decodeDirectory(data, groupsEnd, true, nil)
+}
+
+// matcher is what a directory's files and members are handed to as they
+// are decoded (MatchStoredDirectory).
+type matcher struct {
+	find    func(path []byte, size int64) (int, bool)
+	fields  []int
+	fn      func(dir *Directory, group, member, file int)
+	planned []int32    // by directory file: find's file, -1 for none
+	hits    [][2]int32 // the group's members found: member, file
 }
 
 // decodeDirectory is DecodeDirectory; without keep, it checks the
 // directory as fully but keeps no file and no member: its Files are empty
-// and its groups' Members nil.
-func decodeDirectory(data []byte, groupsEnd int64, keep bool) (*Directory, error) {
+// and its groups' Members nil. With a matcher, it hands it each file and
+// each member of the matcher's fields as it decodes them.
+func decodeDirectory(data []byte, groupsEnd int64, keep bool, m *matcher) (*Directory, error) {
 	if len(data) < len(directoryMagic)+4 || [4]byte(data) != directoryMagic {
 		return nil, errors.New("directory: bad magic")
 	}
@@ -176,6 +188,9 @@ func decodeDirectory(data []byte, groupsEnd int64, keep bool) (*Directory, error
 		// does (Clip, below, leaves it exactly what it takes).
 		dir.Files.GrowBytes(len(d.b))
 	}
+	if m != nil {
+		m.planned = make([]int32, nFiles)
+	}
 	var prev []byte
 	files, prevLen := 0, 0
 	for ; files < nFiles; files++ {
@@ -192,13 +207,24 @@ func decodeDirectory(data []byte, groupsEnd int64, keep bool) (*Directory, error
 		if prevLen == 0 {
 			d.fail("file %d has no path", files)
 		}
-		if keep {
+		if keep || m != nil {
 			prev = append(prev[:shared], suffix...)
+		}
+		if keep {
 			dir.Files.AppendBytes(prev, size)
+		}
+		if m != nil && d.err == nil {
+			m.planned[files] = -1
+			if i, ok := m.find(prev, size); ok {
+				m.planned[files] = int32(i)
+			}
 		}
 	}
 	dir.Files.Clip()
 	nGroups := d.count(20)
+	if m != nil { // a group handed over stays where it is
+		dir.Groups = make([]Group, 0, nGroups)
+	}
 	for gi := 0; gi < nGroups && d.err == nil; gi++ {
 		g := Group{FieldID: d.intN(math.MaxInt32)} // int(uvarint) would wrap past 2^63
 		vt := d.bytes(d.uvarint())
@@ -223,19 +249,34 @@ func decodeDirectory(data []byte, groupsEnd int64, keep bool) (*Directory, error
 			// intN(-1) below would take file 0 of none (docs/format.md §2.3).
 			d.fail("group %d has members, but the directory lists no files", gi)
 		}
+		g.members = nMembers
 		if keep {
 			g.Members = make([]Member, nMembers)
 		}
+		matched := m != nil && slices.Contains(m.fields, g.FieldID)
+		if matched {
+			m.hits = m.hits[:0]
+		}
 		for i := range nMembers {
-			m := Member{File: d.intN(files - 1), NDV: d.int64()}
+			mem := Member{File: d.intN(files - 1), NDV: d.int64()}
 			if keep {
-				g.Members[i] = m
+				g.Members[i] = mem
+			}
+			if matched && d.err == nil {
+				if f := m.planned[mem.File]; f >= 0 {
+					m.hits = append(m.hits, [2]int32{int32(i), f})
+				}
 			}
 		}
 		if d.err == nil && (g.Offset < 4 || g.Offset > groupsEnd || runBytes(nMembers) > (groupsEnd-g.Offset)/int64(g.Blocks)) {
 			d.fail("group %d: %d runs of %d members at offset %d reach past the directory at %d", gi, g.Blocks, nMembers, g.Offset, groupsEnd)
 		}
 		dir.Groups = append(dir.Groups, g)
+		if matched && d.err == nil { // handed over once the group checked out
+			for _, h := range m.hits {
+				m.fn(dir, gi, int(h[0]), int(h[1]))
+			}
+		}
 	}
 	if d.err == nil && len(d.b) != 0 {
 		dir.Links = d.links()

@@ -5,6 +5,7 @@ import (
 	"hash/crc32"
 	"math"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -34,12 +35,51 @@ func check(t *testing.T, data []byte, groupsEnd int64) {
 	d, err := DecodeDirectory(data, groupsEnd)
 	// Checking without keeping files and members (CheckStoredDirectory)
 	// accepts exactly what decoding does, with the same links.
-	checked, cerr := decodeDirectory(data, groupsEnd, false)
+	checked, cerr := decodeDirectory(data, groupsEnd, false, nil)
 	if (err == nil) != (cerr == nil) || err != nil && err.Error() != cerr.Error() {
 		t.Fatalf("decoding: %v; checking: %v", err, cerr)
 	}
+	// Matching (MatchStoredDirectory) accepts it too, and hands over what
+	// decoding keeps: every member of the fields asked for, of each file
+	// found (here every other one, numbered 100 on).
+	type match struct{ group, member, file int }
+	var matched []match
+	var fields []int
+	if d != nil && len(d.Groups) > 0 {
+		fields = []int{d.Groups[0].FieldID}
+	}
+	found := 0
+	m := &matcher{
+		find: func(path []byte, size int64) (int, bool) {
+			found++
+			return 100 + found - 1, found%2 == 1
+		},
+		fields: fields,
+		fn: func(dir *Directory, g, m, f int) {
+			if len(dir.Groups) <= g || dir.Groups[g].Members != nil {
+				t.Fatalf("member %d of group %d handed over with %d groups decoded", m, g, len(dir.Groups))
+			}
+			matched = append(matched, match{g, m, f})
+		},
+	}
+	mdir, merr := decodeDirectory(data, groupsEnd, false, m)
+	if (err == nil) != (merr == nil) || err != nil && err.Error() != merr.Error() {
+		t.Fatalf("decoding: %v; matching: %v", err, merr)
+	}
 	if err != nil {
 		return
+	}
+	var want []match
+	for gi, g := range d.Groups {
+		for i, mem := range g.Members {
+			if slices.Contains(fields, g.FieldID) && mem.File%2 == 0 {
+				want = append(want, match{gi, i, 100 + mem.File})
+			}
+		}
+	}
+	if found != d.Files.Len() || !slices.Equal(matched, want) || mdir.Files.Len() != 0 || len(mdir.Groups) != len(d.Groups) ||
+		!slices.EqualFunc(mdir.Groups, d.Groups, func(a, b Group) bool { return a.Layout() == b.Layout() }) {
+		t.Fatalf("matching found %d files of %d and handed over %v, want %v", found, d.Files.Len(), matched, want)
 	}
 	if !reflect.DeepEqual(checked.Links, d.Links) || checked.Files.Len() != 0 || len(checked.Groups) != len(d.Groups) {
 		t.Fatalf("checking kept %d files, %d groups and links %v; decoding %d groups and links %v", checked.Files.Len(), len(checked.Groups), checked.Links, len(d.Groups), d.Links)

@@ -62,6 +62,18 @@ type Group struct {
 	Tag uint64
 	// Offset is where the group's first run starts in the Puffin file.
 	Offset int64
+	// members is the number of members of a group decoded without them
+	// (Members nil: CheckStoredDirectory, MatchStoredDirectory).
+	members int
+}
+
+// NumMembers is the number of members, also of a group decoded without
+// them.
+func (g *Group) NumMembers() int {
+	if g.Members == nil {
+		return g.members
+	}
+	return len(g.Members)
 }
 
 // Member is one data file's filter in a group.
@@ -94,7 +106,7 @@ type Layout struct {
 
 // Layout returns the group's layout.
 func (g *Group) Layout() Layout {
-	return Layout{Blocks: g.Blocks, Members: len(g.Members), Tag: g.Tag, Offset: g.Offset}
+	return Layout{Blocks: g.Blocks, Members: g.NumMembers(), Tag: g.Tag, Offset: g.Offset}
 }
 
 // Bytes returns the size of the group's blob: N runs.
