@@ -149,9 +149,12 @@ func (l *List) seal() {
 }
 
 // Grow makes room for n more files (their sizes; locations grow as they
-// come).
+// come), exactly: a list extended version after version (Extension) holds
+// the room its caller asks for, not a quarter more.
 func (l *List) Grow(n int) {
-	l.sizes = slices.Grow(l.sizes, n)
+	if cap(l.sizes)-len(l.sizes) < n {
+		l.sizes = append(make([]int64, 0, len(l.sizes)+n), l.sizes...)
+	}
 	l.open.restarts = slices.Grow(l.open.restarts, n/restartEvery+1)
 }
 
@@ -173,6 +176,18 @@ func (l *List) Clip() {
 	l.runs, l.ends = slices.Clip(l.runs), slices.Clip(l.ends)
 	l.sizes = append([]int64(nil), l.sizes...)
 }
+
+// Extension returns a list of l's files that shares l's storage, to
+// append a next version's files to (a table's next version after an
+// append) without copying l. It appends where l would: l must not be
+// appended to after, nor extended again.
+func (l *List) Extension() List { return *l }
+
+// Seal seals the locations appended as a run of their own, as Clip does,
+// but keeps the room the list has for more files: a list extended version
+// after version (Extension) grows in place rather than being copied each
+// time.
+func (l *List) Seal() { l.seal() }
 
 // Bytes is the memory the list holds, its runs shared with other lists
 // included.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // uuid returns a random UUID's text.
@@ -341,5 +342,43 @@ func TestAppendAllocates(t *testing.T) {
 	})
 	if most := float64(len(names)/restartEvery + 8); allocs > most {
 		t.Errorf("appending %d locations allocated %v times, want at most %v", len(names), allocs, most)
+	}
+}
+
+// TestExtension: a list extended holds its files and the new ones, the
+// list it extends keeps its own, and the next extension appends in the
+// room the last one left.
+func TestExtension(t *testing.T) {
+	names := sparkNames(300, rand.New(rand.NewPCG(7, 8)))
+	var l List
+	for i, p := range names[:200] {
+		l.Append(p, int64(i))
+	}
+	l.Clip()
+	e := l.Extension()
+	for i, p := range names[200:250] {
+		e.Append(p, int64(200+i))
+	}
+	e.Seal()
+	e2 := e.Extension()
+	for i, p := range names[250:] {
+		e2.Append(p, int64(250+i))
+	}
+	e2.Seal()
+	for _, c := range []struct {
+		l *List
+		n int
+	}{{&l, 200}, {&e, 250}, {&e2, 300}} {
+		if c.l.Len() != c.n {
+			t.Fatalf("%d files, want %d", c.l.Len(), c.n)
+		}
+		for i, p := range c.l.All() {
+			if string(p) != names[i] || c.l.Size(i) != int64(i) {
+				t.Fatalf("file %d of %d: %s (%d bytes), want %s", i, c.n, p, c.l.Size(i), names[i])
+			}
+		}
+	}
+	if unsafe.SliceData(e2.sizes) != unsafe.SliceData(e.sizes) {
+		t.Error("the second extension copied the sizes the first left room for")
 	}
 }

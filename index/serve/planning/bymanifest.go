@@ -123,6 +123,62 @@ func (p *Planner) planByManifest(ctx context.Context, tbl *table.Table, access s
 			kept[r.path] = r
 		}
 	}
+	// The kept manifests' rows come first, in the last base's order, then
+	// the new ones': a commit that keeps every manifest of the last base
+	// (an append) extends its set, and the index's matches of its files
+	// stay where they were.
+	b = &base{manifests: make([]manifestRows, 0, len(manifests))}
+	var moves []lookup.RowMove
+	keptFiles := 0
+	if last != nil {
+		listed := map[string]bool{}
+		for _, m := range manifests {
+			listed[m.FilePath()] = true
+		}
+		for _, r := range last.manifests {
+			if !listed[r.path] {
+				continue
+			}
+			b.manifests = append(b.manifests, manifestRows{r.path, keptFiles, keptFiles + r.end - r.start})
+			if k := len(moves) - 1; k >= 0 && moves[k].From+moves[k].N == r.start && moves[k].To+moves[k].N == keptFiles {
+				moves[k].N += r.end - r.start
+			} else {
+				moves = append(moves, lookup.RowMove{From: r.start, To: keptFiles, N: r.end - r.start})
+			}
+			keptFiles += r.end - r.start
+		}
+	}
+	// A set that keeps every file of the last one, where it was, extends
+	// it in place (fileSet.extension); else the kept rows are copied.
+	var sb *setBuilder
+	if len(moves) == 1 && moves[0] == (lookup.RowMove{N: last.set.len()}) {
+		sb = last.set.extension(schema, fields)
+	}
+	// What it works in: the new manifests decoded, and the kept rows when
+	// they are copied, as the manifest list counts them (a snapshot's
+	// summary when it does not).
+	work := int64(0)
+	for _, m := range manifests {
+		if _, ok := kept[m.FilePath()]; !ok {
+			n := int64(m.AddedDataFiles()) + int64(m.ExistingDataFiles())
+			if n+int64(m.DeletedDataFiles()) <= 0 { // counts absent (optional in format 1)
+				work = byManifestWorkBytes(snap)
+				break
+			}
+			work += n * byManifestBytesPerFile
+		}
+	}
+	if sb == nil {
+		work += int64(keptFiles) * byManifestBytesPerFile
+	}
+	release, err := p.work.reserve(ctx, work)
+	if err != nil {
+		if sb != nil {
+			last.set.unclaim()
+		}
+		return nil, true, err
+	}
+	defer release()
 	// The manifests not kept are decoded, several at once.
 	decoded := make([]*fileSet, len(manifests))
 	g, gctx := errgroup.WithContext(ctx)
@@ -138,41 +194,21 @@ func (p *Planner) planByManifest(ctx context.Context, tbl *table.Table, access s
 		})
 	}
 	if err := g.Wait(); err != nil {
+		if sb != nil {
+			last.set.unclaim()
+		}
 		return nil, true, err
 	}
-	files := 0
-	for i, m := range manifests {
-		if r, ok := kept[m.FilePath()]; ok {
-			files += r.end - r.start
-		} else {
-			files += decoded[i].len()
+	added := 0
+	for _, d := range decoded {
+		if d != nil {
+			added += d.len()
 		}
 	}
-	// The kept manifests' rows come first, in the last base's order, then
-	// the new ones': a commit that keeps every manifest of the last base
-	// (an append) copies its columns whole, and the index's matches of its
-	// files stay where they were.
-	sb := newSetBuilder(schema, fields, files)
-	b = &base{manifests: make([]manifestRows, 0, len(manifests))}
-	var moves []lookup.RowMove
-	if last != nil {
-		listed := map[string]bool{}
-		for _, m := range manifests {
-			listed[m.FilePath()] = true
-		}
-		to := 0
-		for _, r := range last.manifests {
-			if !listed[r.path] {
-				continue
-			}
-			b.manifests = append(b.manifests, manifestRows{r.path, to, to + r.end - r.start})
-			if k := len(moves) - 1; k >= 0 && moves[k].From+moves[k].N == r.start && moves[k].To+moves[k].N == to {
-				moves[k].N += r.end - r.start
-			} else {
-				moves = append(moves, lookup.RowMove{From: r.start, To: to, N: r.end - r.start})
-			}
-			to += r.end - r.start
-		}
+	if sb != nil {
+		sb.room(added)
+	} else {
+		sb = newSetBuilder(schema, fields, keptFiles+added)
 		for _, mv := range moves {
 			sb.addRows(last.set, mv.From, mv.From+mv.N)
 		}
@@ -187,6 +223,10 @@ func (p *Planner) planByManifest(ctx context.Context, tbl *table.Table, access s
 	b.set = sb.finish()
 	if last != nil { // the index's matches of the kept files are kept too
 		b.memo.Carry(&last.memo, &last.set.files, &b.set.files, moves)
+		// Charged what the last one's held once a lookup measured it, not
+		// the estimate of a memo matched anew: a base of 1,000,000 files
+		// with the estimate did not fit the bases' part of the budget.
+		b.memoCharged.Store(last.memoCharged.Load())
 	}
 	p.lastBases.put(key, b)
 	return b, true, nil

@@ -245,9 +245,10 @@ func (p *Planner) makeBase(ctx context.Context, tbl *table.Table, access string,
 	if err != nil {
 		return madeBase{}, err
 	}
-	memo := int64(b.set.len()) * int64(len(b.set.stats)) * matchBytesPerFile
-	b.memoCharged.Store(memo)
-	b.size = 512 + int64(len(key)) + b.set.bytes() + memo
+	if b.memoCharged.Load() == 0 { // not carried over from the last base's (planByManifest)
+		b.memoCharged.Store(int64(b.set.len()) * int64(len(b.set.stats)) * matchBytesPerFile)
+	}
+	b.size = 512 + int64(len(key)) + b.set.bytes() + b.memoCharged.Load()
 	if n, ok := summaryFiles(snap); ok {
 		b.filesTotal = n
 	} else if rKey == (iceberg.AlwaysTrue{}).String() {
@@ -343,16 +344,11 @@ func (s *fileSet) has(fields []int) bool {
 }
 
 // planBase makes a base plan of r with the statistics of fields, within
-// the work budget (released before base asks for the plan of all files,
-// which reserves its own).
+// the work budget.
 func (p *Planner) planBase(ctx context.Context, tbl *table.Table, access string, snap *table.Snapshot, caseSensitive bool, r iceberg.BooleanExpression, rKey string, schema *iceberg.Schema, fields []int) (*base, error) {
 	if rKey == (iceberg.AlwaysTrue{}).String() {
-		release, err := p.work.reserve(ctx, byManifestWorkBytes(snap))
-		if err != nil {
-			return nil, err
-		}
+		// It reserves its own, once it knows which manifests it decodes.
 		b, ok, err := p.planByManifest(ctx, tbl, access, snap, caseSensitive, schema, fields)
-		release()
 		if ok {
 			return b, err
 		}

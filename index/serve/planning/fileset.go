@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -52,6 +53,14 @@ type fileSet struct {
 	deleteRefs [][]deleteRef
 
 	stats map[int]*columnStats // by field id: the columns it was made for
+
+	// extended is set once a set of s's files and more shares s's columns
+	// and appends in their room (extension): one set may, the others copy.
+	extended atomic.Bool
+	// sharedAt is how many partitions and extras s had when a set was
+	// last made by copying (setBuilder.addRows, which keeps each once):
+	// an extension keeps the new files' own apart from the ones before.
+	sharedAt int
 }
 
 // noRowID marks a file without a first row id in fileSet.firstRowIDs.
@@ -95,6 +104,7 @@ func newFileSet(tasks []table.FileScanTask, schema *iceberg.Schema, fieldIDs []i
 // the last one), keeping what files share once.
 type setBuilder struct {
 	s         *fileSet
+	extending bool // s shares the columns of the set it extends (extension)
 	fields    []iceberg.NestedField
 	stats     []*statsBuilder // by fields
 	formatIdx map[iceberg.FileFormat]uint8
@@ -122,6 +132,92 @@ func newSetBuilder(schema *iceberg.Schema, fieldIDs []int, capacity int) *setBui
 	}
 	return b
 }
+
+// extension returns a builder of a set of s's files followed by others,
+// which shares s's columns and appends in their room rather than copying
+// them: the base of a table version that keeps every manifest of the last
+// one and adds some (an append) costs the new manifests' files. It claims
+// s, and returns nil when another set claimed it first, when s has delete
+// files or lacks statistics of one of fieldIDs, or when the partitions and
+// extras extensions added apart from the others (each keeps the new
+// files' own) are as many as those s was made with: a set made by copying
+// keeps each once again. Unclaim gives s back when the builder is not
+// used.
+func (s *fileSet) extension(schema *iceberg.Schema, fieldIDs []int) *setBuilder {
+	if s.deletes != nil || !s.has(fieldIDs) || len(s.partValues)+len(s.extraValues) > 2*s.sharedAt+64 ||
+		!s.extended.CompareAndSwap(false, true) {
+		return nil
+	}
+	n := &fileSet{
+		files: s.files.Extension(), records: s.records, formats: s.formats, parts: s.parts, extras: s.extras,
+		formatNames: s.formatNames, partValues: s.partValues, partSpecs: s.partSpecs, extraValues: s.extraValues,
+		firstRowIDs: s.firstRowIDs, stats: map[int]*columnStats{}, sharedAt: s.sharedAt,
+	}
+	b := &setBuilder{s: n, extending: true, formatIdx: map[iceberg.FileFormat]uint8{}, partIdx: map[string]int32{},
+		extraIdx: map[string]int32{}, deleteIdx: map[iceberg.DataFile]int32{}}
+	for i, f := range s.formatNames {
+		b.formatIdx[f] = uint8(i)
+	}
+	for _, id := range fieldIDs {
+		field, ok := schema.FindFieldByID(id)
+		if !ok {
+			continue
+		}
+		st := *s.stats[id] // its slices shared, appended to in their room
+		b.fields = append(b.fields, field)
+		b.stats = append(b.stats, &statsBuilder{field: field, s: &st, spanned: st.len(), span: st.span, extending: true})
+	}
+	return b
+}
+
+// room makes room in the columns of an extending builder for n more
+// files, and a thirty-second of its files more when a column must be
+// copied for them: appending's growth would leave a quarter more room
+// than the files take, which the base's accounting counts, and a base of
+// 1,000,000 files would no longer fit its part of the budget. A column is
+// copied once per that many files appended.
+func (b *setBuilder) room(n int) {
+	s := b.s
+	more := n + s.len()/32
+	s.files.Grow(more)
+	growFor(&s.records, n, more)
+	growFor(&s.formats, n, more)
+	growFor(&s.parts, n, more)
+	growFor(&s.extras, n, more)
+	if s.firstRowIDs != nil {
+		growFor(&s.firstRowIDs, n, more)
+	}
+	for _, sb := range b.stats {
+		st := sb.s
+		for _, col := range []*[]bool{&st.nullsOnly, &st.nansOnly, &st.hasLower, &st.hasUpper} {
+			growFor(col, n, more)
+		}
+		switch st.kind {
+		case intBounds:
+			growFor(&st.ilo, n, more)
+			growFor(&st.ihi, n, more)
+		case bytesBounds:
+			growFor(&st.bounds, 2*n, 2*more)
+			perFile := len(st.slab)/max(st.len(), 1) + 1
+			growFor(&st.slab, n*perFile, more*perFile)
+		default:
+			growFor(&st.lower, n, more)
+			growFor(&st.upper, n, more)
+		}
+	}
+}
+
+// growFor gives *s room for n more elements: room for more, exactly, when
+// it must be copied for them.
+func growFor[T any](s *[]T, n, more int) {
+	if cap(*s)-len(*s) < n {
+		*s = append(make([]T, 0, len(*s)+max(n, more)), *s...)
+	}
+}
+
+// unclaim gives s back for another set to extend, when the builder
+// extension returned was not used.
+func (s *fileSet) unclaim() { s.extended.Store(false) }
 
 // add adds the data file of task t, with its delete files.
 func (b *setBuilder) add(t *table.FileScanTask) {
@@ -295,7 +391,12 @@ func (b *setBuilder) finish() *fileSet {
 	for k, field := range b.fields {
 		b.s.stats[field.ID] = b.stats[k].finish()
 	}
+	if b.extending {
+		b.s.files.Seal() // its room kept for the next version's files
+		return b.s
+	}
 	b.s.files.Clip()
+	b.s.sharedAt = len(b.s.partValues) + len(b.s.extraValues)
 	return b.s
 }
 
@@ -351,7 +452,7 @@ func (s *fileSet) len() int { return len(s.records) }
 // bytes is the memory s holds, for the cache's accounting: its columns,
 // the paths' bytes, what is shared, and the statistics.
 func (s *fileSet) bytes() int64 {
-	n := int64(s.len())
+	n := int64(cap(s.records))                  // with the room an extended set appends in
 	size := 512 + s.files.Bytes() + n*(8+1+4+4) // paths and sizes, records, format, partition, extra
 	size += int64(len(s.partValues)) * 200
 	for _, e := range s.extraValues {
@@ -513,6 +614,9 @@ func (a columnSpan) merge(b columnSpan) columnSpan {
 	return out
 }
 
+// len is the number of files.
+func (s *columnStats) len() int { return len(s.hasLower) }
+
 // lowerBytes and upperBytes are file i's bounds of kind bytesBounds.
 func (s *columnStats) lowerBytes(i int) []byte { return s.slab[s.bounds[2*i]:s.bounds[2*i+1]] }
 func (s *columnStats) upperBytes(i int) []byte { return s.slab[s.bounds[2*i+1]:s.bounds[2*i+2]] }
@@ -543,9 +647,13 @@ func boundKindOf(typ iceberg.Type) boundKind {
 type statsBuilder struct {
 	field iceberg.NestedField
 	s     *columnStats
-	// spanned files' span is known: those of whole sets added first.
+	// spanned files' span is known: those of whole sets added first, or
+	// of the set extended.
 	spanned int
 	span    columnSpan
+	// extending: s shares the columns of the set it extends, whose slab's
+	// room finish keeps.
+	extending bool
 }
 
 func newStatsBuilder(field iceberg.NestedField, capacity int) *statsBuilder {
@@ -776,7 +884,7 @@ func (sb *statsBuilder) addRows(src *columnStats, start, end int) {
 // the base's accounting counts what it holds, not its room.
 func (sb *statsBuilder) finish() *columnStats {
 	s := sb.s
-	if cap(s.slab)-len(s.slab) > len(s.slab)/16 {
+	if !sb.extending && cap(s.slab)-len(s.slab) > len(s.slab)/16 {
 		s.slab = slices.Clone(s.slab)
 	}
 	s.span = sb.span.merge(s.spanOf(sb.spanned, len(s.hasLower)))
@@ -796,13 +904,13 @@ func literalBytes(l iceberg.Literal) []byte {
 
 // bytes is the memory s holds.
 func (s *columnStats) bytes() int64 {
-	n := int64(len(s.nullsOnly))
+	n := int64(cap(s.nullsOnly)) // with the room an extended set appends in
 	size := 4*n + 128
 	switch s.kind {
 	case intBounds:
 		size += 16 * n
 	case bytesBounds:
-		size += 8*n + int64(len(s.slab))
+		size += 8*n + int64(cap(s.slab))
 	default:
 		size += 2 * n * (16 + 48) // an interface and what it points to
 	}

@@ -2,10 +2,14 @@ package planning
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
+	"unsafe"
 
 	"github.com/apache/iceberg-go"
 
@@ -147,4 +151,88 @@ func TestStatsRowsCopied(t *testing.T) {
 		}
 	}
 	maxSlabBytes = math.MaxInt32
+}
+
+// TestSetExtended: a set extended by the next version's files holds the
+// rows a set made by copying holds, in the same order, with the same
+// statistics and span; the set it extends is unchanged, a second
+// extension of it is refused (and allowed once unclaimed), and the next
+// extension appends in the room the last left rather than copying.
+func TestSetExtended(t *testing.T) {
+	ctx, fsys, fields := context.Background(), memIO{}, []int{1, 2}
+	entries := eventsEntries(315, true, 1)
+	var sets []*fileSet
+	for k, r := range [][2]int{{0, 300}, {300, 310}, {310, 315}} { // the room the first extension leaves holds the second
+		m := writeManifest(t, fsys, fmt.Sprintf("s3://warehouse/db/events/metadata/m%d.avro", k), 2, eventsDaySpec, eventsSchema, 1, entries[r[0]:r[1]], 0)
+		sets = append(sets, must(manifestSet(ctx, fsys, m, eventsSchema, fields)))
+	}
+	copied := func(parts ...*fileSet) *fileSet {
+		n := 0
+		for _, p := range parts {
+			n += p.len()
+		}
+		sb := newSetBuilder(eventsSchema, fields, n)
+		for _, p := range parts {
+			sb.addRows(p, 0, p.len())
+		}
+		return sb.finish()
+	}
+	rowsOf := func(s *fileSet) []string {
+		var rows []string
+		for i := range s.len() {
+			t := s.task(i)
+			id, email := s.stats[1], s.stats[2]
+			file := getters(t.File)
+			for k, v := range file {
+				if p, ok := v.(*int); ok && p != nil {
+					file[k] = *p
+				}
+			}
+			rows = append(rows, fmt.Sprintf("%v|%v|%v %v %v %v|%v %v %q %q", file, t.Length, id.nullsOnly[i], id.hasLower[i], id.ilo[i], id.ihi[i],
+				email.nullsOnly[i], email.hasUpper[i], email.lowerBytes(i), email.upperBytes(i)))
+		}
+		return rows
+	}
+	a := copied(sets[0])
+	aRows := rowsOf(a)
+	ext := a.extension(eventsSchema, fields)
+	if ext == nil || a.extension(eventsSchema, fields) != nil {
+		t.Fatal("a set not extended yet was not extended once, and once only")
+	}
+	ext.room(sets[1].len())
+	ext.addRows(sets[1], 0, sets[1].len())
+	b := ext.finish()
+	if room := cap(b.records) - b.len(); room > b.len()/16 {
+		t.Fatalf("the extension left room for %d files more beside %d", room, b.len())
+	}
+	c := b.extension(eventsSchema, fields)
+	c.room(sets[2].len())
+	c.addRows(sets[2], 0, sets[2].len())
+	cs := c.finish()
+	for _, v := range []struct {
+		name      string
+		got, want *fileSet
+	}{{"the first extension", b, copied(sets[0], sets[1])}, {"the second", cs, copied(sets...)}} {
+		if got, want := rowsOf(v.got), rowsOf(v.want); !slices.Equal(got, want) {
+			t.Fatalf("%s holds %d rows, a copy %d, or others", v.name, len(got), len(want))
+		}
+		for id, st := range v.want.stats {
+			if sp, want := v.got.stats[id].span, st.span; sp.ok != want.ok || sp.maxLo != want.maxLo || sp.minHi != want.minHi ||
+				!bytes.Equal(sp.maxLoRaw, want.maxLoRaw) || !bytes.Equal(sp.minHiRaw, want.minHiRaw) {
+				t.Fatalf("%s: the span of field %d is %+v, want %+v", v.name, id, sp, want)
+			}
+		}
+	}
+	if !slices.Equal(rowsOf(a), aRows) {
+		t.Fatal("the set extended changed")
+	}
+	if unsafe.SliceData(cs.records) != unsafe.SliceData(b.records) || unsafe.SliceData(cs.stats[2].slab) != unsafe.SliceData(b.stats[2].slab) {
+		t.Fatal("the second extension copied the columns the first left room in")
+	}
+	d := copied(sets[0])
+	d.extension(eventsSchema, fields)
+	d.unclaim()
+	if d.extension(eventsSchema, fields) == nil {
+		t.Fatal("a set given back was not extended")
+	}
 }

@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/icebloom/icebloom/catalog/catalogtest"
 	"github.com/icebloom/icebloom/index/serve/internal/servetest"
 )
 
@@ -298,6 +300,43 @@ func TestLookupsTakeAnEighth(t *testing.T) {
 		if err != nil || !res.FastPath || res.Cached {
 			t.Fatalf("a warm lookup beside a large reservation: %v (fast path %v)", err, res != nil && res.FastPath)
 		}
+	}
+}
+
+// TestAppendExtendsBeside: the base of a version that only added a
+// manifest (an append) extends the last one, reserving what it decodes:
+// it is made beside a request holding the large gate, where making it
+// anew (its files' whole reservation, more than a quarter of the work
+// budget) waits for the gate and is refused.
+func TestAppendExtendsBeside(t *testing.T) {
+	cat := servetest.AddFilesTable(t, 4000)
+	p := NewPlanner(func(ctx context.Context, ident table.Identifier) (*Loaded, error) {
+		tbl, err := cat.LoadTable(ctx, ident)
+		return &Loaded{Table: tbl}, err
+	}, PlannerOptions{MemoryBudget: 4 << 20, MaxWorkWait: 200 * time.Millisecond})
+	ctx, ident := context.Background(), table.Identifier{"db", "events"}
+	plan := func(v int) (*PlanResult, error) {
+		return p.Plan(ctx, ident, rest.PlanTableScanRequest{Filter: []byte(`{"type":"eq","term":"id","value":` + strconv.Itoa(v) + `}`)})
+	}
+	if res, err := plan(2); err != nil || !res.FastPath {
+		t.Fatalf("the first plan: %v (fast path %v)", err, res != nil && res.FastPath)
+	}
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl = catalogtest.AppendIDs(t, tbl, 1, 3)
+	release, err := p.ReserveWork(ctx, p.Stats().WorkBudget/2) // large: the gate is taken
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	res, err := plan(3)
+	if err != nil || !res.FastPath || res.WarmMiss != string(warmBaseMade) {
+		t.Fatalf("the first plan after an append beside the large gate: %v (fast path %v)", err, res != nil && res.FastPath)
+	}
+	if b, _ := p.bases.get(baseKey(tbl, "", tbl.CurrentSnapshot().SnapshotID, tbl.Schema(), true, iceberg.AlwaysTrue{}.String())); b == nil || b.set.len() != 4001 {
+		t.Fatal("the base after the append is not kept, or not of 4,001 files")
 	}
 }
 
