@@ -149,11 +149,13 @@ func (l *List) seal() {
 }
 
 // Grow makes room for n more files (their sizes; locations grow as they
-// come), exactly: a list extended version after version (Extension) holds
-// the room its caller asks for, not a quarter more.
+// come). When it must copy the sizes, it leaves room for a thirty-second
+// of the files more, not the quarter append's growth leaves: a list
+// extended version after version a few files at a time (Extension) is
+// copied once per that many.
 func (l *List) Grow(n int) {
 	if cap(l.sizes)-len(l.sizes) < n {
-		l.sizes = append(make([]int64, 0, len(l.sizes)+n), l.sizes...)
+		l.sizes = append(make([]int64, 0, len(l.sizes)+n+len(l.sizes)/32), l.sizes...)
 	}
 	l.open.restarts = slices.Grow(l.open.restarts, n/restartEvery+1)
 }

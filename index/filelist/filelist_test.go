@@ -356,19 +356,21 @@ func TestExtension(t *testing.T) {
 	}
 	l.Clip()
 	e := l.Extension()
+	e.Grow(50)
 	for i, p := range names[200:250] {
 		e.Append(p, int64(200+i))
 	}
 	e.Seal()
 	e2 := e.Extension()
-	for i, p := range names[250:] {
+	e2.Grow(6)
+	for i, p := range names[250:256] {
 		e2.Append(p, int64(250+i))
 	}
 	e2.Seal()
 	for _, c := range []struct {
 		l *List
 		n int
-	}{{&l, 200}, {&e, 250}, {&e2, 300}} {
+	}{{&l, 200}, {&e, 250}, {&e2, 256}} {
 		if c.l.Len() != c.n {
 			t.Fatalf("%d files, want %d", c.l.Len(), c.n)
 		}

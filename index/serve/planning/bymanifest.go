@@ -21,9 +21,12 @@ import (
 // lists are the same in every table version that keeps it: a commit that
 // adds one manifest (an append, a new file and its index) makes the new
 // version's base from the last base's rows of the manifests it kept and
-// decodes only the new one, instead of decoding every manifest again; the
-// index's matches of the kept files are carried over too
-// (lookup.Memo.Carry), so only the new files are matched. The
+// decodes only the new one, instead of decoding every manifest again. When
+// it keeps them all, the new base extends the last one's columns in place
+// (fileSet.extension) rather than copying them, and reserves only what
+// decoding the new manifest takes. The index's matches of the kept files
+// are carried over too (lookup.Memo.Carry), so only the new files are
+// matched. The
 // manifests are read by icebloom's own decoder (manifestdecode.go: the
 // fields a scan task needs and the statistics of the set's columns;
 // iceberg-go's projected decoding for what it does not read), several at
@@ -95,7 +98,8 @@ func lastKey(tbl *table.Table, access string, caseSensitive bool) string {
 }
 
 // planByManifest makes the base of every data file of snap manifest by
-// manifest, reusing the rows of the last base's manifests; ok is false
+// manifest, within the work budget, reusing the rows of the last base's
+// manifests (extending its set when it keeps them all); ok is false
 // when snap has delete manifests (planBase plans those), and true with any
 // error, which planBase returns as it is.
 func (p *Planner) planByManifest(ctx context.Context, tbl *table.Table, access string, snap *table.Snapshot, caseSensitive bool, schema *iceberg.Schema, fields []int) (b *base, ok bool, err error) {

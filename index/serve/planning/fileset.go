@@ -179,7 +179,7 @@ func (s *fileSet) extension(schema *iceberg.Schema, fieldIDs []int) *setBuilder 
 func (b *setBuilder) room(n int) {
 	s := b.s
 	more := n + s.len()/32
-	s.files.Grow(more)
+	s.files.Grow(n) // as much room
 	growFor(&s.records, n, more)
 	growFor(&s.formats, n, more)
 	growFor(&s.parts, n, more)
