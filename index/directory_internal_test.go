@@ -77,11 +77,7 @@ func writeV2Segment(t *testing.T, files int) (table.StatisticsFile, *segment.Dir
 // holds it only while it runs.
 func TestDirectoryKeptAsStored(t *testing.T) {
 	const files = 3000
-	sf, written := writeV2Segment(t, files)
-	ix, errs := Load(context.Background(), icebergio.LocalFS{}, metadataOf{stats: []table.StatisticsFile{sf}}, NewFooterCache(8))
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
+	ix, written := loadV2Segment(t, files)
 	seg := &ix.segments[0]
 	decodedNow := func() bool {
 		runtime.GC()
@@ -138,11 +134,7 @@ func TestDirectoryKeptAsStored(t *testing.T) {
 // statistics entry lists only other fields is not read.
 func TestMatchGroupsStreams(t *testing.T) {
 	const files = 3000
-	sf, _ := writeV2Segment(t, files)
-	ix, errs := Load(context.Background(), icebergio.LocalFS{}, metadataOf{stats: []table.StatisticsFile{sf}}, NewFooterCache(8))
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
+	ix, _ := loadV2Segment(t, files)
 	seg := &ix.segments[0]
 	type hit struct {
 		file, field, member int
@@ -194,4 +186,16 @@ func TestMatchGroupsStreams(t *testing.T) {
 	if calls != 0 {
 		t.Fatalf("a segment of field 1 alone was read for field 7: %d finds", calls)
 	}
+}
+
+// loadV2Segment loads the index of one v2 segment of files files
+// (writeV2Segment), and returns it with the directory written.
+func loadV2Segment(t *testing.T, files int) (*TableIndex, *segment.Directory) {
+	t.Helper()
+	sf, written := writeV2Segment(t, files)
+	ix, errs := Load(context.Background(), icebergio.LocalFS{}, metadataOf{stats: []table.StatisticsFile{sf}}, NewFooterCache(8))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	return ix, written
 }

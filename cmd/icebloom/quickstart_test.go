@@ -204,6 +204,11 @@ func TestTryItYourselfAfterGoRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command with go run")
 	}
+	if raceEnabled {
+		// go run builds the command without the race detector, and this
+		// test runs it: the plain run checks it (15 s of CI's race step).
+		t.Skip("runs a command go run built, which the race detector does not watch")
+	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skipf("no go command: %v", err)
