@@ -308,8 +308,8 @@ const maxRunCommits = 3
 // with another shard count is refused, naming both.
 func TestShardRun(t *testing.T) {
 	n := 64
-	if raceEnabled {
-		n = 16
+	if raceEnabled { // processes of the race-built test binary, 8 at once still (16 took 40 s of CI)
+		n = 8
 	}
 	if v := os.Getenv(shardTestCountEnv); v != "" {
 		var err error
