@@ -115,14 +115,10 @@ type setBuilder struct {
 }
 
 func newSetBuilder(schema *iceberg.Schema, fieldIDs []int, capacity int) *setBuilder {
-	b := &setBuilder{
-		s: &fileSet{
-			records: make([]int64, 0, capacity), formats: make([]uint8, 0, capacity),
-			parts: make([]int32, 0, capacity), extras: make([]int32, 0, capacity), stats: map[int]*columnStats{},
-		},
-		formatIdx: map[iceberg.FileFormat]uint8{}, partIdx: map[string]int32{}, extraIdx: map[string]int32{},
-		deleteIdx: map[iceberg.DataFile]int32{},
-	}
+	b := builderOf(&fileSet{
+		records: make([]int64, 0, capacity), formats: make([]uint8, 0, capacity),
+		parts: make([]int32, 0, capacity), extras: make([]int32, 0, capacity), stats: map[int]*columnStats{},
+	})
 	b.s.files.Grow(capacity)
 	for _, id := range fieldIDs {
 		if field, ok := schema.FindFieldByID(id); ok {
@@ -131,6 +127,13 @@ func newSetBuilder(schema *iceberg.Schema, fieldIDs []int, capacity int) *setBui
 		}
 	}
 	return b
+}
+
+// builderOf returns a builder appending to s, which holds no format,
+// partition, extra or delete file it would find again.
+func builderOf(s *fileSet) *setBuilder {
+	return &setBuilder{s: s, formatIdx: map[iceberg.FileFormat]uint8{}, partIdx: map[string]int32{},
+		extraIdx: map[string]int32{}, deleteIdx: map[iceberg.DataFile]int32{}}
 }
 
 // extension returns a builder of a set of s's files followed by others,
@@ -153,8 +156,8 @@ func (s *fileSet) extension(schema *iceberg.Schema, fieldIDs []int) *setBuilder 
 		formatNames: s.formatNames, partValues: s.partValues, partSpecs: s.partSpecs, extraValues: s.extraValues,
 		firstRowIDs: s.firstRowIDs, stats: map[int]*columnStats{}, sharedAt: s.sharedAt,
 	}
-	b := &setBuilder{s: n, extending: true, formatIdx: map[iceberg.FileFormat]uint8{}, partIdx: map[string]int32{},
-		extraIdx: map[string]int32{}, deleteIdx: map[iceberg.DataFile]int32{}}
+	b := builderOf(n)
+	b.extending = true
 	for i, f := range s.formatNames {
 		b.formatIdx[f] = uint8(i)
 	}
@@ -298,8 +301,8 @@ func memoized[T any](n int, f func(int) T) func(int) T {
 
 // row adds one data file and returns its index.
 func (b *setBuilder) row(path string, size, records int64, spec int32, format iceberg.FileFormat, part map[int]any, extra fileExtra, firstRowID *int64) int {
-	b.s.files.Append(path, size)
 	s := b.s
+	s.files.Append(path, size)
 	i := len(s.records)
 	s.records = append(s.records, records)
 	s.formats = append(s.formats, b.format(format))
@@ -571,9 +574,6 @@ func (s *columnStats) keepsAll(ints []int64, raw [][]byte) bool {
 	return false
 }
 
-// setSpan computes s.span.
-func (s *columnStats) setSpan() { s.span = s.spanOf(0, len(s.hasLower)) }
-
 // spanOf is the span of files [from, to).
 func (s *columnStats) spanOf(from, to int) columnSpan {
 	sp := columnSpan{ok: !slices.Contains(s.nullsOnly[from:to], true) && !slices.Contains(s.nansOnly[from:to], true)}
@@ -835,10 +835,6 @@ func (sb *statsBuilder) addRows(src *columnStats, start, end int) {
 		from, to := int(src.bounds[2*start]), int(src.bounds[2*end])
 		if len(s.slab)+to-from <= maxSlabBytes {
 			shift := uint32(len(s.slab)) - uint32(from) // modulo 2^32: every sum fits
-			if s.slab == nil {
-				// The last base's: room for a commit's new files beside it.
-				s.slab = make([]byte, 0, to-from+(to-from)/64)
-			}
 			s.slab = append(s.slab, src.slab[from:to]...)
 			for _, off := range src.bounds[2*start+1 : 2*end+1] {
 				s.bounds = append(s.bounds, off+shift)

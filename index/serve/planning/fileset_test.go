@@ -73,7 +73,7 @@ func TestColumnSpan(t *testing.T) {
 			}
 		}
 		s.nullsOnly[7] = true
-		s.setSpan()
+		s.span = s.spanOf(0, s.len())
 		if s.keepsAll([]int64{2500}, [][]byte{[]byte("2500")}) {
 			t.Fatalf("%s: keepsAll with a file of nulls only", typ)
 		}
