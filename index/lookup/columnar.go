@@ -86,7 +86,7 @@ func (m *Memo) columns(ix *index.TableIndex, files *filelist.List, fields []int)
 			// first plan after a sync of 1,000,000 files took 4.7 times a
 			// warm one.
 			for id, col := range prev {
-				m.cols[id] = &columnIndex{groups: slices.Clone(col.groups), indexed: slices.Clone(col.indexed), v1: col.v1}
+				m.cols[id] = sharedColumn(col, files.Len())
 			}
 			extendColumns(ix, len(prevIx.Segments()), files, m.cols)
 		}
@@ -145,12 +145,7 @@ func (m *Memo) Carry(prev *Memo, prevFiles, files *filelist.List, moves []RowMov
 // of which moves says which were col's.
 func carryColumn(col *columnIndex, moves []RowMove, n int) *columnIndex {
 	if len(moves) == 1 && moves[0] == (RowMove{N: len(col.indexed)}) && n >= len(col.indexed) {
-		// Every file stays where it was (an append): the groups are
-		// shared, as the memo of one version does when its index gains
-		// segments (extendColumns changes only the groups it adds).
-		indexed := make([]bool, n)
-		copy(indexed, col.indexed)
-		return &columnIndex{groups: slices.Clone(col.groups), indexed: indexed, v1: col.v1}
+		return sharedColumn(col, n) // every file stays where it was (an append)
 	}
 	to := make([]int32, len(col.indexed))
 	for i := range to {
@@ -175,6 +170,15 @@ func carryColumn(col *columnIndex, moves []RowMove, n int) *columnIndex {
 		}
 	}
 	return out
+}
+
+// sharedColumn returns col for n files whose first are col's, where they
+// were: its groups shared (extendColumns changes only the groups it adds
+// to the slice, which is copied), which files have a filter copied.
+func sharedColumn(col *columnIndex, n int) *columnIndex {
+	indexed := make([]bool, n)
+	copy(indexed, col.indexed)
+	return &columnIndex{groups: slices.Clone(col.groups), indexed: indexed, v1: col.v1}
 }
 
 // matchColumns matches the index's filters of fields to files.
